@@ -1,0 +1,13 @@
+# memplan_target_options(TARGET): warnings as errors and the optional sanitizers, for our own code only.
+function(memplan_target_options target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+  if(MEMPLAN_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+if(MEMPLAN_SANITIZE)
+  # Link flags must reach every executable, including ones that only link our library.
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,214 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_set>
+
+#include "memplan/error.h"
+
+namespace memplan {
+
+bool TensorType::is_static() const {
+  return has_rank && std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.known(); });
+}
+
+std::vector<int64_t> TensorType::static_dims() const {
+  std::vector<int64_t> out;
+  out.reserve(dims.size());
+  for (const Dim& d : dims) out.push_back(d.value);
+  return out;
+}
+
+std::string TensorType::shape_string() const {
+  if (!has_rank) return "unranked";
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += dims[i].known() ? std::to_string(dims[i].value) : (dims[i].symbol.empty() ? "?" : dims[i].symbol);
+  }
+  return s + "]";
+}
+
+const Attribute* Node::attr(const std::string& n) const {
+  for (const Attribute& a : attributes)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+int64_t Node::attr_int(const std::string& n, int64_t fallback) const {
+  const Attribute* a = attr(n);
+  return a && a->kind == Attribute::Kind::Int ? a->i : fallback;
+}
+
+float Node::attr_float(const std::string& n, float fallback) const {
+  const Attribute* a = attr(n);
+  return a && a->kind == Attribute::Kind::Float ? a->f : fallback;
+}
+
+std::string Node::attr_string(const std::string& n, const std::string& fallback) const {
+  const Attribute* a = attr(n);
+  return a && a->kind == Attribute::Kind::String ? a->s : fallback;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& n) const {
+  const Attribute* a = attr(n);
+  return a && a->kind == Attribute::Kind::Ints ? a->ints : std::vector<int64_t>{};
+}
+
+Graph* Node::subgraph(const std::string& attr_name) const {
+  const Attribute* a = attr(attr_name);
+  return a && a->kind == Attribute::Kind::Graph && !a->graphs.empty() ? a->graphs[0] : nullptr;
+}
+
+std::string Node::describe() const { return op_type + " node '" + name + "'"; }
+
+Value* Graph::find_local(const std::string& n) const {
+  auto it = by_name_.find(n);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+Value* Graph::lookup(const std::string& n) const {
+  for (const Graph* g = this; g; g = g->parent)
+    if (Value* v = g->find_local(n)) return v;
+  return nullptr;
+}
+
+Value* Graph::add_value(const std::string& n) {
+  if (by_name_.count(n)) fail(path() + ": tensor '" + n + "' is defined twice in the same graph");
+  auto v = std::make_unique<Value>();
+  v->name = n;
+  v->graph = this;
+  Value* raw = v.get();
+  values.push_back(std::move(v));
+  by_name_.emplace(n, raw);
+  return raw;
+}
+
+std::unique_ptr<Value> Graph::release_value(Value* v) {
+  auto it = std::find_if(values.begin(), values.end(), [v](const auto& p) { return p.get() == v; });
+  if (it == values.end()) fail_internal("release_value: '" + v->name + "' is not in " + path());
+  std::unique_ptr<Value> out = std::move(*it);
+  values.erase(it);
+  by_name_.erase(v->name);
+  return out;
+}
+
+Value* Graph::adopt_value(std::unique_ptr<Value> v) {
+  std::string base = v->name;
+  for (int k = 1; by_name_.count(v->name); ++k) v->name = base + "_" + std::to_string(k);
+  v->graph = this;
+  Value* raw = v.get();
+  by_name_.emplace(raw->name, raw);
+  values.push_back(std::move(v));
+  return raw;
+}
+
+void replace_uses(Graph& scope, Value* from, Value* to) {
+  for_each_graph(scope, [&](Graph& g) {
+    for (auto& n : g.nodes)
+      for (Value*& in : n->inputs)
+        if (in == from) in = to;
+    for (Value*& out : g.outputs)
+      if (out == from) out = to;
+  });
+}
+
+std::string Graph::path() const {
+  if (!owner) return name.empty() ? "main graph" : "graph '" + name + "'";
+  return parent->path() + " > " + owner->describe() + "." + owner_attribute;
+}
+
+namespace {
+
+void add_unique(std::vector<Value*>& list, Value* v) {
+  if (std::find(list.begin(), list.end(), v) == list.end()) list.push_back(v);
+}
+
+void add_unique(std::vector<Node*>& list, Node* n) {
+  if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
+}
+
+// `user` (a graph nested somewhere below v's scope) reads v: every graph between them captures
+// v, and the control-flow node in v's own scope consumes it.
+void record_outer_use(Graph* user, Value* v) {
+  for (Graph* g = user; g && g != v->graph; g = g->parent) {
+    add_unique(g->captures, v);
+    if (g->parent == v->graph) {
+      add_unique(g->owner->implicit_inputs, v);
+      add_unique(v->consumers, g->owner);
+    }
+  }
+}
+
+}  // namespace
+
+void rebuild_uses(Graph& main) {
+  for_each_graph(main, [](Graph& g) {
+    g.captures.clear();
+    for (auto& v : g.values) {
+      v->producer = nullptr;
+      v->consumers.clear();
+    }
+    for (auto& n : g.nodes) n->implicit_inputs.clear();
+  });
+  for_each_graph(main, [](Graph& g) {
+    for (auto& n : g.nodes) {
+      n->graph = &g;
+      for (Value* out : n->outputs)
+        if (out) out->producer = n.get();
+      for (Value* in : n->inputs) {
+        if (!in) continue;
+        if (in->graph == &g)
+          add_unique(in->consumers, n.get());
+        else
+          record_outer_use(&g, in);
+      }
+    }
+    for (Value* out : g.outputs)
+      if (out->graph != &g) record_outer_use(&g, out);
+  });
+}
+
+void sort_topologically(Graph& g) {
+  // Kahn's algorithm with the file's index as priority: a valid order is kept as it is.
+  const size_t n = g.nodes.size();
+  std::unordered_map<const Node*, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[g.nodes[i].get()] = i;
+  std::vector<size_t> pending(n, 0);
+  std::vector<std::vector<size_t>> users(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = *g.nodes[i];
+    std::unordered_set<size_t> deps;
+    auto depend = [&](const Value* v) {
+      if (v && v->producer && v->producer->graph == &g) deps.insert(index.at(v->producer));
+    };
+    for (const Value* v : node.inputs) depend(v);
+    for (const Value* v : node.implicit_inputs) depend(v);
+    for (size_t d : deps) {
+      users[d].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<std::unique_ptr<Node>> ordered;
+  ordered.reserve(n);
+  std::vector<bool> placed(n, false);
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    placed[i] = true;
+    ordered.push_back(std::move(g.nodes[i]));
+    for (size_t u : users[i])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (ordered.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (!placed[i])
+        fail(g.path() + ": the graph has a cycle through " + g.nodes[i]->describe());
+  }
+  g.nodes = std::move(ordered);
+}
+
+}  // namespace memplan

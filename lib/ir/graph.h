@@ -1,0 +1,152 @@
+// The IR: graphs of nodes and values. If, Loop and Scan nodes own their subgraphs; a subgraph
+// reads outer-scope values directly (its `captures` list names them) and its inputs, outputs and
+// captures are bound to parent buffers at run time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/tensor.h"
+
+namespace memplan {
+
+struct Graph;
+struct Node;
+
+// A dimension: a known size (value >= 0), or a named symbol, or unknown (value < 0, no symbol).
+struct Dim {
+  int64_t value = -1;
+  std::string symbol;
+  bool known() const { return value >= 0; }
+};
+
+struct TensorType {
+  DType dtype = DType::Undefined;
+  bool has_rank = false;   // false: nothing is known of the shape
+  std::vector<Dim> dims;
+
+  bool is_static() const;                   // rank and every dim known
+  std::vector<int64_t> static_dims() const; // requires is_static()
+  std::string shape_string() const;         // "[1, 3, N, ?]", "[?]" ... or "unranked"
+};
+
+struct Value {
+  std::string name;
+  TensorType type;
+  Graph* graph = nullptr;          // the scope that defines it
+  Node* producer = nullptr;        // null for graph inputs and constants
+  std::vector<Node*> consumers;    // nodes of `graph` that read it, directly or through subgraphs
+  std::shared_ptr<const Tensor> constant;  // set for initializers, Constant nodes and folded values
+  bool is_graph_input = false;
+  bool is_graph_output = false;
+  // Bytes the value's buffer must hold: exact when the shape is static, else an upper bound
+  // (If branches of different shapes, loops with data-dependent trip counts). 0 = not yet known.
+  uint64_t capacity_bytes = 0;
+  bool shape_varies = false;  // the run-time shape may be smaller than the capacity suggests
+
+  bool is_constant() const { return constant != nullptr; }
+};
+
+struct Attribute {
+  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Graphs, Other };
+  std::string name;
+  Kind kind = Kind::Other;
+  float f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+  std::shared_ptr<const Tensor> tensor;
+  std::vector<Graph*> graphs;  // owned by the node's `subgraphs`
+};
+
+struct Node {
+  std::string name;  // never empty: the importer names anonymous nodes "<op>_<index>"
+  std::string op_type;
+  std::string domain;  // "" for the default ONNX domain
+  int64_t opset = 0;   // the opset version imported for `domain`
+  std::vector<Value*> inputs;    // nullptr for an omitted optional input
+  std::vector<Value*> outputs;   // nullptr for an omitted optional output
+  std::vector<Attribute> attributes;
+  std::vector<std::unique_ptr<Graph>> subgraphs;  // If: then, else; Loop/Scan: body
+  std::vector<Value*> implicit_inputs;  // outer values its subgraphs read (in this node's scope or above)
+  Graph* graph = nullptr;
+
+  const Attribute* attr(const std::string& name) const;
+  int64_t attr_int(const std::string& name, int64_t fallback) const;
+  float attr_float(const std::string& name, float fallback) const;
+  std::string attr_string(const std::string& name, const std::string& fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& name) const;  // empty when absent
+  Graph* subgraph(const std::string& attr_name) const;            // null when absent
+  bool is_control_flow() const { return !subgraphs.empty(); }
+  std::string describe() const;  // "Conv node 'conv1'"
+};
+
+struct Graph {
+  std::string name;
+  Graph* parent = nullptr;
+  Node* owner = nullptr;  // the control-flow node that owns this subgraph
+  std::string owner_attribute;  // "then_branch", "else_branch" or "body"
+  int depth = 0;          // 0 for the main graph
+  std::vector<std::unique_ptr<Value>> values;  // every value this scope defines
+  std::vector<std::unique_ptr<Node>> nodes;    // in execution order
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;  // may name inputs, constants or outer values
+  std::vector<Value*> initializers;
+  // Outer-scope values that this graph or any graph nested in it reads, in first-use order.
+  std::vector<Value*> captures;
+
+  Value* find_local(const std::string& name) const;  // this scope only
+  Value* lookup(const std::string& name) const;      // this scope, then enclosing ones
+  Value* add_value(const std::string& name);         // throws if the scope already defines it
+  // Moves a value out of this scope (the caller keeps it alive or lets it go).
+  std::unique_ptr<Value> release_value(Value* v);
+  // Takes a value from another scope; renames it "<name>_<k>" if this scope has the name.
+  Value* adopt_value(std::unique_ptr<Value> v);
+  std::string path() const;  // "main/If 'if0'.then_branch/..." for messages
+
+ private:
+  std::unordered_map<std::string, Value*> by_name_;
+};
+
+struct Model {
+  std::string path;  // the file it came from
+  int64_t ir_version = 0;
+  std::map<std::string, int64_t> opsets;  // domain -> version
+  std::string producer;
+  std::string sha256;  // of the file's bytes
+  std::unique_ptr<Graph> main;
+};
+
+// Visits g and every graph nested in it, parents before children.
+template <typename F>
+void for_each_graph(Graph& g, F&& f) {
+  std::vector<Graph*> stack{&g};
+  while (!stack.empty()) {
+    Graph* cur = stack.back();
+    stack.pop_back();
+    f(*cur);
+    for (auto it = cur->nodes.rbegin(); it != cur->nodes.rend(); ++it)
+      for (auto sub = (*it)->subgraphs.rbegin(); sub != (*it)->subgraphs.rend(); ++sub) stack.push_back(sub->get());
+  }
+}
+
+// Rebuilds every value's producer/consumers, every node's implicit inputs and every graph's
+// captures from the node lists. Call after a pass that rewires nodes.
+void rebuild_uses(Graph& main);
+
+// Replaces every read of `from` by `to` in `scope` and every graph nested in it.
+void replace_uses(Graph& scope, Value* from, Value* to);
+
+// Orders g's nodes topologically, keeping the file's order where it is already valid (so the
+// order is deterministic). Fails naming a node on a cycle. Does not recurse into subgraphs.
+void sort_topologically(Graph& g);
+
+}  // namespace memplan

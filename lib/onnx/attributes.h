@@ -1,0 +1,20 @@
+// onnx::AttributeProto <-> memplan::Attribute (graph attributes are imported by the importer).
+#pragma once
+
+#include <filesystem>
+
+#include "ir/graph.h"
+
+namespace onnx {
+class AttributeProto;
+}
+
+namespace memplan {
+
+// Converts every kind but GRAPH/GRAPHS, which the caller imports; `what` names the node.
+Attribute attribute_from_proto(const onnx::AttributeProto& proto, const std::filesystem::path& model_dir,
+                               const std::string& what);
+// For ONNX's shape inference functions; graph attributes are not converted.
+void attribute_to_proto(const Attribute& a, onnx::AttributeProto& proto);
+
+}  // namespace memplan

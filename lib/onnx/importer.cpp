@@ -1,0 +1,289 @@
+#include "onnx/importer.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "memplan/error.h"
+#include "onnx/attributes.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
+#include "util/checked.h"
+#include "util/sha256.h"
+
+namespace memplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Protobuf nests three messages per subgraph level (Graph > Node > Attribute). The parser's limit
+// sits well above kMaxGraphNesting, so a too-deep model parses and gets a precise message from
+// the importer, yet stays far below what could exhaust the stack.
+constexpr int kProtobufRecursionLimit = 3 * 1200;
+
+std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
+
+class Importer {
+ public:
+  Importer(std::string file, fs::path dir, const std::map<std::string, int64_t>& opsets)
+      : file_(std::move(file)), dir_(std::move(dir)), opsets_(opsets) {}
+
+  void import_graph(const onnx::GraphProto& gp, Graph& g, int depth) {
+    g.name = gp.name();
+    g.depth = depth;
+    if (gp.sparse_initializer_size() > 0)
+      fail_unsupported(where(g) + ": sparse initializers are not supported");
+
+    std::map<std::string, const onnx::TensorProto*> initializer_protos;
+    for (const auto& t : gp.initializer()) initializer_protos[t.name()] = &t;
+
+    for (const auto& vi : gp.input()) {
+      // IR < 4 lists initializers among the inputs too: those are constants, not inputs.
+      if (initializer_protos.count(vi.name())) continue;
+      Value* v = g.add_value(vi.name());
+      v->type = type_from_proto(vi.type(), g, vi.name());
+      v->is_graph_input = true;
+      g.inputs.push_back(v);
+    }
+    for (const auto& t : gp.initializer()) {
+      Value* v = g.add_value(t.name());
+      auto tensor = std::make_shared<Tensor>(tensor_from_proto(t, dir_, where(g) + ": initializer '" + t.name() + "'"));
+      v->type = type_of(*tensor);
+      v->constant = std::move(tensor);
+      g.initializers.push_back(v);
+    }
+
+    // Every local name first, so inputs resolve to this scope before enclosing ones (shadowing).
+    std::vector<const onnx::NodeProto*> kept;
+    for (int i = 0; i < gp.node_size(); ++i) {
+      const auto& np = gp.node(i);
+      if (np.op_type() == "Constant" && canonical_domain(np.domain()).empty()) {
+        if (np.output_size() != 1) fail(where(g) + ": Constant node '" + np.name() + "' must have one output");
+        Value* v = g.add_value(np.output(0));
+        auto tensor = std::make_shared<Tensor>(constant_value(np, g));
+        v->type = type_of(*tensor);
+        v->constant = std::move(tensor);
+        continue;
+      }
+      kept.push_back(&np);
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      auto node = std::make_unique<Node>();
+      const auto& np = *kept[i];
+      node->name = np.name().empty() ? np.op_type() + "_" + std::to_string(i) : np.name();
+      node->op_type = np.op_type();
+      node->domain = canonical_domain(np.domain());
+      node->graph = &g;
+      auto opset = opsets_.find(node->domain);
+      if (opset == opsets_.end())
+        fail(where(g) + ": " + node->describe() + " uses domain '" + np.domain() +
+             "', which the model does not import (opset_import)");
+      node->opset = opset->second;
+      for (const auto& out : np.output()) node->outputs.push_back(out.empty() ? nullptr : g.add_value(out));
+      g.nodes.push_back(std::move(node));
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const auto& np = *kept[i];
+      Node& node = *g.nodes[i];
+      for (const auto& in : np.input()) {
+        if (in.empty()) {
+          node.inputs.push_back(nullptr);
+          continue;
+        }
+        Value* v = g.lookup(in);
+        if (!v)
+          fail(where(g) + ": input '" + in + "' of " + node.describe() +
+               " is not produced by any node, graph input or initializer");
+        node.inputs.push_back(v);
+      }
+      for (const auto& ap : np.attribute()) {
+        Attribute a = attribute_from_proto(ap, dir_, where(g) + ": " + node.describe());
+        if (a.kind == Attribute::Kind::Graph) a.graphs.push_back(import_subgraph(ap.g(), node, ap.name(), depth));
+        if (a.kind == Attribute::Kind::Graphs)
+          for (const auto& sub : ap.graphs()) a.graphs.push_back(import_subgraph(sub, node, ap.name(), depth));
+        node.attributes.push_back(std::move(a));
+      }
+    }
+
+    for (const auto& vi : gp.output()) {
+      Value* v = g.lookup(vi.name());
+      if (!v) fail(where(g) + ": graph output '" + vi.name() + "' is not produced by anything");
+      if (v->graph == &g) {
+        v->is_graph_output = true;
+        merge_declared(v, vi.type(), g);
+      }
+      g.outputs.push_back(v);
+    }
+    for (const auto& vi : gp.value_info())
+      if (Value* v = g.find_local(vi.name())) merge_declared(v, vi.type(), g);
+  }
+
+ private:
+  std::string where(const Graph& g) const { return file_ + ": " + g.path(); }
+
+  Graph* import_subgraph(const onnx::GraphProto& gp, Node& owner, const std::string& attribute, int depth) {
+    if (depth + 1 > kMaxGraphNesting)
+      fail_unsupported(file_ + ": subgraphs are nested more than " + std::to_string(kMaxGraphNesting) +
+                       " levels deep (at " + owner.describe() + ")");
+    auto sub = std::make_unique<Graph>();
+    sub->parent = owner.graph;
+    sub->owner = &owner;
+    sub->owner_attribute = attribute;
+    Graph* raw = sub.get();
+    owner.subgraphs.push_back(std::move(sub));
+    import_graph(gp, *raw, depth + 1);
+    return raw;
+  }
+
+  TensorType type_from_proto(const onnx::TypeProto& tp, const Graph& g, const std::string& name) {
+    TensorType t;
+    if (tp.value_case() == onnx::TypeProto::VALUE_NOT_SET) return t;  // untyped: inferred later
+    if (!tp.has_tensor_type())
+      fail_unsupported(where(g) + ": tensor '" + name +
+                       "' is a sequence, map, optional or sparse value; only dense tensors are supported");
+    const auto& tt = tp.tensor_type();
+    if (!dtype_is_known(tt.elem_type()))
+      fail(where(g) + ": tensor '" + name + "' has unknown element type " + std::to_string(tt.elem_type()));
+    t.dtype = static_cast<DType>(tt.elem_type());
+    if (!tt.has_shape()) return t;
+    t.has_rank = true;
+    for (const auto& d : tt.shape().dim()) {
+      Dim dim;
+      if (d.has_dim_value()) {
+        if (d.dim_value() < 0)
+          fail(where(g) + ": tensor '" + name + "' has dimension " + std::to_string(d.dim_value()));
+        dim.value = d.dim_value();
+      } else if (d.has_dim_param()) {
+        dim.symbol = d.dim_param();
+      }
+      t.dims.push_back(dim);
+    }
+    return t;
+  }
+
+  // Declared types (outputs, value_info) fill what the value does not know yet.
+  void merge_declared(Value* v, const onnx::TypeProto& tp, const Graph& g) {
+    TensorType declared = type_from_proto(tp, g, v->name);
+    if (v->type.dtype == DType::Undefined) v->type.dtype = declared.dtype;
+    if (!v->type.has_rank && declared.has_rank) {
+      v->type.has_rank = true;
+      v->type.dims = declared.dims;
+    }
+  }
+
+  static TensorType type_of(const Tensor& t) {
+    TensorType type;
+    type.dtype = t.dtype;
+    type.has_rank = true;
+    for (int64_t d : t.dims) type.dims.push_back(Dim{d, {}});
+    return type;
+  }
+
+  Tensor constant_value(const onnx::NodeProto& np, const Graph& g) {
+    const std::string what = where(g) + ": Constant node '" + np.name() + "'";
+    if (np.attribute_size() != 1) fail(what + " must have exactly one value attribute");
+    const auto& a = np.attribute(0);
+    if (a.name() == "value") return tensor_from_proto(a.t(), dir_, what);
+    if (a.name() == "value_float") return scalar_tensor(DType::Float32, a.f());
+    if (a.name() == "value_int") return scalar_tensor(DType::Int64, a.i());
+    if (a.name() == "value_floats") {
+      Tensor t = scalar_tensor(DType::Float32, 0.f);
+      t.dims = {a.floats_size()};
+      t.bytes.resize(static_cast<size_t>(a.floats_size()) * 4);
+      if (a.floats_size()) std::memcpy(t.bytes.data(), a.floats().data(), t.bytes.size());
+      return t;
+    }
+    if (a.name() == "value_ints") {
+      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+      return make_int64_tensor({static_cast<int64_t>(v.size())}, v);
+    }
+    fail_unsupported(what + ": attribute '" + a.name() + "' (string or sparse constants) is not supported");
+  }
+
+  template <typename T>
+  static Tensor scalar_tensor(DType dtype, T value) {
+    Tensor t;
+    t.dtype = dtype;
+    t.bytes.resize(sizeof(T));
+    std::memcpy(t.bytes.data(), &value, sizeof(T));
+    return t;
+  }
+
+  std::string file_;
+  fs::path dir_;
+  const std::map<std::string, int64_t>& opsets_;
+};
+
+void silence_protobuf_logging() {
+  // Protobuf prints parse failures to stderr on its own; we report them as one clear line.
+  static bool once = [] {
+    google::protobuf::SetLogHandler(nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+}  // namespace
+
+Model import_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (!in && !in.eof()) fail(path + ": cannot read");
+  return import_model_bytes(buf.str(), path);
+}
+
+Model import_model_bytes(const std::string& bytes, const std::string& path) {
+  silence_protobuf_logging();
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    fail_unsupported(path + ": models over 2 GiB must keep their weights in external data files");
+  onnx::ModelProto mp;
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetRecursionLimit(kProtobufRecursionLimit);
+  if (!mp.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    fail(path + ": not a valid ONNX model (protobuf parse failed: the file is truncated, corrupt, not ONNX, "
+                "or nested too deeply)");
+  if (!mp.has_graph() || mp.ir_version() <= 0)
+    fail(path + ": not a valid ONNX model (no graph or no ir_version)");
+  if (mp.ir_version() > kMaxIrVersion)
+    fail_unsupported(path + ": IR version " + std::to_string(mp.ir_version()) +
+                     " is newer than memplan supports (at most " + std::to_string(kMaxIrVersion) +
+                     ", ONNX 1.12); re-export the model with an older exporter setting");
+
+  Model model;
+  model.path = path;
+  model.ir_version = mp.ir_version();
+  model.producer = mp.producer_name();
+  model.sha256 = sha256_hex(bytes);
+  for (const auto& op : mp.opset_import()) model.opsets[canonical_domain(op.domain())] = op.version();
+  if (!model.opsets.count("")) {
+    if (mp.opset_import_size() == 0) fail(path + ": the model declares no opset_import");
+  } else if (model.opsets[""] > kMaxDefaultOpset) {
+    fail_unsupported(path + ": opset " + std::to_string(model.opsets[""]) +
+                     " is not supported (memplan supports the default ONNX domain up to opset " +
+                     std::to_string(kMaxDefaultOpset) + ", the newest ONNX 1.12 knows)");
+  }
+  if (mp.functions_size() > 0) fail_unsupported(path + ": model-local functions are not supported");
+
+  model.main = std::make_unique<Graph>();
+  const fs::path dir = fs::path(path).parent_path();
+  Importer importer(path, dir, model.opsets);
+  importer.import_graph(mp.graph(), *model.main, 0);
+
+  rebuild_uses(*model.main);
+  try {
+    for_each_graph(*model.main, [](Graph& g) { sort_topologically(g); });
+  } catch (const Error& e) {
+    throw Error(e.kind(), path + ": " + e.what());
+  }
+  return model;
+}
+
+}  // namespace memplan

@@ -1,0 +1,15 @@
+// Replaces an If whose condition is known at compile time by the branch it takes.
+#pragma once
+
+#include <cstddef>
+
+#include "ir/graph.h"
+
+namespace memplan {
+
+// Splices `branch` (one of the If's subgraphs) into `g` in place of the If node at `index`: the
+// branch's nodes take the If's place in execution order and produce the If's outputs directly.
+// Returns the number of nodes now standing where the If stood. Uses must be rebuilt afterwards.
+size_t inline_if_branch(Graph& g, size_t index, bool take_then);
+
+}  // namespace memplan

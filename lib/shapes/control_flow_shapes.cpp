@@ -1,0 +1,212 @@
+#include "shapes/control_flow_shapes.h"
+
+#include <algorithm>
+
+#include "memplan/error.h"
+#include "util/checked.h"
+
+namespace memplan {
+namespace {
+
+std::string where(const Node& n, const std::string& file) { return file + ": " + n.graph->path() + ": " + n.describe(); }
+
+// A subgraph input takes the parent's type where the model left it untyped or unshaped.
+void type_input(Value* inner, const TensorType& outer) {
+  if (inner->type.dtype == DType::Undefined) inner->type.dtype = outer.dtype;
+  if (outer.has_rank) {
+    inner->type.has_rank = true;
+    inner->type.dims = outer.dims;
+  }
+}
+
+TensorType scalar(DType t) {
+  TensorType s;
+  s.dtype = t;
+  s.has_rank = true;
+  return s;
+}
+
+// Bytes of one value as a subgraph output: its capacity if it has one (nested varying shapes).
+uint64_t bytes_of(const Value* v, const std::string& what) {
+  if (v->constant) return v->constant->byte_size();
+  if (v->capacity_bytes > 0 || v->shape_varies) return v->capacity_bytes;
+  if (!v->type.is_static()) return UINT64_MAX;
+  return checked_mul(checked_element_count(v->type.static_dims(), what), dtype_size(v->type.dtype), what);
+}
+
+void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
+  Graph* then_g = n.subgraph("then_branch");
+  Graph* else_g = n.subgraph("else_branch");
+  if (!then_g || !else_g) fail(where(n, file) + ": If needs then_branch and else_branch");
+  infer(*then_g);
+  infer(*else_g);
+  if (then_g->outputs.size() != n.outputs.size() || else_g->outputs.size() != n.outputs.size())
+    fail(where(n, file) + ": branches return a different number of values than the If has outputs");
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    Value* out = n.outputs[k];
+    if (!out) continue;
+    const Value* a = then_g->outputs[k];
+    const Value* b = else_g->outputs[k];
+    if (a->type.dtype != b->type.dtype)
+      fail(where(n, file) + ": output '" + out->name + "' is " + dtype_name(a->type.dtype) + " in one branch and " +
+           dtype_name(b->type.dtype) + " in the other");
+    out->type.dtype = a->type.dtype;
+    const bool same = a->type.is_static() && b->type.is_static() && a->type.static_dims() == b->type.static_dims() &&
+                      !a->shape_varies && !b->shape_varies;
+    if (same) {
+      out->type.has_rank = true;
+      out->type.dims = a->type.dims;
+      continue;
+    }
+    // Different shapes per branch: the buffer holds the larger; the shape is run-time metadata.
+    const std::string what = where(n, file) + " output '" + out->name + "'";
+    uint64_t cap = std::max(bytes_of(a, what), bytes_of(b, what));
+    out->shape_varies = true;
+    if (cap != UINT64_MAX) out->capacity_bytes = cap;
+    if (a->type.has_rank && b->type.has_rank && a->type.dims.size() == b->type.dims.size()) {
+      out->type.has_rank = true;
+      out->type.dims = a->type.dims;
+      for (size_t d = 0; d < out->type.dims.size(); ++d)
+        if (a->type.dims[d].value != b->type.dims[d].value) out->type.dims[d] = Dim{};
+    } else {
+      out->type.has_rank = false;
+      out->type.dims.clear();
+    }
+  }
+}
+
+// The trip-count bound of a Loop: M when it is a known constant.
+std::optional<int64_t> constant_trip_count(const Node& n) {
+  const Value* m = n.inputs.empty() ? nullptr : n.inputs[0];
+  if (!m || !m->constant) return std::nullopt;
+  return m->constant->int_at(0);
+}
+
+// Marks `out` as a stack of `count` (or at most `count`) copies of the per-iteration `elem`.
+void type_stacked(Value* out, const Value* elem, std::optional<int64_t> count, bool exact, size_t axis,
+                  const std::string& what) {
+  out->type.dtype = elem->type.dtype;
+  if (!elem->type.has_rank) return;
+  out->type.has_rank = true;
+  out->type.dims = elem->type.dims;
+  axis = std::min(axis, out->type.dims.size());
+  out->type.dims.insert(out->type.dims.begin() + static_cast<std::ptrdiff_t>(axis),
+                        exact && count ? Dim{*count, {}} : Dim{});
+  if (!exact && count && *count >= 0) {
+    const uint64_t per = bytes_of(elem, what);
+    if (per != UINT64_MAX) {
+      out->capacity_bytes = checked_mul(per, static_cast<uint64_t>(*count),
+                                        what + " (the loop's trip count bound times the scan output size)");
+      out->shape_varies = true;
+    }
+  }
+}
+
+void infer_loop(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
+  Graph* body = n.subgraph("body");
+  if (!body) fail(where(n, file) + ": Loop needs a body");
+  const size_t carried = n.inputs.size() >= 2 ? n.inputs.size() - 2 : 0;
+  if (body->inputs.size() != carried + 2)
+    fail(where(n, file) + ": body takes " + std::to_string(body->inputs.size()) + " inputs, expected " +
+         std::to_string(carried + 2) + " (iteration number, condition, carried values)");
+  if (body->outputs.size() < carried + 1)
+    fail(where(n, file) + ": body returns fewer values than the condition and carried values");
+  type_input(body->inputs[0], scalar(DType::Int64));
+  type_input(body->inputs[1], scalar(DType::Bool));
+  for (size_t k = 0; k < carried; ++k) {
+    const Value* init = n.inputs[k + 2];
+    if (!init) fail(where(n, file) + ": carried value " + std::to_string(k) + " has no initial value");
+    type_input(body->inputs[k + 2], init->type);
+  }
+  infer(*body);
+  for (size_t k = 0; k < carried; ++k) {
+    const Value* in = body->inputs[k + 2];
+    const Value* out = body->outputs[k + 1];
+    if (in->type.is_static() && out->type.is_static() && in->type.static_dims() != out->type.static_dims())
+      fail_unsupported(where(n, file) + ": carried value '" + in->name + "' changes shape across iterations (" +
+                       in->type.shape_string() + " -> " + out->type.shape_string() + ")");
+    if (n.outputs.size() > k && n.outputs[k]) {
+      n.outputs[k]->type = n.inputs[k + 2]->type;
+      if (n.outputs[k]->type.dtype == DType::Undefined) n.outputs[k]->type.dtype = out->type.dtype;
+    }
+  }
+  // With a condition the loop may stop before M iterations: M only bounds the scan outputs.
+  const Value* cond = n.inputs.size() > 1 ? n.inputs[1] : nullptr;
+  const Value* body_cond = body->outputs[0];
+  const bool cond_always_true = (!cond || (cond->constant && cond->constant->int_at(0) != 0)) &&
+                                (body_cond == body->inputs[1] ||
+                                 (body_cond->constant && body_cond->constant->int_at(0) != 0));
+  const auto trips = constant_trip_count(n);
+  for (size_t k = carried; k < n.outputs.size(); ++k) {
+    Value* out = n.outputs[k];
+    if (!out || k + 1 >= body->outputs.size()) continue;
+    type_stacked(out, body->outputs[k + 1], trips, cond_always_true, 0,
+                 where(n, file) + " scan output '" + out->name + "'");
+  }
+}
+
+void infer_scan(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
+  if (n.opset < 9) fail_unsupported(where(n, file) + ": Scan before opset 9 (with a batch axis) is not supported");
+  Graph* body = n.subgraph("body");
+  if (!body) fail(where(n, file) + ": Scan needs a body");
+  const auto num_scan_inputs = static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
+  if (num_scan_inputs == 0 || num_scan_inputs > n.inputs.size())
+    fail(where(n, file) + ": num_scan_inputs must be between 1 and the number of inputs");
+  const size_t states = n.inputs.size() - num_scan_inputs;
+  if (body->inputs.size() != n.inputs.size())
+    fail(where(n, file) + ": body takes " + std::to_string(body->inputs.size()) + " inputs, the Scan has " +
+         std::to_string(n.inputs.size()));
+  auto in_axes = n.attr_ints("scan_input_axes");
+  auto out_axes = n.attr_ints("scan_output_axes");
+  std::optional<int64_t> seq_len;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Value* outer = n.inputs[k];
+    if (!outer) fail(where(n, file) + ": inputs cannot be omitted");
+    if (k < states) {
+      type_input(body->inputs[k], outer->type);
+      continue;
+    }
+    TensorType slice = outer->type;
+    if (slice.has_rank) {
+      const int64_t rank = static_cast<int64_t>(slice.dims.size());
+      int64_t axis = k - states < in_axes.size() ? in_axes[k - states] : 0;
+      if (axis < -rank || axis >= rank) fail(where(n, file) + ": scan input axis out of range");
+      if (axis < 0) axis += rank;
+      const Dim len = slice.dims[static_cast<size_t>(axis)];
+      if (len.known()) {
+        if (seq_len && *seq_len != len.value) fail(where(n, file) + ": scan inputs differ in sequence length");
+        seq_len = len.value;
+      }
+      slice.dims.erase(slice.dims.begin() + axis);
+    }
+    type_input(body->inputs[k], slice);
+  }
+  infer(*body);
+  if (body->outputs.size() != n.outputs.size())
+    fail(where(n, file) + ": body returns " + std::to_string(body->outputs.size()) + " values, the Scan has " +
+         std::to_string(n.outputs.size()) + " outputs");
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    Value* out = n.outputs[k];
+    if (!out) continue;
+    if (k < states) {
+      out->type = body->outputs[k]->type;
+      continue;
+    }
+    const Value* elem = body->outputs[k];
+    int64_t axis = k - states < out_axes.size() ? out_axes[k - states] : 0;
+    const int64_t rank = elem->type.has_rank ? static_cast<int64_t>(elem->type.dims.size()) + 1 : 1;
+    if (axis < -rank || axis >= rank) fail(where(n, file) + ": scan output axis out of range");
+    if (axis < 0) axis += rank;
+    type_stacked(out, elem, seq_len, true, static_cast<size_t>(axis), where(n, file));
+  }
+}
+
+}  // namespace
+
+void infer_control_flow(Node& n, const std::string& file, const std::function<void(Graph&)>& infer_subgraph) {
+  if (n.op_type == "If") infer_if(n, file, infer_subgraph);
+  else if (n.op_type == "Loop") infer_loop(n, file, infer_subgraph);
+  else infer_scan(n, file, infer_subgraph);
+}
+
+}  // namespace memplan

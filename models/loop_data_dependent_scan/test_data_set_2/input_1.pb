@@ -1,0 +1,2 @@
+	B
+keep_goingJ
