@@ -1,21 +1,24 @@
-// memplan compile MODEL [--shape NAME=DIMS]... [--dim NAME=VALUE]... [--bound NAME=DIMS]... [-o OUT]
+// memplan compile MODEL [--shape NAME=DIMS]... [--dim NAME=VALUE]... [--bound NAME=DIMS]...
+//                       [--strategy S] [--align N] [-o OUT.mplan] [--report text|json] [--svg FILE] [--summary]
 #include <iostream>
 
 #include "commands.h"
 #include "memplan/error.h"
-#include "onnx/importer.h"
+#include "plan/compile.h"
+#include "plan/plan_file.h"
+#include "plan/verifier.h"
+#include "report/plan_report.h"
+#include "report/plan_svg.h"  // plan_svg
 #include "report/summary.h"
 #include "shape_options.h"
-#include "shapes/shape_inference.h"
 
 namespace memplan::cli {
 
-void add_action(CLI::App* sub, std::function<void()> action);
-
 namespace {
 struct CompileArgs {
-  std::string model;
-  std::string output;
+  std::string model, output, report = "text", svg, strategy = "auto";
+  uint64_t align = 64;
+  bool summary = false;
   ShapeArgs shapes;
 };
 }  // namespace
@@ -23,13 +26,53 @@ struct CompileArgs {
 void register_compile(CLI::App& app) {
   auto args = std::make_shared<CompileArgs>();
   CLI::App* sub = app.add_subcommand("compile", "Import a model, fix its shapes, plan its memory, print the report");
-  sub->add_option("model", args->model, "The .onnx file")->required()->check(CLI::ExistingFile);
-  sub->add_option("-o,--output", args->output, "Write the plan to this file");
+  sub->add_option("model", args->model, "The .onnx file")->required();
+  sub->add_option("-o,--output", args->output, "Write the plan to this .mplan file");
   add_shape_options(*sub, args->shapes);
+  sub->add_option("--strategy", args->strategy, "naive, best-fit, greedy-by-size, greedy-by-breadth or auto")
+      ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
+  sub->add_option("--align", args->align, "Alignment of every buffer in bytes (a power of two)");
+  sub->add_option("--report", args->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--svg", args->svg, "Draw the plan into this SVG file");
+  sub->add_flag("--summary", args->summary, "Also print the model summary: graphs, ops, captures, tensors");
   add_action(sub, [args] {
-    Model model = import_model(args->model);
-    infer_shapes(model, to_shape_options(args->shapes));
-    std::cout << model_summary(model);
+    PlanOptions planning;
+    planning.strategy = *plan::parse_strategy(args->strategy);
+    planning.alignment = args->align;
+    Compiled c = compile_model(args->model, to_shape_options(args->shapes), planning);
+    if (args->summary) std::cout << model_summary(c.model);
+    if (!args->output.empty()) write_plan_file(c.plan, args->output);
+    if (!args->svg.empty()) write_file_atomically(args->svg, plan_svg(c.plan));
+    std::cout << (args->report == "json" ? plan_report_json(c.plan) : plan_report_text(c.plan));
+    if (!args->output.empty() && args->report == "text") std::cout << "plan written to " << args->output << "\n";
+  });
+}
+
+void register_verify(CLI::App& app) {
+  auto plan_path = std::make_shared<std::string>();
+  auto model_path = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand("verify", "Check a plan against its model without trusting the planner");
+  sub->add_option("plan", *plan_path, "The .mplan file")->required();
+  sub->add_option("model", *model_path, "The .onnx file (default: the path recorded in the plan)");
+  add_action(sub, [plan_path, model_path] {
+    planfile::Plan plan = read_plan_file(*plan_path);
+    const std::string model_file = model_path->empty() ? plan.model_path() : *model_path;
+    Model model = load_model_for_plan(model_file, plan);
+    verify_plan(model, plan);
+    std::cout << *plan_path << ": OK (" << plan.arena_bytes() << " bytes arena, " << plan.graphs_size()
+              << " graphs verified against " << model_file << ")\n";
+  });
+}
+
+void register_inspect(CLI::App& app) {
+  auto plan_path = std::make_shared<std::string>();
+  auto report = std::make_shared<std::string>("text");
+  CLI::App* sub = app.add_subcommand("inspect", "Print the memory report of a plan file");
+  sub->add_option("plan", *plan_path, "The .mplan file")->required();
+  sub->add_option("--report", *report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  add_action(sub, [plan_path, report] {
+    planfile::Plan plan = read_plan_file(*plan_path);
+    std::cout << (*report == "json" ? plan_report_json(plan) : plan_report_text(plan));
   });
 }
 

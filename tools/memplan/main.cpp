@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "Log what each stage does (to stderr)");
 
   memplan::cli::register_compile(app);
+  memplan::cli::register_verify(app);
+  memplan::cli::register_inspect(app);
 
   try {
     app.parse(argc, argv);

@@ -14,10 +14,11 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 }  // namespace
 
 void add_shape_options(CLI::App& sub, ShapeArgs& args) {
-  sub.add_option("--shape", args.shapes, "Fix an input's shape: NAME=1x3x224x224 (repeatable)");
-  sub.add_option("--dim", args.dims, "Fix a symbolic dimension: NAME=VALUE (repeatable)");
+  sub.add_option("--shape", args.shapes, "Fix an input's shape: NAME=1x3x224x224 (repeatable)")->allow_extra_args(false);
+  sub.add_option("--dim", args.dims, "Fix a symbolic dimension: NAME=VALUE (repeatable)")->allow_extra_args(false);
   sub.add_option("--bound", args.bounds,
-                 "Largest shape of a tensor whose size is only known at run time: NAME=DIMS (repeatable)");
+                 "Largest shape of a tensor whose size is only known at run time: NAME=DIMS (repeatable)")
+      ->allow_extra_args(false);
 }
 
 ShapeOptions to_shape_options(const ShapeArgs& args) {

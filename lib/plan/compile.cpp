@@ -1,0 +1,59 @@
+#include "plan/compile.h"
+
+#include <spdlog/spdlog.h>
+
+#include "memplan/error.h"
+#include "onnx/importer.h"
+#include "plan/verifier.h"
+
+namespace memplan {
+namespace {
+
+void record_shape_options(const ShapeOptions& s, planfile::Plan& plan) {
+  for (const auto& [name, dims] : s.input_shapes) {
+    auto* nd = plan.add_input_shapes();
+    nd->set_name(name);
+    for (int64_t d : dims) nd->add_dims(d);
+  }
+  for (const auto& [name, value] : s.dims) (*plan.mutable_dims())[name] = value;
+  for (const auto& [name, dims] : s.bounds) {
+    auto* nd = plan.add_bounds();
+    nd->set_name(name);
+    for (int64_t d : dims) nd->add_dims(d);
+  }
+}
+
+ShapeOptions shape_options_of(const planfile::Plan& plan) {
+  ShapeOptions s;
+  for (const auto& nd : plan.input_shapes()) s.input_shapes[nd.name()].assign(nd.dims().begin(), nd.dims().end());
+  for (const auto& [name, value] : plan.dims()) s.dims[name] = value;
+  for (const auto& nd : plan.bounds()) s.bounds[nd.name()].assign(nd.dims().begin(), nd.dims().end());
+  return s;
+}
+
+}  // namespace
+
+Compiled compile_model(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning) {
+  Compiled c{import_model(path), {}};
+  spdlog::debug("imported {}", path);
+  infer_shapes(c.model, shapes);
+  spdlog::debug("shapes fixed");
+  c.plan = plan_memory(c.model, planning);
+  c.plan.set_model_sha256(c.model.sha256);
+  c.plan.set_model_path(path);
+  record_shape_options(shapes, c.plan);
+  verify_plan(c.model, c.plan);
+  spdlog::debug("plan verified: arena {} bytes", c.plan.arena_bytes());
+  return c;
+}
+
+Model load_model_for_plan(const std::string& model_path, const planfile::Plan& plan) {
+  Model model = import_model(model_path);
+  if (model.sha256 != plan.model_sha256())
+    fail(model_path + ": the plan was made for another model (sha256 " + plan.model_sha256().substr(0, 12) +
+         "..., this file " + model.sha256.substr(0, 12) + "...)");
+  infer_shapes(model, shape_options_of(plan));
+  return model;
+}
+
+}  // namespace memplan

@@ -1,0 +1,21 @@
+// Reading and writing .mplan files: a magic line, the payload length, the protobuf payload and its
+// SHA-256, so truncation and corruption are caught before anything is trusted.
+#pragma once
+
+#include <string>
+
+#include "plan_file.pb.h"
+
+namespace memplan {
+
+constexpr uint32_t kPlanFormatVersion = 1;
+
+// Writes atomically: a temporary file in the same folder, then rename.
+void write_plan_file(const planfile::Plan& plan, const std::string& path);
+// Throws memplan::Error naming the file: not a plan, truncated, corrupt, or another format version.
+planfile::Plan read_plan_file(const std::string& path);
+
+// Writes `contents` to `path` atomically (temporary name, then rename); nothing is left on failure.
+void write_file_atomically(const std::string& path, const std::string& contents);
+
+}  // namespace memplan

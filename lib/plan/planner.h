@@ -1,0 +1,27 @@
+// Plans a whole model: each graph into its own frame (bottom-up, inner subgraphs first), each
+// control-flow node into one region buffer of its parent, everything at fixed offsets of one arena.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "ir/graph.h"
+#include "plan/core/strategies.h"
+#include "plan_file.pb.h"
+
+namespace memplan {
+
+struct PlanOptions {
+  plan::Strategy strategy = plan::Strategy::Auto;
+  uint64_t alignment = 64;
+  // Bytes of temporary memory a node's kernel needs during its step (0 when none is known).
+  std::function<uint64_t(const Node&)> scratchpad_bytes;
+};
+
+// Fills everything in the plan but the model identity and shape options (the caller's job).
+planfile::Plan plan_memory(const Model& model, const PlanOptions& options);
+
+// Bytes a value's buffer takes in a plan (its capacity rounded up to the alignment).
+uint64_t aligned_capacity(uint64_t bytes, uint64_t alignment);
+
+}  // namespace memplan

@@ -1,0 +1,16 @@
+// The memory report, from a plan alone (so `memplan inspect` needs no model): text or JSON.
+#pragma once
+
+#include <string>
+
+#include "plan_file.pb.h"
+
+namespace memplan {
+
+std::string plan_report_text(const planfile::Plan& plan);
+// One JSON object: arena_bytes, lower_bound_bytes, naive_bytes, per_subgraph_bytes, weights_bytes,
+// scratchpad_bytes, strategies, chosen_strategy, peak, graphs. `extra` (already JSON members,
+// e.g. "\"run_ms\": {...}") is appended inside the object when not empty.
+std::string plan_report_json(const planfile::Plan& plan, const std::string& extra = "");
+
+}  // namespace memplan

@@ -1,0 +1,302 @@
+#include "report/plan_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+namespace memplan {
+namespace {
+
+using planfile::Buffer;
+using planfile::GraphPlan;
+using planfile::Plan;
+using planfile::Region;
+
+constexpr double kWidth = 1200, kLeft = 90, kRight = 20, kTop = 62;
+constexpr double kPlotW = kWidth - kLeft - kRight;
+constexpr double kRowPx = 24, kMinPlotH = 240, kMaxPlotH = 1400;  // height follows peak concurrency
+constexpr double kMinRect = 1.5;                                  // px: every buffer stays visible
+constexpr double kCharW = 6.0, kFont = 10;                        // monospace 10px: 0.6em a glyph
+constexpr int kMaxDepth = 32;
+
+std::string esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:  // control characters are not allowed in XML 1.0, not even as references
+        out += (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') ? '?' : c;
+    }
+  }
+  return out;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+std::string human(uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 3) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+size_t glyphs(std::string_view s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+// Deterministic per name: FNV-1a -> hue, pastel enough for black text.
+std::string color(std::string_view name) {
+  uint32_t h = 2166136261u;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  const double hue = h % 360, s = 0.55 + (h >> 9) % 20 / 100.0, l = 0.70 + (h >> 17) % 10 / 100.0;
+  const double c = (1 - std::fabs(2 * l - 1)) * s, x = c * (1 - std::fabs(std::fmod(hue / 60, 2) - 1));
+  const double m = l - c / 2;
+  double r = 0, g = 0, b = 0;
+  const int sector = static_cast<int>(hue / 60);
+  if (sector == 0) r = c, g = x;
+  else if (sector == 1) r = x, g = c;
+  else if (sector == 2) g = c, b = x;
+  else if (sector == 3) g = x, b = c;
+  else if (sector == 4) r = x, b = c;
+  else r = c, b = x;
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(std::lround((r + m) * 255)),
+                static_cast<int>(std::lround((g + m) * 255)), static_cast<int>(std::lround((b + m) * 255)));
+  return buf;
+}
+
+// 1, 2 or 5 times a power of ten, at least raw.
+double nice(double raw) {
+  const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
+  for (double f : {1.0, 2.0, 5.0})
+    if (f * mag >= raw) return f * mag;
+  return 10 * mag;
+}
+
+int steps_of(const GraphPlan& g) {
+  int steps = std::max(g.num_steps(), 1);
+  for (const Buffer& b : g.buffers()) steps = std::max(steps, b.last() + 1);
+  return steps;
+}
+
+std::string graph_name(const GraphPlan& g) {
+  if (!g.path().empty()) return g.path();
+  return g.owner_node().empty() ? std::string("main") : g.owner_node() + "." + g.owner_attribute();
+}
+
+class Painter {
+ public:
+  explicit Painter(const Plan& plan) : plan_(plan) {}
+
+  std::string render() {
+    const GraphPlan empty;
+    const GraphPlan& main = plan_.graphs_size() > 0 ? plan_.graphs(0) : empty;
+    const int steps = steps_of(main);
+    uint64_t bytes = std::max<uint64_t>(plan_.arena_bytes(), 1);
+    std::vector<int> live(static_cast<size_t>(steps) + 1, 0);
+    for (const Buffer& b : main.buffers()) {
+      bytes = std::max(bytes, main.base_offset() + b.offset() + b.size());
+      ++live[static_cast<size_t>(std::clamp(b.first(), 0, steps))];
+      --live[static_cast<size_t>(std::clamp(std::max(b.first(), b.last()) + 1, 0, steps))];
+    }
+    int peak = 0;
+    for (int i = 0, cur = 0; i < steps; ++i) peak = std::max(peak, cur += live[static_cast<size_t>(i)]);
+    const double plot_h = std::clamp(peak * kRowPx, kMinPlotH, kMaxPlotH);
+    yscale_ = plot_h / static_cast<double>(bytes);
+    const double height = kTop + plot_h + 96;
+
+    out_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+            num(kWidth) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
+            "\" font-family=\"monospace\" font-size=\"" + num(kFont) + "\">\n";
+    out_ += "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+            "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#e4e4e4\"/><line x1=\"0\" "
+            "y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#666\" stroke-width=\"2\"/></pattern></defs>\n";
+    out_ += "<rect class=\"bg\" width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
+
+    const std::string strategy = plan_.chosen_strategy().empty() ? plan_.strategy() : plan_.chosen_strategy();
+    text(10, 20, "memplan plan: " + (plan_.model_path().empty() ? std::string("(model)") : plan_.model_path()),
+         "font-size=\"14\" font-weight=\"bold\"");
+    std::string header = "arena " + std::to_string(plan_.arena_bytes()) + " bytes (" + human(plan_.arena_bytes()) +
+                         ") | lower bound " + std::to_string(plan_.lower_bound_bytes()) + " bytes | strategy " +
+                         (strategy.empty() ? std::string("?") : strategy);
+    if (!plan_.strategy().empty() && plan_.strategy() != strategy) header += " (asked " + plan_.strategy() + ")";
+    header += " | " + std::to_string(plan_.graphs_size()) + " graphs, " + std::to_string(steps) + " steps";
+    text(10, 38, header, "font-size=\"11\"");
+
+    // Grid and axes: y = byte offset (0 at top), x = step.
+    const double ystep = nice(static_cast<double>(bytes) / std::max(2.0, std::min(10.0, plot_h / 40)));
+    for (double v = 0; v <= static_cast<double>(bytes) + 0.5; v += ystep) {
+      const double y = kTop + v * yscale_;
+      out_ += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" + num(kLeft + kPlotW) + "\" y2=\"" +
+              num(y) + "\" stroke=\"#eee\"/>\n";
+      text(kLeft - 5, y + 3.5, human(static_cast<uint64_t>(v)), "text-anchor=\"end\" fill=\"#555\"");
+    }
+    const double sx = kPlotW / steps;
+    const int xstride = std::max(1, static_cast<int>(nice(36 / sx)));
+    for (int s = 0; s < steps; s += xstride) {
+      const double x = kLeft + s * sx;
+      out_ += "<line x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" +
+              num(kTop + plot_h) + "\" stroke=\"#eee\"/>\n";
+      text(x + (xstride == 1 ? sx / 2 : 0), kTop + plot_h + 14, std::to_string(s), "text-anchor=\"middle\" fill=\"#555\"");
+    }
+    text(kLeft + kPlotW / 2, kTop + plot_h + 30, "step (execution order)", "text-anchor=\"middle\"");
+    text(14, kTop + plot_h / 2, "byte offset (0 at top)",
+         "text-anchor=\"middle\" transform=\"rotate(-90 14 " + num(kTop + plot_h / 2) + ")\"");
+
+    if (plan_.graphs_size() > 0) draw_graph(main, kLeft, kLeft + kPlotW, main.base_offset(), 0, 0);
+    out_ += "<rect class=\"plot\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(kPlotW) +
+            "\" height=\"" + num(plot_h) + "\" fill=\"none\" stroke=\"#999\"/>\n";
+    legend(kTop + plot_h + 56);
+    out_ += "</svg>\n";
+    return std::move(out_);
+  }
+
+ private:
+  double y_of(uint64_t abs) const { return kTop + static_cast<double>(abs) * yscale_; }
+
+  void text(double x, double y, std::string_view s, std::string_view attrs = "") {
+    out_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " ") + std::string(attrs) +
+            ">" + esc(s) + "</text>\n";
+  }
+
+  void rect(double x, double y, double w, double h, std::string_view attrs, std::string_view title = "") {
+    out_ += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(std::max(w, kMinRect)) +
+            "\" height=\"" + num(std::max(h, kMinRect)) + "\" " + std::string(attrs);
+    out_ += title.empty() ? "/>\n" : "><title>" + esc(title) + "</title></rect>\n";
+  }
+
+  // A centered label when one of the candidates fits the box below `floor` (a caption's strip).
+  void label(double x, double y, double w, double h, const std::vector<std::string>& candidates, double floor) {
+    if (y < floor) h -= floor - y, y = floor;
+    if (h < kFont + 2) return;
+    for (const std::string& s : candidates)
+      if (static_cast<double>(glyphs(s)) * kCharW + 4 <= w) return text(x + w / 2, y + h / 2 + 3.5, s, "text-anchor=\"middle\"");
+  }
+
+  // A label on a white tag, for text drawn over other shapes (branch names, slots).
+  void tag(double x, double y, double max_w, double max_h, const std::string& s, bool center) {
+    const double tw = static_cast<double>(glyphs(s)) * kCharW + 4;
+    if (tw > max_w || max_h < kFont + 2) return;
+    const double tx = center ? x + (max_w - tw) / 2 : x;
+    rect(tx, y, tw, kFont + 2, "class=\"tag\" fill=\"#fff\" fill-opacity=\"0.85\"");
+    text(tx + 2, y + kFont, s, "font-weight=\"bold\"");
+  }
+
+  // g's frame: its steps spread over [x0, x1), its bytes from absolute offset `base`.
+  // Labels stay below `floor`, where the enclosing captions are.
+  void draw_graph(const GraphPlan& g, double x0, double x1, uint64_t base, int depth, double floor) {
+    const double sx = (x1 - x0) / steps_of(g);
+    const std::string where = graph_name(g);
+    for (int i = 0; i < g.buffers_size(); ++i) {
+      const Buffer& b = g.buffers(i);
+      const int first = std::max(b.first(), 0), last = std::max(b.last(), first);
+      const double x = x0 + first * sx, w = std::max((last + 1 - first) * sx, kMinRect);
+      const double y = y_of(base + b.offset()), h = std::max(static_cast<double>(b.size()) * yscale_, kMinRect);
+      const char* kind = b.kind() == Buffer::REGION ? "region" : b.kind() == Buffer::SCRATCHPAD ? "scratchpad" : "tensor";
+      const std::string title = b.name() + "\n" + std::to_string(b.size()) + " bytes" +
+                                (b.upper_bound() ? " (upper bound)" : "") + ", " + kind + "\noffset " +
+                                std::to_string(base + b.offset()) + " (frame +" + std::to_string(b.offset()) +
+                                ")\nsteps " + std::to_string(first) + ".." + std::to_string(last) + " of " + where;
+      if (b.kind() != Buffer::REGION) {
+        const bool scratch = b.kind() == Buffer::SCRATCHPAD;
+        rect(x, y, w, h,
+             std::string("class=\"buf\" fill=\"") + color(b.name()) + "\" stroke=\"#333\" stroke-width=\"0.5\"" +
+                 (scratch ? " stroke-dasharray=\"3 2\"" : ""),
+             title);
+        label(x, y, w, h, {b.name() + " (" + human(b.size()) + ")", b.name()}, floor);
+        continue;
+      }
+      rect(x, y, w, h, "class=\"region\" fill=\"#f6f6f6\" stroke=\"none\"", title);
+      for (const Region& r : g.regions())
+        if (r.buffer() == i && depth < kMaxDepth) draw_region(r, g, x, w, base + b.offset(), h, depth, floor);
+      rect(x, y, w, h, "class=\"outline\" fill=\"none\" stroke=\"#000\" stroke-width=\"1.5\"");
+    }
+  }
+
+  void draw_region(const Region& r, const GraphPlan& parent, double x, double w, uint64_t base, double h, int depth,
+                   double floor) {
+    const int n = r.subgraphs_size();
+    const bool is_if = n == 2 || r.op_type() == "If";
+    const double cw = w / std::max(n, 1), inset = cw > 8 ? 1 : 0;
+    for (int k = 0; k < n; ++k) {
+      const int gi = r.subgraphs(k);
+      if (gi <= 0 || gi >= plan_.graphs_size() || &plan_.graphs(gi) == &parent) continue;
+      const GraphPlan& sub = plan_.graphs(gi);
+      const double cx = x + k * cw;
+      const std::string role = is_if && n == 2 ? (k == 0 ? "then" : "else")
+                               : sub.owner_attribute().empty() ? "graph " + std::to_string(k)
+                               : sub.owner_attribute();
+      const std::string caption = role + " " + human(sub.frame_bytes());
+      const double fh = static_cast<double>(sub.frame_bytes()) * yscale_;
+      rect(cx, y_of(base), cw, fh, "class=\"frame\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 2\"",
+           caption + "\n" + graph_name(sub) + " of " + r.node() + " (" + r.op_type() + ")\nframe " +
+               std::to_string(sub.frame_bytes()) + " bytes at offset " + std::to_string(base) + ", " +
+               std::to_string(steps_of(sub)) + " steps");
+      // The caption goes under the branch's frame when the region has free room there (no slots),
+      // else on top.
+      const double top = std::max(y_of(base), floor), tag_h = kFont + 2;
+      const bool below = r.carried_size() == 0 && fh + tag_h + 4 <= h && y_of(base) + fh + 2 >= floor;
+      const double tag_y = below ? y_of(base) + fh + 2 : top + 2;
+      draw_graph(sub, cx + inset, cx + cw - inset, base, depth + 1, below ? floor : tag_y + tag_h);
+      if (k > 0)
+        out_ += "<line x1=\"" + num(cx) + "\" y1=\"" + num(y_of(base)) + "\" x2=\"" + num(cx) + "\" y2=\"" +
+                num(y_of(base) + h) + "\" stroke=\"#000\" stroke-width=\"1\"/>\n";
+      tag(cx + 2, tag_y, cw - 4, y_of(base) + h - tag_y, caption, false);
+    }
+    for (const auto& c : r.carried()) {
+      const bool shared = c.slot0() == c.slot1();
+      for (int s = 0; s < (shared ? 1 : 2); ++s) {
+        const uint64_t rel = s == 0 ? c.slot0() : c.slot1();
+        const std::string name = (shared ? std::string("slot0=1 ") : "slot" + std::to_string(s) + " ") + c.name();
+        const double y = y_of(base + rel), sh = std::max(static_cast<double>(c.size()) * yscale_, kMinRect);
+        rect(x, y, w, sh, "class=\"slot\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"",
+             name + "\n" + std::to_string(c.size()) + " bytes at offset " + std::to_string(base + rel) + " (region +" +
+                 std::to_string(rel) + ")\ncarried value of " + r.node() + ": iteration k writes slot k%2");
+        tag(x, y + (sh - kFont - 2) / 2, w, sh, name, true);
+      }
+    }
+  }
+
+  void legend(double y) {
+    double x = kLeft;
+    auto item = [&](std::string_view attrs, const std::string& what) {
+      rect(x, y - 9, 18, 11, attrs);
+      text(x + 23, y, what);
+      x += 23 + static_cast<double>(glyphs(what)) * kCharW + 18;
+    };
+    text(10, y, "legend:", "font-weight=\"bold\"");
+    item("class=\"legend\" fill=\"" + color("tensor") + "\" stroke=\"#333\" stroke-width=\"0.5\"", "tensor (color by name)");
+    item("class=\"legend\" fill=\"" + color("scratch") + "\" stroke=\"#333\" stroke-dasharray=\"3 2\"", "scratchpad");
+    item("class=\"legend\" fill=\"#f6f6f6\" stroke=\"#000\" stroke-width=\"1.5\"", "control-flow region");
+    item("class=\"legend\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 2\"", "subgraph frame (If: then | else)");
+    item("class=\"legend\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"", "loop-carried slot");
+    text(10, y + 18, "hover a rectangle for name, bytes, offset and steps; labels are drawn only where they fit",
+         "fill=\"#555\"");
+  }
+
+  const Plan& plan_;
+  double yscale_ = 1;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string plan_svg(const planfile::Plan& plan) { return Painter(plan).render(); }
+
+}  // namespace memplan

@@ -1,0 +1,69 @@
+// The kernel interface: one object per node, made once when a model is loaded (weights reordered,
+// oneDNN primitives created), run once per inference on views of arena memory.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ir/dtype.h"
+#include "ir/graph.h"
+
+namespace memplan::rt {
+
+constexpr int kMaxRank = 8;
+
+// A tensor at run time: a pointer into the arena (or the weights, or a user buffer) and its
+// current shape. Plain data, no heap: inferences must not allocate.
+struct TensorView {
+  std::byte* data = nullptr;  // null for an omitted optional input or output
+  DType dtype = DType::Undefined;
+  int rank = 0;
+  std::array<int64_t, kMaxRank> dims{};
+  uint64_t capacity = 0;  // bytes available at `data`
+
+  uint64_t element_count() const {
+    uint64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= static_cast<uint64_t>(dims[i]);
+    return n;
+  }
+  uint64_t byte_size() const { return element_count() * dtype_size(dtype); }
+  template <typename T>
+  T* as() const { return reinterpret_cast<T*>(data); }
+  std::span<const int64_t> shape() const { return {dims.data(), static_cast<size_t>(rank)}; }
+};
+
+struct KernelArgs {
+  std::span<const TensorView> inputs;
+  // Each output's `data` is its planned buffer and `dims` its compile-time shape; a kernel whose
+  // output shape depends on run-time values sets `rank`/`dims` (never past `capacity`).
+  std::span<TensorView> outputs;
+  std::byte* scratchpad = nullptr;  // scratchpad_bytes() bytes inside the arena, 64-byte aligned
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Must not allocate heap memory; throws memplan::Error on bad data (e.g. an index out of range).
+  virtual void run(const KernelArgs& args) = 0;
+  // Temporary memory the planner reserves for this node for the duration of its step.
+  virtual uint64_t scratchpad_bytes() const { return 0; }
+};
+
+struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)
+
+struct KernelEnv {
+  DnnlContext* dnnl = nullptr;
+  std::string file;  // model path, for messages
+};
+
+// Makes the kernel for `node`, whose inputs and outputs have static compile-time types (or
+// capacities, where `shape_varies`), and whose constant inputs (weights) are `node.inputs[i]->constant`.
+// Returns null if this factory does not handle the node's types/attributes (then the
+// registry reports the node as unsupported); throws memplan::Error for invalid attributes.
+using KernelFactory = std::unique_ptr<Kernel> (*)(const Node& node, const KernelEnv& env);
+
+}  // namespace memplan::rt

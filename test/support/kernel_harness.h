@@ -1,0 +1,162 @@
+// Builds one node by hand, makes its kernel through the registry and runs it on buffers of its
+// own: kernel tests need neither a model file nor the planner.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/dnnl_context.h"
+#include "runtime/kernel_registry.h"
+
+namespace memplan::test {
+
+class KernelCase {
+ public:
+  explicit KernelCase(const std::string& op_type, int64_t opset = 17) {
+    auto n = std::make_unique<Node>();
+    n->name = op_type + "_under_test";
+    n->op_type = op_type;
+    n->opset = opset;
+    n->graph = &graph_;
+    node_ = n.get();
+    graph_.nodes.push_back(std::move(n));
+  }
+
+  Node& node() { return *node_; }
+
+  // A run-time input (constant = false) or a weight (constant = true). Values are converted to dtype.
+  template <typename T>
+  Value* input(const std::string& name, DType dtype, std::vector<int64_t> dims, const std::vector<T>& values,
+               bool constant = false) {
+    Value* v = graph_.add_value(name);
+    v->type = type_of(dtype, dims);
+    Tensor t;
+    t.dtype = dtype;
+    t.dims = dims;
+    t.bytes.resize(values.size() * dtype_size(dtype));
+    for (size_t i = 0; i < values.size(); ++i) store(t.bytes.data() + i * dtype_size(dtype), dtype, static_cast<double>(values[i]));
+    auto shared = std::make_shared<Tensor>(std::move(t));
+    if (constant) v->constant = shared;
+    data_.push_back(shared);
+    inputs_.push_back(v);
+    node_->inputs.push_back(v);
+    v->consumers.push_back(node_);
+    return v;
+  }
+  void omitted_input() {
+    node_->inputs.push_back(nullptr);
+    inputs_.push_back(nullptr);
+    data_.push_back(nullptr);
+  }
+  Value* output(const std::string& name, DType dtype, std::vector<int64_t> dims) {
+    Value* v = graph_.add_value(name);
+    v->type = type_of(dtype, dims);
+    v->producer = node_;
+    v->capacity_bytes = v->type.is_static() ? bytes_of(dtype, dims) : 0;
+    node_->outputs.push_back(v);
+    return v;
+  }
+  void attr(const std::string& name, int64_t i) { add(name, Attribute::Kind::Int).i = i; }
+  void attr(const std::string& name, float f) { add(name, Attribute::Kind::Float).f = f; }
+  void attr(const std::string& name, const std::string& s) { add(name, Attribute::Kind::String).s = s; }
+  void attr(const std::string& name, std::vector<int64_t> ints) { add(name, Attribute::Kind::Ints).ints = std::move(ints); }
+  void attr(const std::string& name, std::vector<float> fs) { add(name, Attribute::Kind::Floats).floats = std::move(fs); }
+
+  // Makes the kernel (null if the registry has none or the factory declines) and runs it once.
+  bool run() {
+    rt::KernelFactory f = rt::KernelRegistry::instance().find(node_->op_type, node_->domain);
+    if (!f) return false;
+    env_.dnnl = &dnnl_;
+    env_.file = "test.onnx";
+    kernel_ = f(*node_, env_);
+    if (!kernel_) return false;
+    std::vector<rt::TensorView> in(inputs_.size()), out(node_->outputs.size());
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (!inputs_[i]) continue;
+      in_copies_.push_back(data_[i]->bytes);
+      in[i] = view_of(inputs_[i]->type, in_copies_.back().data(), in_copies_.back().size());
+    }
+    outputs_.assign(out.size(), {});
+    for (size_t i = 0; i < out.size(); ++i) {
+      outputs_[i].assign(node_->outputs[i]->capacity_bytes + 64, std::byte{0});
+      out[i] = view_of(node_->outputs[i]->type, outputs_[i].data(), node_->outputs[i]->capacity_bytes);
+    }
+    scratch_.assign(kernel_->scratchpad_bytes() + 64, std::byte{0});
+    rt::KernelArgs args{in, out, scratch_.data()};
+    kernel_->run(args);
+    result_views_ = out;
+    return true;
+  }
+
+  const rt::TensorView& result(size_t i) const { return result_views_.at(i); }
+  template <typename T>
+  std::vector<T> result_as(size_t i) const {
+    const rt::TensorView& v = result_views_.at(i);
+    std::vector<T> out(v.element_count());
+    std::memcpy(out.data(), v.data, out.size() * sizeof(T));
+    return out;
+  }
+  rt::Kernel* kernel() { return kernel_.get(); }
+
+ private:
+  static TensorType type_of(DType dtype, const std::vector<int64_t>& dims) {
+    TensorType t;
+    t.dtype = dtype;
+    t.has_rank = true;
+    for (int64_t d : dims) t.dims.push_back(Dim{d, {}});
+    return t;
+  }
+  static uint64_t bytes_of(DType dtype, const std::vector<int64_t>& dims) {
+    uint64_t n = dtype_size(dtype);
+    for (int64_t d : dims) n *= static_cast<uint64_t>(d);
+    return n;
+  }
+  static rt::TensorView view_of(const TensorType& t, std::byte* data, uint64_t capacity) {
+    rt::TensorView v;
+    v.data = data;
+    v.dtype = t.dtype;
+    v.rank = static_cast<int>(t.dims.size());
+    for (size_t i = 0; i < t.dims.size(); ++i) v.dims[i] = t.dims[i].value;
+    v.capacity = capacity;
+    return v;
+  }
+  static void store(std::byte* p, DType t, double v) {
+    auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+    switch (t) {
+      case DType::Float32: put(static_cast<float>(v)); break;
+      case DType::Float64: put(v); break;
+      case DType::Int64: put(static_cast<int64_t>(v)); break;
+      case DType::Int32: put(static_cast<int32_t>(v)); break;
+      case DType::Int16: put(static_cast<int16_t>(v)); break;
+      case DType::Int8: put(static_cast<int8_t>(v)); break;
+      case DType::Uint8: case DType::Bool: put(static_cast<uint8_t>(v)); break;
+      case DType::Uint16: put(static_cast<uint16_t>(v)); break;
+      case DType::Uint32: put(static_cast<uint32_t>(v)); break;
+      case DType::Uint64: put(static_cast<uint64_t>(v)); break;
+      default: break;
+    }
+  }
+  Attribute& add(const std::string& name, Attribute::Kind kind) {
+    node_->attributes.push_back(Attribute{});
+    node_->attributes.back().name = name;
+    node_->attributes.back().kind = kind;
+    return node_->attributes.back();
+  }
+
+  Graph graph_;
+  Node* node_ = nullptr;
+  std::vector<Value*> inputs_;
+  std::vector<std::shared_ptr<Tensor>> data_;
+  std::vector<std::vector<std::byte>> in_copies_;
+  std::vector<std::vector<std::byte>> outputs_;
+  std::vector<std::byte> scratch_;
+  std::vector<rt::TensorView> result_views_;
+  rt::DnnlContext dnnl_;
+  rt::KernelEnv env_;
+  std::unique_ptr<rt::Kernel> kernel_;
+};
+
+}  // namespace memplan::test

@@ -1,0 +1,152 @@
+// The whole-model planner and the independent verifier, on the example models.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+
+#include "memplan/error.h"
+#include "plan/compile.h"
+#include "plan/plan_file.h"
+#include "plan/verifier.h"
+
+using namespace memplan;
+
+namespace {
+
+std::string model_path(const std::string& name) { return std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/model.onnx"; }
+
+Compiled compile(const std::string& name, plan::Strategy s = plan::Strategy::Auto) {
+  PlanOptions o;
+  o.strategy = s;
+  return compile_model(model_path(name), {}, o);
+}
+
+planfile::GraphPlan* graph_owned_by(planfile::Plan& p, const std::string& node, const std::string& attr) {
+  for (auto& g : *p.mutable_graphs())
+    if (g.owner_node() == node && g.owner_attribute() == attr) return &g;
+  return nullptr;
+}
+
+bool rejected(const Model& m, const planfile::Plan& p) {
+  try {
+    verify_plan(m, p);
+    return false;
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Verification);
+    return true;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every example model plans, verifies, and auto is no worse than any strategy", "[planner]") {
+  for (const char* name : {"example", "nested_if_loop_if", "loop_scan_outputs", "loop_data_dependent_exit",
+                           "if_different_shapes", "capture_two_levels", "scan_sum", "tiny_mlp"}) {
+    INFO(name);
+    Compiled c = compile(name);
+    const auto& p = c.plan;
+    CHECK(p.arena_bytes() >= p.lower_bound_bytes());
+    CHECK(p.arena_bytes() <= p.naive_bytes());
+    for (const auto& [strategy, bytes] : p.strategy_bytes()) CHECK(p.arena_bytes() <= bytes);
+    for (plan::Strategy s : plan::concrete_strategies()) verify_plan(c.model, compile(name, s).plan);
+  }
+}
+
+TEST_CASE("an If region is the larger of its branch frames, and branches share its bytes", "[planner]") {
+  Compiled c = compile("example");
+  auto& p = c.plan;
+  const auto* then_g = graph_owned_by(p, "if0", "then_branch");
+  const auto* else_g = graph_owned_by(p, "if0", "else_branch");
+  REQUIRE(then_g);
+  REQUIRE(else_g);
+  CHECK(then_g->base_offset() == else_g->base_offset());
+  const auto& main = p.graphs(0);
+  REQUIRE(main.regions_size() == 1);
+  const auto& region = main.buffers(main.regions(0).buffer());
+  CHECK(region.size() == std::max(then_g->frame_bytes(), else_g->frame_bytes()));
+  CHECK(region.first() == region.last());
+  verify_plan(c.model, p);  // two branches sharing bytes are accepted
+}
+
+TEST_CASE("a Loop region is the body frame plus two slots per carried value", "[planner]") {
+  Compiled c = compile("loop_scan_outputs");
+  const auto& main = c.plan.graphs(0);
+  REQUIRE(main.regions_size() == 1);
+  const auto& r = main.regions(0);
+  const auto& body = c.plan.graphs(r.subgraphs(0));
+  uint64_t slots = 0;
+  for (const auto& s : r.carried()) slots += (s.slot0() == s.slot1() ? 1 : 2) * ((s.size() + 63) / 64 * 64);
+  CHECK(main.buffers(r.buffer()).size() == body.frame_bytes() + slots);
+  CHECK(r.carried_size() == 3);  // iteration counter, condition, one carried value
+}
+
+TEST_CASE("the verifier rejects a buffer moved onto a live neighbour", "[planner][verifier]") {
+  Compiled c = compile("tiny_mlp");
+  auto& main = *c.plan.mutable_graphs(0);
+  // Find two buffers live at the same step and put the second onto the first.
+  bool moved = false;
+  for (int i = 0; i < main.buffers_size() && !moved; ++i)
+    for (int j = 0; j < main.buffers_size() && !moved; ++j) {
+      auto& a = *main.mutable_buffers(i);
+      auto& b = *main.mutable_buffers(j);
+      if (i != j && a.first() <= b.last() && b.first() <= a.last() && a.size() && b.size()) {
+        b.set_offset(a.offset());
+        moved = true;
+      }
+    }
+  REQUIRE(moved);
+  CHECK(rejected(c.model, c.plan));
+}
+
+TEST_CASE("the verifier rejects a loop-carried slot reused inside the body", "[planner][verifier]") {
+  Compiled c = compile("loop_scan_outputs");
+  auto& main = *c.plan.mutable_graphs(0);
+  auto& r = *main.mutable_regions(0);
+  auto& body = *c.plan.mutable_graphs(r.subgraphs(0));
+  REQUIRE(body.buffers_size() > 0);
+  // Grow the body frame over the slots and move a body buffer onto the carried value's slot 0.
+  const auto& carried = r.carried(2);
+  auto& victim = *body.mutable_buffers(0);
+  victim.set_offset(carried.slot0());
+  body.set_frame_bytes(carried.slot0() + victim.size());
+  CHECK(rejected(c.model, c.plan));
+}
+
+TEST_CASE("the verifier rejects misaligned offsets and frames that leave the arena", "[planner][verifier]") {
+  Compiled c = compile("tiny_mlp");
+  auto copy = c.plan;
+  copy.mutable_graphs(0)->mutable_buffers(0)->set_offset(c.plan.graphs(0).buffers(0).offset() + 8);
+  CHECK(rejected(c.model, copy));
+  copy = c.plan;
+  copy.set_arena_bytes(copy.arena_bytes() / 2);
+  CHECK(rejected(c.model, copy));
+}
+
+TEST_CASE("plan files round-trip and refuse truncation, corruption and other models", "[planner][planfile]") {
+  Compiled c = compile("example");
+  const std::string path = std::string(MEMPLAN_BINARY_DIR) + "/test_example.mplan";
+  write_plan_file(c.plan, path);
+  planfile::Plan back = read_plan_file(path);
+  CHECK(back.arena_bytes() == c.plan.arena_bytes());
+  CHECK(back.graphs_size() == c.plan.graphs_size());
+  verify_plan(load_model_for_plan(model_path("example"), back), back);
+
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto write = [&](const std::string& b) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << b;
+  };
+  write(bytes.substr(0, bytes.size() / 2));
+  CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("truncated"));
+  std::string corrupt = bytes;
+  corrupt[20] = static_cast<char>(corrupt[20] ^ 0x55);
+  write(corrupt);
+  CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("corrupt"));
+  write("not a plan at all");
+  CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("not a memplan plan file"));
+  CHECK_THROWS_WITH(load_model_for_plan(model_path("tiny_mlp"), back), Catch::Contains("another model"));
+}
