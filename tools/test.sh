@@ -3,7 +3,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/tools/setup.sh"
-"$here/tools/gen_conformance.sh" "$here/build/conformance"
+export MEMPLAN_CONFORMANCE_DIR="$here/build/conformance"
+"$here/tools/gen_conformance.sh" "$MEMPLAN_CONFORMANCE_DIR"
 "$here/tools/build.sh" "$here/build"
 (cd "$here/build" && ctest --output-on-failure -j "$(nproc)")
 "$here/tools/build.sh" "$here/build-asan" -DMEMPLAN_SANITIZE=ON -DMEMPLAN_BUILD_BENCHMARKS=OFF

@@ -53,7 +53,7 @@ std::vector<CarriedValue> carried_values(const Node& n) {
     for (size_t k = 2; k < body->inputs.size(); ++k)
       out.push_back({body->inputs[k], body->outputs[k - 1], cap(body->inputs[k]), false});
   } else if (n.op_type == "Scan") {
-    const size_t states = n.inputs.size() - static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
+    const size_t states = scan_state_count(n);
     for (size_t k = 0; k < states; ++k) out.push_back({body->inputs[k], body->outputs[k], cap(body->inputs[k]), false});
   }
   return out;

@@ -38,6 +38,13 @@ bool is_bound_output(const Graph& g, const Value* v);
 // not listed either; the planner adds them.
 std::vector<LocalBuffer> tensor_buffers(const Graph& g);
 
+// Scan before opset 9 takes sequence_lens first: the body's inputs match the node's from index 1.
+inline size_t scan_input_offset(const Node& n) { return n.op_type == "Scan" && n.opset < 9 ? 1 : 0; }
+// The state variables of a Scan node (the values it carries from one step to the next).
+inline size_t scan_state_count(const Node& n) {
+  return n.inputs.size() - scan_input_offset(n) - static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
+}
+
 // The carried values of a Loop or Scan node, in slot order.
 std::vector<CarriedValue> carried_values(const Node& n);
 

@@ -188,11 +188,12 @@ class Planner {
       b.set_parent_value(parent);
       b.set_slot(slot);
     };
-    const size_t scan_states = n.op_type == "Scan" ? n.inputs.size() - static_cast<size_t>(n.attr_int("num_scan_inputs", 0)) : 0;
+    const size_t scan_states = n.op_type == "Scan" ? plan::scan_state_count(n) : 0;
+    const size_t offset = plan::scan_input_offset(n);
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       if (n.op_type == "Loop") bind(g.inputs[k], planfile::Binding::INPUT, "", static_cast<int>(k));
       else if (k < scan_states) bind(g.inputs[k], planfile::Binding::INPUT, "", static_cast<int>(k));
-      else bind(g.inputs[k], planfile::Binding::INPUT, n.inputs[k] ? n.inputs[k]->name : "", -1);
+      else bind(g.inputs[k], planfile::Binding::INPUT, n.inputs[k + offset] ? n.inputs[k + offset]->name : "", -1);
     }
     for (const Value* c : g.captures) bind(c, planfile::Binding::CAPTURE, c->name, -1);
     for (size_t k = 0; k < g.outputs.size(); ++k) {

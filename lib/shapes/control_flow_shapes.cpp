@@ -1,6 +1,7 @@
 #include "shapes/control_flow_shapes.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "memplan/error.h"
 #include "util/checked.h"
@@ -145,41 +146,47 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
   }
 }
 
+// Scan from opset 9 scans along an axis of each input; opset 8 has a leading batch axis on every
+// input and output, scans along axis 1, and takes sequence_lens as its first input.
 void infer_scan(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
-  if (n.opset < 9) fail_unsupported(where(n, file) + ": Scan before opset 9 (with a batch axis) is not supported");
   Graph* body = n.subgraph("body");
   if (!body) fail(where(n, file) + ": Scan needs a body");
+  const bool batched = n.opset < 9;
+  const size_t first = batched ? 1 : 0;
   const auto num_scan_inputs = static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
-  if (num_scan_inputs == 0 || num_scan_inputs > n.inputs.size())
+  if (num_scan_inputs == 0 || num_scan_inputs + first > n.inputs.size())
     fail(where(n, file) + ": num_scan_inputs must be between 1 and the number of inputs");
-  const size_t states = n.inputs.size() - num_scan_inputs;
-  if (body->inputs.size() != n.inputs.size())
+  if (batched && n.inputs[0]) fail_unsupported(where(n, file) + ": Scan sequence_lens is not supported");
+  const size_t states = n.inputs.size() - first - num_scan_inputs;
+  if (body->inputs.size() != n.inputs.size() - first)
     fail(where(n, file) + ": body takes " + std::to_string(body->inputs.size()) + " inputs, the Scan has " +
-         std::to_string(n.inputs.size()));
+         std::to_string(n.inputs.size() - first));
   auto in_axes = n.attr_ints("scan_input_axes");
   auto out_axes = n.attr_ints("scan_output_axes");
-  std::optional<int64_t> seq_len;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const Value* outer = n.inputs[k];
-    if (!outer) fail(where(n, file) + ": inputs cannot be omitted");
-    if (k < states) {
-      type_input(body->inputs[k], outer->type);
-      continue;
+  std::optional<int64_t> seq_len, batch;
+  auto take_dim = [&](TensorType& t, size_t axis, std::optional<int64_t>& into, const char* what) {
+    const Dim d = t.dims[axis];
+    if (d.known()) {
+      if (into && *into != d.value) fail(where(n, file) + ": inputs differ in " + what);
+      into = d.value;
     }
-    TensorType slice = outer->type;
-    if (slice.has_rank) {
-      const int64_t rank = static_cast<int64_t>(slice.dims.size());
-      int64_t axis = k - states < in_axes.size() ? in_axes[k - states] : 0;
+    t.dims.erase(t.dims.begin() + static_cast<std::ptrdiff_t>(axis));
+  };
+  for (size_t k = 0; k + first < n.inputs.size(); ++k) {
+    const Value* outer = n.inputs[k + first];
+    if (!outer) fail(where(n, file) + ": inputs cannot be omitted");
+    TensorType t = outer->type;
+    const size_t min_rank = (batched ? 1 : 0) + (k < states ? 0 : 1);
+    if (t.has_rank && t.dims.size() < min_rank) fail(where(n, file) + ": input '" + outer->name + "' has too low a rank");
+    if (t.has_rank && batched) take_dim(t, 0, batch, "batch size");
+    if (t.has_rank && k >= states) {
+      const int64_t rank = static_cast<int64_t>(t.dims.size());
+      int64_t axis = batched ? 0 : (k - states < in_axes.size() ? in_axes[k - states] : 0);
       if (axis < -rank || axis >= rank) fail(where(n, file) + ": scan input axis out of range");
       if (axis < 0) axis += rank;
-      const Dim len = slice.dims[static_cast<size_t>(axis)];
-      if (len.known()) {
-        if (seq_len && *seq_len != len.value) fail(where(n, file) + ": scan inputs differ in sequence length");
-        seq_len = len.value;
-      }
-      slice.dims.erase(slice.dims.begin() + axis);
+      take_dim(t, static_cast<size_t>(axis), seq_len, "sequence length");
     }
-    type_input(body->inputs[k], slice);
+    type_input(body->inputs[k], t);
   }
   infer(*body);
   if (body->outputs.size() != n.outputs.size())
@@ -188,16 +195,17 @@ void infer_scan(Node& n, const std::string& file, const std::function<void(Graph
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     Value* out = n.outputs[k];
     if (!out) continue;
-    if (k < states) {
-      out->type = body->outputs[k]->type;
-      continue;
-    }
     const Value* elem = body->outputs[k];
-    int64_t axis = k - states < out_axes.size() ? out_axes[k - states] : 0;
-    const int64_t rank = elem->type.has_rank ? static_cast<int64_t>(elem->type.dims.size()) + 1 : 1;
-    if (axis < -rank || axis >= rank) fail(where(n, file) + ": scan output axis out of range");
-    if (axis < 0) axis += rank;
-    type_stacked(out, elem, seq_len, true, static_cast<size_t>(axis), where(n, file));
+    if (k < states) {
+      out->type = elem->type;
+    } else {
+      int64_t axis = batched ? 0 : (k - states < out_axes.size() ? out_axes[k - states] : 0);
+      const int64_t rank = elem->type.has_rank ? static_cast<int64_t>(elem->type.dims.size()) + 1 : 1;
+      if (axis < -rank || axis >= rank) fail(where(n, file) + ": scan output axis out of range");
+      if (axis < 0) axis += rank;
+      type_stacked(out, elem, seq_len, true, static_cast<size_t>(axis), where(n, file));
+    }
+    if (batched && out->type.has_rank) out->type.dims.insert(out->type.dims.begin(), batch ? Dim{*batch, {}} : Dim{});
   }
 }
 

@@ -1,6 +1,8 @@
 // The whole-model planner and the independent verifier, on the example models.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -149,4 +151,27 @@ TEST_CASE("plan files round-trip and refuse truncation, corruption and other mod
   write("not a plan at all");
   CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("not a memplan plan file"));
   CHECK_THROWS_WITH(load_model_for_plan(model_path("tiny_mlp"), back), Catch::Contains("another model"));
+}
+
+TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner][conformance]") {
+  const char* env = std::getenv("MEMPLAN_CONFORMANCE_DIR");
+  const std::string dir = env ? env : std::string(MEMPLAN_SOURCE_DIR) + "/build/conformance";
+  INFO("generate the suite with tools/gen_conformance.sh " << dir);
+  for (const char* name : {"test_if", "test_loop11", "test_scan_sum", "test_scan9_sum"}) {
+    INFO(name);
+    const std::string path = dir + "/node/" + name + "/model.onnx";
+    REQUIRE(std::filesystem::exists(path));
+    ShapeOptions shapes;
+    if (std::string(name) == "test_loop11") {
+      // The body slices by the iteration number and the trip count is a run-time input, so the
+      // slice and the scan output need bounds; without them, a clear error names the option.
+      CHECK_THROWS_WITH(compile_model(path, shapes, {}), Catch::Contains("--bound res_scan="));
+      shapes.bounds["res_scan"] = {5, 1};
+      CHECK_THROWS_WITH(compile_model(path, shapes, {}), Catch::Contains("--bound slice_out="));
+      shapes.bounds["slice_out"] = {1};
+    }
+    Compiled c = compile_model(path, shapes, {});
+    CHECK(c.plan.arena_bytes() >= c.plan.lower_bound_bytes());
+    CHECK(c.plan.graphs_size() >= 2);
+  }
 }
