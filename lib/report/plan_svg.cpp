@@ -20,21 +20,18 @@ constexpr double kPlotW = kWidth - kLeft - kRight;
 constexpr double kRowPx = 24, kMinPlotH = 240, kMaxPlotH = 1400;  // height follows peak concurrency
 constexpr double kMinRect = 1.5;                                  // px: every buffer stays visible
 constexpr double kCharW = 6.0, kFont = 10;                        // monospace 10px: 0.6em a glyph
-constexpr int kMaxDepth = 32;
+constexpr int kMaxDepth = 32, kMaxSteps = 1 << 20;                // bounds against a corrupt plan
 
 std::string esc(std::string_view s) {
   std::string out;
   out.reserve(s.size());
+  static constexpr std::string_view kSpecial = "&<>\"'";
+  static constexpr std::string_view kEntity[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
   for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:  // control characters are not allowed in XML 1.0, not even as references
-        out += (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') ? '?' : c;
-    }
+    if (const size_t k = kSpecial.find(c); k != std::string_view::npos)
+      out += kEntity[k];
+    else  // control characters are not allowed in XML 1.0, not even as references
+      out += (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') ? '?' : c;
   }
   return out;
 }
@@ -52,8 +49,10 @@ std::string human(uint64_t bytes) {
   int u = 0;
   while (v >= 1024 && u < 3) v /= 1024, ++u;
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  std::string out = buf;
+  if (out.size() > 2 && out.compare(out.size() - 2, 2, ".0") == 0) out.resize(out.size() - 2);
+  return out + " " + units[u];
 }
 
 size_t glyphs(std::string_view s) {
@@ -67,17 +66,11 @@ std::string color(std::string_view name) {
   const double hue = h % 360, s = 0.55 + (h >> 9) % 20 / 100.0, l = 0.70 + (h >> 17) % 10 / 100.0;
   const double c = (1 - std::fabs(2 * l - 1)) * s, x = c * (1 - std::fabs(std::fmod(hue / 60, 2) - 1));
   const double m = l - c / 2;
-  double r = 0, g = 0, b = 0;
-  const int sector = static_cast<int>(hue / 60);
-  if (sector == 0) r = c, g = x;
-  else if (sector == 1) r = x, g = c;
-  else if (sector == 2) g = c, b = x;
-  else if (sector == 3) g = x, b = c;
-  else if (sector == 4) r = x, b = c;
-  else r = c, b = x;
+  const double rgb[6][3] = {{c, x, 0}, {x, c, 0}, {0, c, x}, {0, x, c}, {x, 0, c}, {c, 0, x}};
+  const double* p = rgb[std::min(static_cast<int>(hue / 60), 5)];
   char buf[8];
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(std::lround((r + m) * 255)),
-                static_cast<int>(std::lround((g + m) * 255)), static_cast<int>(std::lround((b + m) * 255)));
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(std::lround((p[0] + m) * 255)),
+                static_cast<int>(std::lround((p[1] + m) * 255)), static_cast<int>(std::lround((p[2] + m) * 255)));
   return buf;
 }
 
@@ -91,7 +84,7 @@ double nice(double raw) {
 
 int steps_of(const GraphPlan& g) {
   int steps = std::max(g.num_steps(), 1);
-  for (const Buffer& b : g.buffers()) steps = std::max(steps, b.last() + 1);
+  for (const Buffer& b : g.buffers()) steps = std::max(steps, std::min(b.last(), kMaxSteps - 1) + 1);
   return steps;
 }
 
@@ -124,9 +117,10 @@ class Painter {
     out_ += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
             num(kWidth) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) +
             "\" font-family=\"monospace\" font-size=\"" + num(kFont) + "\">\n";
-    out_ += "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-            "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#e4e4e4\"/><line x1=\"0\" "
-            "y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#666\" stroke-width=\"2\"/></pattern></defs>\n";
+    out_ +=
+        "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+        "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#e4e4e4\"/><line x1=\"0\" "
+        "y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#666\" stroke-width=\"2\"/></pattern></defs>\n";
     out_ += "<rect class=\"bg\" width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
 
     const std::string strategy = plan_.chosen_strategy().empty() ? plan_.strategy() : plan_.chosen_strategy();
@@ -140,7 +134,9 @@ class Painter {
     text(10, 38, header, "font-size=\"11\"");
 
     // Grid and axes: y = byte offset (0 at top), x = step.
-    const double ystep = nice(static_cast<double>(bytes) / std::max(2.0, std::min(10.0, plot_h / 40)));
+    double unit = 1;  // ticks at round numbers of B, KiB, MiB or GiB
+    while (unit < 1024.0 * 1024 * 1024 && static_cast<double>(bytes) / unit >= 4096) unit *= 1024;
+    const double ystep = unit * nice(static_cast<double>(bytes) / unit / std::max(2.0, std::min(10.0, plot_h / 40)));
     for (double v = 0; v <= static_cast<double>(bytes) + 0.5; v += ystep) {
       const double y = kTop + v * yscale_;
       out_ += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(y) + "\" x2=\"" + num(kLeft + kPlotW) + "\" y2=\"" +
@@ -151,9 +147,10 @@ class Painter {
     const int xstride = std::max(1, static_cast<int>(nice(36 / sx)));
     for (int s = 0; s < steps; s += xstride) {
       const double x = kLeft + s * sx;
-      out_ += "<line x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" +
-              num(kTop + plot_h) + "\" stroke=\"#eee\"/>\n";
-      text(x + (xstride == 1 ? sx / 2 : 0), kTop + plot_h + 14, std::to_string(s), "text-anchor=\"middle\" fill=\"#555\"");
+      out_ += "<line x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" + num(kTop + plot_h) +
+              "\" stroke=\"#eee\"/>\n";
+      text(x + (xstride == 1 ? sx / 2 : 0), kTop + plot_h + 14, std::to_string(s),
+           "text-anchor=\"middle\" fill=\"#555\"");
     }
     text(kLeft + kPlotW / 2, kTop + plot_h + 30, "step (execution order)", "text-anchor=\"middle\"");
     text(14, kTop + plot_h / 2, "byte offset (0 at top)",
@@ -171,13 +168,13 @@ class Painter {
   double y_of(uint64_t abs) const { return kTop + static_cast<double>(abs) * yscale_; }
 
   void text(double x, double y, std::string_view s, std::string_view attrs = "") {
-    out_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " ") + std::string(attrs) +
-            ">" + esc(s) + "</text>\n";
+    out_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attrs.empty() ? "" : " ") + std::string(attrs) + ">" +
+            esc(s) + "</text>\n";
   }
 
   void rect(double x, double y, double w, double h, std::string_view attrs, std::string_view title = "") {
-    out_ += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(std::max(w, kMinRect)) +
-            "\" height=\"" + num(std::max(h, kMinRect)) + "\" " + std::string(attrs);
+    out_ += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(std::max(w, kMinRect)) + "\" height=\"" +
+            num(std::max(h, kMinRect)) + "\" " + std::string(attrs);
     out_ += title.empty() ? "/>\n" : "><title>" + esc(title) + "</title></rect>\n";
   }
 
@@ -186,16 +183,20 @@ class Painter {
     if (y < floor) h -= floor - y, y = floor;
     if (h < kFont + 2) return;
     for (const std::string& s : candidates)
-      if (static_cast<double>(glyphs(s)) * kCharW + 4 <= w) return text(x + w / 2, y + h / 2 + 3.5, s, "text-anchor=\"middle\"");
+      if (static_cast<double>(glyphs(s)) * kCharW + 4 <= w)
+        return text(x + w / 2, y + h / 2 + 3.5, s, "text-anchor=\"middle\"");
   }
 
   // A label on a white tag, for text drawn over other shapes (branch names, slots).
-  void tag(double x, double y, double max_w, double max_h, const std::string& s, bool center) {
-    const double tw = static_cast<double>(glyphs(s)) * kCharW + 4;
-    if (tw > max_w || max_h < kFont + 2) return;
-    const double tx = center ? x + (max_w - tw) / 2 : x;
-    rect(tx, y, tw, kFont + 2, "class=\"tag\" fill=\"#fff\" fill-opacity=\"0.85\"");
-    text(tx + 2, y + kFont, s, "font-weight=\"bold\"");
+  void tag(double x, double y, double max_w, double max_h, const std::vector<std::string>& candidates, bool center) {
+    if (max_h < kFont + 2) return;
+    for (const std::string& s : candidates) {
+      const double tw = static_cast<double>(glyphs(s)) * kCharW + 4;
+      if (tw > max_w) continue;
+      const double tx = center ? x + (max_w - tw) / 2 : x;
+      rect(tx, y, tw, kFont + 2, "class=\"tag\" fill=\"#fff\" fill-opacity=\"0.85\"");
+      return text(tx + 2, y + kFont, s, "font-weight=\"bold\"");
+    }
   }
 
   // g's frame: its steps spread over [x0, x1), its bytes from absolute offset `base`.
@@ -208,7 +209,9 @@ class Painter {
       const int first = std::max(b.first(), 0), last = std::max(b.last(), first);
       const double x = x0 + first * sx, w = std::max((last + 1 - first) * sx, kMinRect);
       const double y = y_of(base + b.offset()), h = std::max(static_cast<double>(b.size()) * yscale_, kMinRect);
-      const char* kind = b.kind() == Buffer::REGION ? "region" : b.kind() == Buffer::SCRATCHPAD ? "scratchpad" : "tensor";
+      const char* kind = b.kind() == Buffer::REGION       ? "region"
+                         : b.kind() == Buffer::SCRATCHPAD ? "scratchpad"
+                                                          : "tensor";
       const std::string title = b.name() + "\n" + std::to_string(b.size()) + " bytes" +
                                 (b.upper_bound() ? " (upper bound)" : "") + ", " + kind + "\noffset " +
                                 std::to_string(base + b.offset()) + " (frame +" + std::to_string(b.offset()) +
@@ -231,46 +234,58 @@ class Painter {
 
   void draw_region(const Region& r, const GraphPlan& parent, double x, double w, uint64_t base, double h, int depth,
                    double floor) {
-    const int n = r.subgraphs_size();
-    const bool is_if = n == 2 || r.op_type() == "If";
-    const double cw = w / std::max(n, 1), inset = cw > 8 ? 1 : 0;
-    for (int k = 0; k < n; ++k) {
-      const int gi = r.subgraphs(k);
-      if (gi <= 0 || gi >= plan_.graphs_size() || &plan_.graphs(gi) == &parent) continue;
-      const GraphPlan& sub = plan_.graphs(gi);
-      const double cx = x + k * cw;
-      const std::string role = is_if && n == 2 ? (k == 0 ? "then" : "else")
-                               : sub.owner_attribute().empty() ? "graph " + std::to_string(k)
-                               : sub.owner_attribute();
+    std::vector<const GraphPlan*> subs;
+    for (int gi : r.subgraphs())
+      if (gi > 0 && gi < plan_.graphs_size() && &plan_.graphs(gi) != &parent) subs.push_back(&plan_.graphs(gi));
+    const bool is_if = subs.size() == 2 || r.op_type() == "If";
+    if (is_if)  // then on the left, else on the right, whatever order the subgraphs were planned in
+      std::stable_sort(subs.begin(), subs.end(), [](const GraphPlan* a, const GraphPlan* b) {
+        return a->owner_attribute() == "then_branch" && b->owner_attribute() != "then_branch";
+      });
+    const size_t n = subs.size();
+    const double cw = w / static_cast<double>(std::max<size_t>(n, 1)), inset = cw > 8 ? 1 : 0, tag_h = kFont + 2;
+    struct Caption {
+      double x, y, w, h;
+      std::vector<std::string> text;
+    };
+    std::vector<Caption> captions;  // drawn last, over everything in the region
+    for (size_t k = 0; k < n; ++k) {
+      const GraphPlan& sub = *subs[k];
+      const double cx = x + static_cast<double>(k) * cw;
+      const std::string& attr = sub.owner_attribute();
+      const std::string role = attr == "then_branch" || (attr.empty() && is_if && n == 2 && k == 0) ? "then"
+                               : attr == "else_branch" || (attr.empty() && is_if && n == 2)         ? "else"
+                               : attr.empty() ? "graph " + std::to_string(k)
+                                              : attr;
       const std::string caption = role + " " + human(sub.frame_bytes());
       const double fh = static_cast<double>(sub.frame_bytes()) * yscale_;
       rect(cx, y_of(base), cw, fh, "class=\"frame\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 2\"",
            caption + "\n" + graph_name(sub) + " of " + r.node() + " (" + r.op_type() + ")\nframe " +
                std::to_string(sub.frame_bytes()) + " bytes at offset " + std::to_string(base) + ", " +
                std::to_string(steps_of(sub)) + " steps");
-      // The caption goes under the branch's frame when the region has free room there (no slots),
-      // else on top.
-      const double top = std::max(y_of(base), floor), tag_h = kFont + 2;
+      // The caption goes under the frame when the region has free room there (no slots), else on top.
       const bool below = r.carried_size() == 0 && fh + tag_h + 4 <= h && y_of(base) + fh + 2 >= floor;
-      const double tag_y = below ? y_of(base) + fh + 2 : top + 2;
+      const double tag_y = below ? y_of(base) + fh + 2 : std::max(y_of(base), floor) + 2;
       draw_graph(sub, cx + inset, cx + cw - inset, base, depth + 1, below ? floor : tag_y + tag_h);
       if (k > 0)
         out_ += "<line x1=\"" + num(cx) + "\" y1=\"" + num(y_of(base)) + "\" x2=\"" + num(cx) + "\" y2=\"" +
                 num(y_of(base) + h) + "\" stroke=\"#000\" stroke-width=\"1\"/>\n";
-      tag(cx + 2, tag_y, cw - 4, y_of(base) + h - tag_y, caption, false);
+      captions.push_back({cx + 2, tag_y, cw - 4, y_of(base) + h - tag_y, {caption, role}});
     }
     for (const auto& c : r.carried()) {
       const bool shared = c.slot0() == c.slot1();
       for (int s = 0; s < (shared ? 1 : 2); ++s) {
         const uint64_t rel = s == 0 ? c.slot0() : c.slot1();
-        const std::string name = (shared ? std::string("slot0=1 ") : "slot" + std::to_string(s) + " ") + c.name();
+        const std::string slot = shared ? "slot0=1" : "slot" + std::to_string(s), name = slot + " " + c.name();
+        const std::string brief = (shared ? std::string("s0=1") : "s" + std::to_string(s)) + " " + c.name();
         const double y = y_of(base + rel), sh = std::max(static_cast<double>(c.size()) * yscale_, kMinRect);
         rect(x, y, w, sh, "class=\"slot\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"",
              name + "\n" + std::to_string(c.size()) + " bytes at offset " + std::to_string(base + rel) + " (region +" +
                  std::to_string(rel) + ")\ncarried value of " + r.node() + ": iteration k writes slot k%2");
-        tag(x, y + (sh - kFont - 2) / 2, w, sh, name, true);
+        tag(x, y + (sh - tag_h) / 2, w, sh, {name, brief, slot}, true);
       }
     }
+    for (const Caption& c : captions) tag(c.x, c.y, c.w, c.h, c.text, false);
   }
 
   void legend(double y) {
@@ -281,7 +296,8 @@ class Painter {
       x += 23 + static_cast<double>(glyphs(what)) * kCharW + 18;
     };
     text(10, y, "legend:", "font-weight=\"bold\"");
-    item("class=\"legend\" fill=\"" + color("tensor") + "\" stroke=\"#333\" stroke-width=\"0.5\"", "tensor (color by name)");
+    item("class=\"legend\" fill=\"" + color("tensor") + "\" stroke=\"#333\" stroke-width=\"0.5\"",
+         "tensor (color by name)");
     item("class=\"legend\" fill=\"" + color("scratch") + "\" stroke=\"#333\" stroke-dasharray=\"3 2\"", "scratchpad");
     item("class=\"legend\" fill=\"#f6f6f6\" stroke=\"#000\" stroke-width=\"1.5\"", "control-flow region");
     item("class=\"legend\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 2\"", "subgraph frame (If: then | else)");

@@ -1,7 +1,10 @@
 // `--svg`: hand-built plans rendered, then read back with a small strict XML reader written here
 // (and xmllint when installed), checking one rectangle per buffer, tooltips, branch and slot labels.
-#include <catch2/catch.hpp>
+#include "report/plan_svg.h"
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -11,12 +14,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-#include <unistd.h>
-
 #include "plan_file.pb.h"
-#include "report/plan_svg.h"
 
 using memplan::planfile::Buffer;
 using memplan::planfile::GraphPlan;
@@ -77,7 +78,8 @@ class StrictXml {
   }
   // At '&': one predefined entity or character reference, appended unescaped (ASCII only here).
   void entity(std::string& out) {
-    static const std::map<std::string, char> kNamed{{"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+    static const std::map<std::string, char> kNamed{
+        {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
     const size_t semi = s_.find(';', i_);
     if (semi == std::string_view::npos || semi - i_ > 10) fail("raw '&'");
     const std::string body(s_.substr(i_ + 1, semi - i_ - 1));
@@ -125,8 +127,10 @@ class StrictXml {
       while (i_ < s_.size() && s_[i_] != quote) {
         if (s_[i_] == '<') fail("'<' in an attribute value");
         check_char(s_[i_]);
-        if (s_[i_] == '&') entity(value);
-        else value += s_[i_++];
+        if (s_[i_] == '&')
+          entity(value);
+        else
+          value += s_[i_++];
       }
       expect(quote);
       if (!e.attrs.emplace(key, value).second) fail("duplicate attribute " + key);
@@ -147,8 +151,10 @@ class StrictXml {
       }
       if (s_[i_] == '>') fail("raw '>' in text");
       check_char(s_[i_]);
-      if (s_[i_] == '&') entity(e.text);
-      else e.text += s_[i_++];
+      if (s_[i_] == '&')
+        entity(e.text);
+      else
+        e.text += s_[i_++];
     }
   }
 
@@ -194,7 +200,8 @@ bool has_text(const Element& root, const std::string& s) {
   return false;
 }
 
-void add(GraphPlan& g, const std::string& name, Buffer::Kind kind, uint64_t size, uint64_t offset, int first, int last) {
+void add(GraphPlan& g, const std::string& name, Buffer::Kind kind, uint64_t size, uint64_t offset, int first,
+         int last) {
   Buffer& b = *g.add_buffers();
   b.set_name(name);
   b.set_kind(kind);
@@ -355,9 +362,9 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
                                  attr(e, "y") + attr(e, "height")};
     };
     const auto input = box("input"), out = box("out"), odd = box(kOdd);
-    CHECK(input[0] < out[0]);       // out starts later
+    CHECK(input[0] < out[0]);           // out starts later
     CHECK(input[1] == Approx(out[1]));  // same offset
-    CHECK(odd[1] > input[1]);       // larger offset lower down
+    CHECK(odd[1] > input[1]);           // larger offset lower down
     CHECK((input[2] - input[0]) == Approx(2 * (out[2] - out[0]) / 3).margin(0.2));
 
     const auto region = box("cond_region"), then_a = box("then_a"), else_a = box("else_a");
@@ -407,14 +414,29 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
   SECTION("xmllint agrees") { CHECK(xmllint_accepts(svg)); }
 }
 
+TEST_CASE("plan_svg puts then on the left whatever order the branches were planned in", "[svg]") {
+  Plan plan = sample_plan();
+  auto& subgraphs = *plan.mutable_graphs(0)->mutable_regions(0)->mutable_subgraphs();
+  std::swap(subgraphs[0], subgraphs[1]);  // else planned first
+  const Element root = parse(memplan::plan_svg(plan));
+  const Element* then_frame = with_title_line(root, "rect", "then 768 B");
+  const Element* else_frame = with_title_line(root, "rect", "else 256 B");
+  REQUIRE(then_frame != nullptr);
+  REQUIRE(else_frame != nullptr);
+  CHECK(attr(*then_frame, "x") < attr(*else_frame, "x"));
+  const auto rects = buffer_rects(root);
+  CHECK(attr(*rects.at("then_a")[0], "x") < attr(*rects.at("else_a")[0], "x"));
+}
+
 TEST_CASE("plan_svg stays bounded and well-formed for hundreds of buffers", "[svg]") {
   Plan plan;
   plan.set_arena_bytes(64ull * 1000 * 1000);
   GraphPlan& main = *plan.add_graphs();
   main.set_num_steps(400);
   for (int i = 0; i < 600; ++i)
-    add(main, "/model/layer." + std::to_string(i) + "/MatMul_output_0", i % 7 == 0 ? Buffer::SCRATCHPAD : Buffer::TENSOR,
-        static_cast<uint64_t>(64 * (1 + i % 97)), static_cast<uint64_t>(i) * 100000, i % 400, std::min(i % 400 + i % 5, 399));
+    add(main, "/model/layer." + std::to_string(i) + "/MatMul_output_0",
+        i % 7 == 0 ? Buffer::SCRATCHPAD : Buffer::TENSOR, static_cast<uint64_t>(64 * (1 + i % 97)),
+        static_cast<uint64_t>(i) * 100000, i % 400, std::min(i % 400 + i % 5, 399));
   const std::string svg = memplan::plan_svg(plan);
   Element root;
   REQUIRE_NOTHROW(root = parse(svg));
