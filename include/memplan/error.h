@@ -14,9 +14,26 @@ enum class ErrorKind {
   Internal = 70,      // a broken invariant inside memplan (a bug)
 };
 
+// Names in messages come from untrusted files: control bytes are escaped so a message stays one line.
+inline std::string one_line(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(one_line(message)), kind_(kind) {}
   ErrorKind kind() const noexcept { return kind_; }
 
  private:

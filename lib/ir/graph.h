@@ -48,6 +48,7 @@ struct Value {
   // Bytes the value's buffer must hold: exact when the shape is static, else an upper bound
   // (If branches of different shapes, loops with data-dependent trip counts). 0 = not yet known.
   uint64_t capacity_bytes = 0;
+  bool capacity_known = false;  // capacity_bytes is final (it may legitimately be 0)
   bool shape_varies = false;  // the run-time shape may be smaller than the capacity suggests
 
   bool is_constant() const { return constant != nullptr; }
@@ -76,7 +77,7 @@ struct Node {
   std::vector<Value*> outputs;   // nullptr for an omitted optional output
   std::vector<Attribute> attributes;
   std::vector<std::unique_ptr<Graph>> subgraphs;  // If: then, else; Loop/Scan: body
-  std::vector<Value*> implicit_inputs;  // outer values its subgraphs read (in this node's scope or above)
+  std::vector<Value*> implicit_inputs;  // values of this node's own scope that its subgraphs read
   Graph* graph = nullptr;
 
   const Attribute* attr(const std::string& name) const;

@@ -30,7 +30,7 @@ TensorType scalar(DType t) {
 // Bytes of one value as a subgraph output: its capacity if it has one (nested varying shapes).
 uint64_t bytes_of(const Value* v, const std::string& what) {
   if (v->constant) return v->constant->byte_size();
-  if (v->capacity_bytes > 0 || v->shape_varies) return v->capacity_bytes;
+  if (v->capacity_known) return v->capacity_bytes;
   if (!v->type.is_static()) return UINT64_MAX;
   return checked_mul(checked_element_count(v->type.static_dims(), what), dtype_size(v->type.dtype), what);
 }
@@ -63,7 +63,10 @@ void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)
     const std::string what = where(n, file) + " output '" + out->name + "'";
     uint64_t cap = std::max(bytes_of(a, what), bytes_of(b, what));
     out->shape_varies = true;
-    if (cap != UINT64_MAX) out->capacity_bytes = cap;
+    if (cap != UINT64_MAX) {
+      out->capacity_bytes = cap;
+      out->capacity_known = true;
+    }
     if (a->type.has_rank && b->type.has_rank && a->type.dims.size() == b->type.dims.size()) {
       out->type.has_rank = true;
       out->type.dims = a->type.dims;
@@ -98,6 +101,7 @@ void type_stacked(Value* out, const Value* elem, std::optional<int64_t> count, b
     if (per != UINT64_MAX) {
       out->capacity_bytes = checked_mul(per, static_cast<uint64_t>(*count),
                                         what + " (the loop's trip count bound times the scan output size)");
+      out->capacity_known = true;
       out->shape_varies = true;
     }
   }
@@ -134,10 +138,15 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
   // With a condition the loop may stop before M iterations: M only bounds the scan outputs.
   const Value* cond = n.inputs.size() > 1 ? n.inputs[1] : nullptr;
   const Value* body_cond = body->outputs[0];
-  const bool cond_always_true = (!cond || (cond->constant && cond->constant->int_at(0) != 0)) &&
-                                (body_cond == body->inputs[1] ||
-                                 (body_cond->constant && body_cond->constant->int_at(0) != 0));
+  // A for-loop returns its condition input, often through Identity nodes.
+  while (body_cond->producer && body_cond->producer->op_type == "Identity" && body_cond->graph == body &&
+         !body_cond->producer->inputs.empty() && body_cond->producer->inputs[0])
+    body_cond = body_cond->producer->inputs[0];
   const auto trips = constant_trip_count(n);
+  const bool cond_always_true = (trips && *trips == 0) ||
+                                ((!cond || (cond->constant && cond->constant->int_at(0) != 0)) &&
+                                 (body_cond == body->inputs[1] ||
+                                  (body_cond->constant && body_cond->constant->int_at(0) != 0)));
   for (size_t k = carried; k < n.outputs.size(); ++k) {
     Value* out = n.outputs[k];
     if (!out || k + 1 >= body->outputs.size()) continue;

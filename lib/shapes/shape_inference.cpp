@@ -88,6 +88,9 @@ class ShapeInference {
     rebuild_uses(*model_.main);
     for_each_graph(*model_.main, [&](Graph& g) { drop_unread_optional_outputs(g); });
     for_each_graph(*model_.main, [&](Graph& g) { size_values(g); });
+    for (const auto& [name, dims] : opts_.bounds)
+      if (!used_bounds_.count(name))
+        fail(model_.path + ": --bound " + name + ": no tensor of the model is named '" + name + "'");
   }
 
   void infer_graph(Graph& g) {
@@ -154,9 +157,13 @@ class ShapeInference {
   // Every buffer needs a byte capacity: exact for a static shape, else a bound.
   void size_values(Graph& g) {
     for (auto& v : g.values) {
-      if (v->constant || v->capacity_bytes > 0) continue;
+      if (v->constant) continue;
       const std::string what = model_.path + ": tensor '" + v->name + "'";
-      if (auto b = opts_.bounds.find(v->name); b != opts_.bounds.end()) {
+      auto b = opts_.bounds.find(v->name);
+      if (b != opts_.bounds.end()) used_bounds_.insert(v->name);
+      if (v->capacity_known) continue;
+      v->capacity_known = true;
+      if (b != opts_.bounds.end()) {
         v->capacity_bytes = checked_mul(checked_element_count(b->second, what), dtype_size(v->type.dtype), what);
         v->shape_varies = v->shape_varies || !v->type.is_static();
         continue;
@@ -178,6 +185,7 @@ class ShapeInference {
   Model& model_;
   const ShapeOptions& opts_;
   std::map<std::string, int> unsupported_;
+  std::set<std::string> used_bounds_;
 };
 
 }  // namespace

@@ -1010,3 +1010,62 @@ TEST_CASE("untyped Loop body inputs get their types from the Loop", "[import][sh
   CHECK(acc_out->capacity_bytes == 24);
   CHECK(m.main->find_local("y")->capacity_bytes == 24);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Robustness: damaged files fail with memplan::Error, never a crash or another exception
+
+TEST_CASE("truncated and corrupted models fail cleanly", "[import]") {
+  for (const char* name : {"capture_two_levels", "nested_if_loop_if", "scan_sum", "loop_scan_outputs"}) {
+    std::ifstream in(kModels / name / "model.onnx", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE_FALSE(bytes.empty());
+    auto attempt = [&](const std::string& data, const std::string& what) {
+      INFO(name << ": " << what);
+      try {
+        Model m = import_model_bytes(data, "damaged.onnx");
+        infer_shapes(m, {});
+      } catch (const Error& e) {
+        CHECK(e.kind() != ErrorKind::Internal);
+        CHECK_THAT(e.what(), Catch::Contains("damaged.onnx"));
+      } catch (const std::exception& e) {
+        FAIL("not a memplan::Error: " << e.what());
+      }
+    };
+    for (size_t len = 0; len < bytes.size(); ++len) attempt(bytes.substr(0, len), "cut at " + std::to_string(len));
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    auto next = [&] {
+      seed ^= seed << 13;
+      seed ^= seed >> 7;
+      seed ^= seed << 17;
+      return seed;
+    };
+    for (int k = 0; k < 2000; ++k) {
+      std::string data = bytes;
+      const int changes = 1 + static_cast<int>(next() % 3);
+      std::string what = "bytes changed:";
+      for (int c = 0; c < changes; ++c) {
+        const size_t pos = next() % data.size();
+        data[pos] = static_cast<char>(next() & 0xff);
+        what += " " + std::to_string(pos);
+      }
+      attempt(data, what);
+    }
+  }
+}
+
+// Names come from the file: a name holding a newline must not split the one-line message.
+TEST_CASE("error messages stay on one line when names hold control characters", "[import]") {
+  ModelBuilder b("graph\nname");
+  add_input(b.graph(), "x", elem::kFloat, {2});
+  add_node(b.graph(), "Add", {"x", "no\nwhere"}, {"y"}, "add\rnode");
+  add_output(b.graph(), "y", elem::kFloat, {2});
+  try {
+    b.import("ctl.onnx");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidInput);
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(std::none_of(msg.begin(), msg.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }));
+  }
+}

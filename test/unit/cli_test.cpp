@@ -1,0 +1,270 @@
+// The `memplan` executable on bad input: exit codes (2 invalid input, 3 unsupported, 1 usage,
+// never a signal) and one-line error messages that name the file and the specific problem.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/model_builder.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kModels = fs::path(MEMPLAN_SOURCE_DIR) / "models";
+
+struct Run {
+  int exit_code = -1;    // valid when !signaled
+  bool signaled = false;
+  int signal = 0;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs MEMPLAN_CLI with `args` (no shell), stdout and stderr captured through temp files.
+Run run_cli(const std::vector<std::string>& args) {
+  std::string tmpl = (fs::temp_directory_path() / "memplan_cli_test_XXXXXX").string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const fs::path dir = tmpl;
+  const std::string out_path = (dir / "stdout").string(), err_path = (dir / "stderr").string();
+
+  std::vector<std::string> argv_s{MEMPLAN_CLI};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE(rc == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+
+  Run r;
+  if (WIFSIGNALED(status)) {
+    r.signaled = true;
+    r.signal = WTERMSIG(status);
+  } else {
+    r.exit_code = WEXITSTATUS(status);
+  }
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return r;
+}
+
+size_t line_count(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+std::string describe(const std::vector<std::string>& args, const Run& r) {
+  std::string cmd = "memplan";
+  for (const auto& a : args) cmd += " " + a;
+  return cmd + "\n  exit " + (r.signaled ? "signal " + std::to_string(r.signal) : std::to_string(r.exit_code)) +
+         "\n  stderr: " + r.err + "  stdout: " + r.out.substr(0, 400);
+}
+
+// A memplan::Error reported by the CLI: the exit code, one line "memplan: error: ..." on stderr
+// that contains every string of `says`, nothing on stdout.
+void expect_error(const std::vector<std::string>& args, int code, const std::vector<std::string>& says) {
+  Run r = run_cli(args);
+  INFO(describe(args, r));
+  REQUIRE_FALSE(r.signaled);
+  CHECK(r.exit_code == code);
+  CHECK(line_count(r.err) == 1);
+  CHECK(!r.err.empty());
+  CHECK(r.err.back() == '\n');
+  CHECK_THAT(r.err, Catch::StartsWith("memplan: error: "));
+  for (const auto& s : says) CHECK_THAT(r.err, Catch::Contains(s));
+  CHECK(r.out.empty());
+}
+
+std::string model(const std::string& name) { return (kModels / name / "model.onnx").string(); }
+std::string bad(const std::string& file) { return (kModels / "bad" / file).string(); }
+
+}  // namespace
+
+TEST_CASE("cli: --help and --version exit 0", "[cli]") {
+  Run help = run_cli({"--help"});
+  INFO(describe({"--help"}, help));
+  REQUIRE_FALSE(help.signaled);
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Catch::Contains("compile"));
+  CHECK(help.err.empty());
+
+  Run compile_help = run_cli({"compile", "--help"});
+  INFO(describe({"compile", "--help"}, compile_help));
+  CHECK(compile_help.exit_code == 0);
+  CHECK_THAT(compile_help.out, Catch::Contains("--shape") && Catch::Contains("--dim") && Catch::Contains("--bound"));
+
+  Run version = run_cli({"--version"});
+  INFO(describe({"--version"}, version));
+  REQUIRE_FALSE(version.signaled);
+  CHECK(version.exit_code == 0);
+  CHECK(version.out == std::string("memplan ") + MEMPLAN_VERSION + "\n");
+  CHECK(version.err.empty());
+}
+
+TEST_CASE("cli: a bad command line exits 1", "[cli]") {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"compile", "--bogus", model("tiny_mlp")},
+           {"--bogus"},
+           {},
+           {"compile"},
+           {"no-such-subcommand"},
+       }) {
+    Run r = run_cli(args);
+    INFO(describe(args, r));
+    REQUIRE_FALSE(r.signaled);
+    CHECK(r.exit_code == 1);
+    CHECK_FALSE(r.err.empty());
+    CHECK(r.out.empty());
+  }
+  Run r = run_cli({"compile", "--bogus", model("tiny_mlp")});
+  CHECK_THAT(r.err, Catch::Contains("--bogus"));
+}
+
+TEST_CASE("cli: a nonexistent model file", "[cli]") {
+  expect_error({"compile", "/nonexistent/dir/model.onnx"}, 2, {"/nonexistent/dir/model.onnx"});
+}
+
+TEST_CASE("cli: every file in models/bad is refused with one clear line", "[cli]") {
+  struct Expect {
+    int code;
+    std::vector<std::string> says;
+    std::vector<std::string> extra_args;
+  };
+  // Keyed by the path under models/bad. Every file there must be listed, so a new bad model
+  // cannot go untested.
+  const std::map<std::string, Expect> expect{
+      {"random_bytes.onnx", {2, {"not a valid ONNX model", "protobuf parse failed"}, {}}},
+      {"truncated.onnx", {2, {"not a valid ONNX model"}, {}}},
+      {"cycle.onnx", {2, {"cycle"}, {}}},
+      {"dangling_input.onnx", {2, {"'nowhere'", "'add_nowhere'"}, {}}},
+      {"unknown_domain.onnx", {3, {"Foo", "com.example.unknown"}, {}}},
+      {"opset18.onnx", {3, {"opset 18"}, {}}},
+      {"negative_dim.onnx", {2, {"'x'", "-5"}, {}}},
+      {"overflow_dims.onnx", {2, {"'x'", "overflows"}, {}}},
+      {"deep_if_1000.onnx", {3, {"nested more than 64 levels"}, {}}},
+      {"external_outside/model.onnx", {2, {"'w'", "../../secret.bin", "model's folder"}, {}}},
+      {"symbolic_dim.onnx", {2, {"'x'", "--dim N"}, {}}},
+      // Not SSA; memplan resolves the inner use to the inner value and accepts it.
+      {"shadow_node_output.onnx", {0, {}, {}}},
+  };
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(kModels / "bad"))
+    if (entry.is_regular_file()) files.push_back(fs::relative(entry.path(), kModels / "bad").generic_string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 12);
+  for (const auto& f : files) {
+    INFO("models/bad/" << f);
+    auto it = expect.find(f);
+    REQUIRE(it != expect.end());
+    const Expect& e = it->second;
+    std::vector<std::string> args{"compile", bad(f)};
+    args.insert(args.end(), e.extra_args.begin(), e.extra_args.end());
+    if (e.code == 0) {
+      Run r = run_cli(args);
+      INFO(describe(args, r));
+      REQUIRE_FALSE(r.signaled);
+      CHECK(r.exit_code == 0);
+      CHECK(r.err.empty());
+      continue;
+    }
+    std::vector<std::string> says = e.says;
+    says.push_back(bad(f));  // the message names the file
+    expect_error(args, e.code, says);
+  }
+}
+
+TEST_CASE("cli: symbolic_dim compiles once N is given", "[cli]") {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"compile", bad("symbolic_dim.onnx"), "--dim", "N=4"},
+           {"compile", bad("symbolic_dim.onnx"), "--shape", "x=4x3"},
+       }) {
+    Run r = run_cli(args);
+    INFO(describe(args, r));
+    REQUIRE_FALSE(r.signaled);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+  }
+}
+
+TEST_CASE("cli: a data-dependent scan output needs --bound", "[cli]") {
+  const std::string m = model("loop_data_dependent_scan");
+  expect_error({"compile", m}, 2, {m, "'sums'", "--bound sums="});
+  Run r = run_cli({"compile", m, "--bound", "sums=64"});
+  INFO(describe({"compile", m, "--bound", "sums=64"}, r));
+  REQUIRE_FALSE(r.signaled);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("cli: bad --shape, --dim and --bound values", "[cli]") {
+  const std::string mlp = model("tiny_mlp");
+  const std::string sym = bad("symbolic_dim.onnx");
+  expect_error({"compile", mlp, "--shape", "nope=1x64"}, 2, {mlp, "--shape nope", "inputs: x"});
+  expect_error({"compile", mlp, "--shape", "x=1x2x3"}, 2, {"--shape x", "rank 2"});
+  expect_error({"compile", sym, "--dim", "N=4", "--dim", "M=3"}, 2, {sym, "--dim M"});
+  expect_error({"compile", sym, "--dim", "N=abc"}, 2, {"--dim N", "'abc'"});
+  expect_error({"compile", sym, "--dim", "N=-4"}, 2, {"--dim N", "'-4'"});
+  expect_error({"compile", sym, "--dim", "N=2x2"}, 2, {"--dim N=2x2"});
+  expect_error({"compile", sym, "--dim", "N"}, 2, {"--dim N", "NAME=VALUE"});
+  expect_error({"compile", sym, "--shape", "x=4x"}, 2, {"--shape x", "'4x'"});
+  expect_error({"compile", model("loop_data_dependent_scan"), "--bound", "sums=x"}, 2, {"--bound sums"});
+}
+
+TEST_CASE("cli: every example model compiles", "[cli]") {
+  for (const auto& entry : fs::directory_iterator(kModels)) {
+    if (!entry.is_directory() || entry.path().filename() == "bad" || !fs::exists(entry.path() / "model.onnx"))
+      continue;
+    std::vector<std::string> args{"compile", (entry.path() / "model.onnx").string()};
+    if (entry.path().filename() == "loop_data_dependent_scan") args.insert(args.end(), {"--bound", "sums=64"});
+    Run r = run_cli(args);
+    INFO(describe(args, r));
+    REQUIRE_FALSE(r.signaled);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK_FALSE(r.out.empty());
+  }
+}
+
+TEST_CASE("cli: a name with a newline in it does not split the error line", "[cli]") {
+  using namespace memplan::test;
+  ModelBuilder b("graph\nname");
+  add_input(b.graph(), "x", elem::kFloat, {2});
+  add_node(b.graph(), "Add", {"x", "no\nwhere"}, {"y"}, "add\nnode");
+  add_output(b.graph(), "y", elem::kFloat, {2});
+  std::string tmpl = (fs::temp_directory_path() / "memplan_cli_test_XXXXXX").string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const fs::path file = fs::path(tmpl) / "ctl.onnx";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << b.bytes();
+  }
+  expect_error({"compile", file.string()}, 2, {file.string()});
+  std::error_code ec;
+  fs::remove_all(tmpl, ec);
+}
