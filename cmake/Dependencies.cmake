@@ -6,6 +6,7 @@ find_package(dnnl CONFIG REQUIRED)   # target DNNL::dnnl (oneDNN 2.x)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED)  # oneDNN's threading; --threads sets it
 if(MEMPLAN_BUILD_TESTS)
   find_package(Catch2 2 CONFIG REQUIRED)
 endif()

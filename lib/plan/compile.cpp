@@ -23,6 +23,8 @@ void record_shape_options(const ShapeOptions& s, planfile::Plan& plan) {
   }
 }
 
+}  // namespace
+
 ShapeOptions shape_options_of(const planfile::Plan& plan) {
   ShapeOptions s;
   for (const auto& nd : plan.input_shapes()) s.input_shapes[nd.name()].assign(nd.dims().begin(), nd.dims().end());
@@ -31,19 +33,22 @@ ShapeOptions shape_options_of(const planfile::Plan& plan) {
   return s;
 }
 
-}  // namespace
+planfile::Plan plan_and_verify(const Model& model, const ShapeOptions& shapes, const PlanOptions& planning) {
+  planfile::Plan plan = plan_memory(model, planning);
+  plan.set_model_sha256(model.sha256);
+  plan.set_model_path(model.path);
+  record_shape_options(shapes, plan);
+  verify_plan(model, plan);
+  spdlog::debug("plan verified: arena {} bytes", plan.arena_bytes());
+  return plan;
+}
 
 Compiled compile_model(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning) {
   Compiled c{import_model(path), {}};
   spdlog::debug("imported {}", path);
   infer_shapes(c.model, shapes);
   spdlog::debug("shapes fixed");
-  c.plan = plan_memory(c.model, planning);
-  c.plan.set_model_sha256(c.model.sha256);
-  c.plan.set_model_path(path);
-  record_shape_options(shapes, c.plan);
-  verify_plan(c.model, c.plan);
-  spdlog::debug("plan verified: arena {} bytes", c.plan.arena_bytes());
+  c.plan = plan_and_verify(c.model, shapes, planning);
   return c;
 }
 

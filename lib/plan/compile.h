@@ -19,6 +19,12 @@ struct Compiled {
 // the shape options, so a runtime can refuse it for another model or other shapes.
 Compiled compile_model(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning);
 
+// Plans a model whose shapes are fixed, records its identity and the shape options, verifies.
+planfile::Plan plan_and_verify(const Model& model, const ShapeOptions& shapes, const PlanOptions& planning);
+
+// The shape options a plan was made with.
+ShapeOptions shape_options_of(const planfile::Plan& plan);
+
 // Imports the model a plan was made for, with the plan's own shape options, and checks identity.
 Model load_model_for_plan(const std::string& model_path, const planfile::Plan& plan);
 

@@ -96,7 +96,7 @@ class KernelCase {
   std::vector<T> result_as(size_t i) const {
     const rt::TensorView& v = result_views_.at(i);
     std::vector<T> out(v.element_count());
-    std::memcpy(out.data(), v.data, out.size() * sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), v.data, out.size() * sizeof(T));
     return out;
   }
   rt::Kernel* kernel() { return kernel_.get(); }

@@ -12,6 +12,7 @@ constexpr int kExitUsage = 1;  // bad command line (CLI11 prints the reason)
 void register_compile(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_inspect(CLI::App& app);
+void register_run(CLI::App& app);
 
 // Runs `action` when `sub` is the parsed subcommand.
 void add_action(CLI::App* sub, std::function<void()> action);

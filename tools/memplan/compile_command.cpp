@@ -4,7 +4,12 @@
 
 #include "commands.h"
 #include "memplan/error.h"
+#include <spdlog/spdlog.h>
+
+#include "onnx/importer.h"
 #include "plan/compile.h"
+#include "runtime/dnnl_context.h"
+#include "runtime/kernel_selection.h"
 #include "plan/plan_file.h"
 #include "plan/verifier.h"
 #include "report/plan_report.h"
@@ -39,7 +44,16 @@ void register_compile(CLI::App& app) {
     PlanOptions planning;
     planning.strategy = *plan::parse_strategy(args->strategy);
     planning.alignment = args->align;
-    Compiled c = compile_model(args->model, to_shape_options(args->shapes), planning);
+    const ShapeOptions shapes = to_shape_options(args->shapes);
+    Compiled c{import_model(args->model), {}};
+    infer_shapes(c.model, shapes);
+    // Kernel selection comes before planning, so the plan holds each kernel's scratchpad.
+    rt::DnnlContext dnnl;
+    KernelSelection kernels = select_kernels(c.model, dnnl);
+    if (!kernels.unsupported.empty())
+      spdlog::warn("{}: memplan run cannot run this model: {}", args->model, kernels.unsupported_summary());
+    planning.scratchpad_bytes = [&kernels](const Node& n) { return kernels.scratchpad_bytes(n); };
+    c.plan = plan_and_verify(c.model, shapes, planning);
     if (args->summary) std::cout << model_summary(c.model);
     if (!args->output.empty()) write_plan_file(c.plan, args->output);
     if (!args->svg.empty()) write_file_atomically(args->svg, plan_svg(c.plan));

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   memplan::cli::register_compile(app);
   memplan::cli::register_verify(app);
   memplan::cli::register_inspect(app);
+  memplan::cli::register_run(app);
 
   try {
     app.parse(argc, argv);

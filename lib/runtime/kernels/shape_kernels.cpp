@@ -1,8 +1,35 @@
-// Kernels of this group are not registered yet; the runtime issue adds them.
+// Registers the plain C++ kernels for shape, indexing, comparison and logic ops (shape_*.cpp).
 #include "runtime/kernel_registry.h"
+#include "runtime/kernels/shape_common.h"
 
 namespace memplan::rt {
 
-void register_shape_kernels(KernelRegistry&) {}
+void register_shape_kernels(KernelRegistry& r) {
+  using namespace shape;
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}) r.add(op, make_view);
+  r.add("Shape", make_shape_of);
+  r.add("Size", make_size);
+  r.add("Transpose", make_transpose);
+  r.add("Slice", make_slice);
+  r.add("Gather", make_gather);
+  r.add("GatherElements", make_gather_elements);
+  r.add("Split", make_split);
+  r.add("Pad", make_pad);
+  r.add("Tile", make_tile);
+  r.add("Expand", make_expand);
+  for (const char* op : {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}) r.add(op, make_compare);
+  for (const char* op : {"Not", "And", "Or", "Xor"}) r.add(op, make_logic);
+  r.add("Where", make_where);
+  r.add("Cast", make_cast);
+  r.add("CastLike", make_cast);
+  r.add("ConstantOfShape", make_constant_of_shape);
+  r.add("Range", make_range);
+  r.add("Mod", make_mod);
+  for (const char* op : {"Floor", "Ceil", "Round", "Sign"}) r.add(op, make_rounding);
+  r.add("CumSum", make_cumsum);
+  r.add("ArgMax", make_arg);
+  r.add("ArgMin", make_arg);
+  r.add("TopK", make_topk);
+}
 
 }  // namespace memplan::rt

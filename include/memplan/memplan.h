@@ -1,0 +1,113 @@
+// memplan's public API: compile an ONNX model (shapes fixed, kernels chosen, memory planned and
+// verified), then run it in sessions that each own one preallocated arena.
+//
+//   memplan::CompileOptions options;
+//   options.input_shapes["x"] = {1, 3, 224, 224};
+//   auto model = memplan::CompiledModel::compile("model.onnx", options);
+//   memplan::Session session(model);
+//   session.set_input("x", memplan::kFloat32, {1, 3, 224, 224}, data, bytes);
+//   session.run();
+//   memplan::TensorRef y = session.output("y");
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memplan/error.h"
+
+namespace memplan {
+
+// Element types use ONNX's TensorProto.DataType numbers.
+constexpr int32_t kFloat32 = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat64 = 11;
+
+struct CompileOptions {
+  std::map<std::string, std::vector<int64_t>> input_shapes;  // fix input shapes
+  std::map<std::string, int64_t> dims;                       // fix symbolic dims
+  std::map<std::string, std::vector<int64_t>> bounds;        // largest shapes of run-time-sized tensors
+  std::string strategy = "auto";  // naive, best-fit, greedy-by-size, greedy-by-breadth, auto
+  uint64_t alignment = 64;
+};
+
+struct TensorInfo {
+  std::string name;
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;  // compile-time shape (the largest, where it varies)
+  uint64_t capacity_bytes = 0;
+};
+
+// A view of a tensor in a session's arena (or weights): valid until the next run.
+struct TensorRef {
+  int32_t dtype = 0;
+  std::span<const int64_t> shape;
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+// Read-only and shareable: the IR, the plan, the kernels (oneDNN primitives made once, weights
+// reordered once). Any number of sessions may share one CompiledModel; their runs take turns.
+class CompiledModel {
+ public:
+  static std::shared_ptr<const CompiledModel> compile(const std::string& model_path, const CompileOptions& options);
+  // Uses a plan written by `memplan compile -o` (or save_plan); refuses a plan for another model.
+  static std::shared_ptr<const CompiledModel> load(const std::string& model_path, const std::string& plan_path);
+  ~CompiledModel();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  uint64_t arena_bytes() const;
+  void save_plan(const std::string& path) const;
+  std::string report_text() const;
+  std::string report_json(const std::string& extra_members = "") const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  friend struct CompiledModelAccess;
+  explicit CompiledModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The main-graph inputs a model declares (shapes as declared: symbolic dims are -1).
+std::vector<TensorInfo> model_inputs(const std::string& model_path);
+
+struct SessionOptions {
+  // Guard mode: poison dead buffers, checksum every buffer when its producer finishes and check it
+  // again before each read; a mismatch names the buffer and the node that clobbered it.
+  bool check_memory = false;
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<const CompiledModel> model, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Copies an input into its arena slot. dtype and shape must match the compiled input. The slot
+  // is reused once the input has been read, so a copied input is set again before every run.
+  void set_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
+                 uint64_t bytes);
+  // The input's arena slot, to fill in place (e.g. straight from a file), after the same checks.
+  void* input_buffer(const std::string& name, int32_t dtype, std::span<const int64_t> shape, uint64_t bytes);
+  // Zero copy: the session reads the input from `data` (64-byte aligned, alive during run()).
+  void bind_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
+                  uint64_t bytes);
+
+  // Runs one inference. After the first run, memplan allocates no heap memory (oneDNN 2.6 still
+  // allocates a few small blocks inside each primitive execution). Sessions of one model take turns.
+  void run();
+  TensorRef output(const std::string& name) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace memplan

@@ -1,0 +1,197 @@
+#include <spdlog/spdlog.h>
+
+#include "memplan/error.h"
+#include "onnx/importer.h"
+#include "plan/compile.h"
+#include "plan/lifetimes.h"
+#include "plan/plan_file.h"
+#include "plan/verifier.h"
+#include "report/plan_report.h"
+#include "runtime/compiled_model_impl.h"
+#include "runtime/kernel_selection.h"
+#include "shapes/shape_inference.h"
+
+namespace memplan {
+namespace {
+
+ShapeOptions shape_options(const CompileOptions& o) { return {o.input_shapes, o.dims, o.bounds}; }
+
+TensorInfo info_of(const Value* v) {
+  TensorInfo t;
+  t.name = v->name;
+  t.dtype = static_cast<int32_t>(v->type.dtype);
+  for (const Dim& d : v->type.dims) t.shape.push_back(d.value);
+  t.capacity_bytes = v->constant ? v->constant->byte_size() : v->capacity_bytes;
+  return t;
+}
+
+// Value ids, weights and per-node execution records; kernels from the selection.
+void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
+  for_each_graph(*m.model.main, [&](Graph& g) {
+    for (const auto& v : g.values) {
+      const auto id = static_cast<int32_t>(m.values.size());
+      m.ids.emplace(v.get(), id);
+      m.values.push_back(v.get());
+      m.homes.push_back(CompiledModel::Impl::Home::None);
+      m.offsets.push_back(0);
+      m.capacities.push_back(v->capacity_bytes);
+      m.weights.push_back(nullptr);
+      if (v->constant) {
+        m.homes.back() = CompiledModel::Impl::Home::Weight;
+        m.capacities.back() = v->constant->byte_size();
+        if (v->constant->splat) {
+          m.materialized.push_back(v->constant->materialize());
+          m.weights.back() = m.materialized.back().data();
+        } else {
+          m.weights.back() = v->constant->bytes.data();
+        }
+      }
+    }
+  });
+  // materialized may have reallocated: point weights at the final storage.
+  size_t next = 0;
+  for (size_t i = 0; i < m.values.size(); ++i)
+    if (m.values[i]->constant && m.values[i]->constant->splat) m.weights[i] = m.materialized[next++].data();
+
+  for_each_graph(*m.model.main, [&](Graph& g) {
+    GraphExec& ge = m.graphs[&g];
+    ge.graph = &g;
+    for (const auto& n : g.nodes) {
+      NodeExec ne;
+      ne.node = n.get();
+      for (const Value* v : n->inputs) ne.inputs.push_back(m.id(v));
+      for (const Value* v : n->outputs) ne.outputs.push_back(m.id(v));
+      if (auto it = sel.kernels.find(n.get()); it != sel.kernels.end()) ne.kernel = std::move(it->second);
+      m.max_inputs = std::max(m.max_inputs, ne.inputs.size());
+      m.max_outputs = std::max(m.max_outputs, ne.outputs.size());
+      const auto index = static_cast<int32_t>(m.nodes.size());
+      m.node_index[n.get()] = index;
+      ge.nodes.push_back(index);
+      m.nodes.push_back(std::move(ne));
+    }
+    for (const Value* out : g.outputs) ge.outputs_bound.push_back(plan::is_bound_output(g, out) ? 1 : 0);
+  });
+  for (const Value* v : m.model.main->inputs) m.inputs.push_back(info_of(v));
+  for (const Value* v : m.model.main->outputs) m.outputs.push_back(info_of(v));
+}
+
+}  // namespace
+
+void bind_plan(CompiledModel::Impl& m) {
+  std::vector<const Graph*> graphs;
+  for_each_graph(*m.model.main, [&](Graph& g) { graphs.push_back(&g); });
+  if (graphs.size() != static_cast<size_t>(m.plan.graphs_size())) fail(m.model.path + ": the plan does not match the model");
+  for (size_t gi = 0; gi < graphs.size(); ++gi) {
+    const Graph& g = *graphs[gi];
+    const auto& gp = m.plan.graphs(static_cast<int>(gi));
+    for (const auto& b : gp.buffers()) {
+      const uint64_t at = gp.base_offset() + b.offset();
+      const std::string node_name = b.name().substr(b.name().find(':') + 1);
+      auto node_named = [&]() -> NodeExec& {
+        for (const auto& n : g.nodes)
+          if (n->name == node_name) return m.nodes[m.node_index.at(n.get())];
+        fail(m.model.path + ": the plan names a node '" + node_name + "' the model does not have");
+      };
+      switch (b.kind()) {
+        case planfile::Buffer::TENSOR: {
+          const Value* v = g.find_local(b.name());
+          if (!v) fail(m.model.path + ": the plan names a tensor '" + b.name() + "' the model does not have");
+          const int32_t id = m.id(v);
+          m.homes[id] = CompiledModel::Impl::Home::Arena;
+          m.offsets[id] = at;
+          m.capacities[id] = std::max(v->capacity_bytes, uint64_t{0});
+          break;
+        }
+        case planfile::Buffer::SCRATCHPAD: node_named().scratchpad_offset = at; break;
+        default: break;
+      }
+    }
+    for (const auto& r : gp.regions()) {
+      const uint64_t base = gp.base_offset() + gp.buffers(r.buffer()).offset();
+      NodeExec* ne = nullptr;
+      for (const auto& n : g.nodes)
+        if (n->name == r.node()) ne = &m.nodes[m.node_index.at(n.get())];
+      if (!ne) fail(m.model.path + ": the plan names a node '" + r.node() + "' the model does not have");
+      ne->slots.clear();
+      for (const auto& c : r.carried()) ne->slots.push_back({{base + c.slot0(), base + c.slot1()}, c.size()});
+    }
+  }
+}
+
+CompiledModel::CompiledModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CompiledModel::~CompiledModel() = default;
+
+struct CompiledModelAccess {
+  static std::shared_ptr<const CompiledModel> make(std::unique_ptr<CompiledModel::Impl> impl) {
+    return std::shared_ptr<const CompiledModel>(new CompiledModel(std::move(impl)));
+  }
+};
+
+namespace {
+
+KernelSelection select_all(CompiledModel::Impl& m) {
+  KernelSelection sel = select_kernels(m.model, m.dnnl);
+  if (!sel.unsupported.empty())
+    fail_unsupported(m.model.path + ": memplan cannot run this model: " + sel.unsupported_summary());
+  return sel;
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& path, const CompileOptions& o) {
+  auto impl = std::make_unique<Impl>();
+  impl->model = import_model(path);
+  const ShapeOptions shapes = shape_options(o);
+  infer_shapes(impl->model, shapes);
+  KernelSelection sel = select_all(*impl);
+  PlanOptions planning;
+  auto strategy = plan::parse_strategy(o.strategy);
+  if (!strategy) fail("unknown strategy '" + o.strategy + "'");
+  planning.strategy = *strategy;
+  planning.alignment = o.alignment;
+  planning.scratchpad_bytes = [&sel](const Node& n) { return sel.scratchpad_bytes(n); };
+  impl->plan = plan_and_verify(impl->model, shapes, planning);
+  build_exec(*impl, sel);
+  bind_plan(*impl);
+  return CompiledModelAccess::make(std::move(impl));
+}
+
+std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& model_path, const std::string& plan_path) {
+  auto impl = std::make_unique<Impl>();
+  impl->plan = read_plan_file(plan_path);
+  impl->model = load_model_for_plan(model_path, impl->plan);
+  verify_plan(impl->model, impl->plan);
+  KernelSelection sel = select_all(*impl);
+  // The plan must have room for each kernel's scratchpad, as chosen on this machine.
+  for (const auto& [node, kernel] : sel.kernels) {
+    const uint64_t need = kernel->scratchpad_bytes();
+    if (need == 0) continue;
+    bool found = false;
+    for (const auto& g : impl->plan.graphs())
+      for (const auto& b : g.buffers())
+        if (b.kind() == planfile::Buffer::SCRATCHPAD && b.name() == "scratchpad:" + node->name && b.size() >= need)
+          found = true;
+    if (!found)
+      fail(plan_path + ": the plan has no room for the scratchpad of " + node->describe() +
+           " (made on another machine or version?); compile it again");
+  }
+  build_exec(*impl, sel);
+  bind_plan(*impl);
+  return CompiledModelAccess::make(std::move(impl));
+}
+
+std::vector<TensorInfo> model_inputs(const std::string& model_path) {
+  Model model = import_model(model_path);
+  std::vector<TensorInfo> out;
+  for (const Value* v : model.main->inputs) out.push_back(info_of(v));
+  return out;
+}
+
+const std::vector<TensorInfo>& CompiledModel::inputs() const { return impl_->inputs; }
+const std::vector<TensorInfo>& CompiledModel::outputs() const { return impl_->outputs; }
+uint64_t CompiledModel::arena_bytes() const { return impl_->plan.arena_bytes(); }
+void CompiledModel::save_plan(const std::string& path) const { write_plan_file(impl_->plan, path); }
+std::string CompiledModel::report_text() const { return plan_report_text(impl_->plan); }
+std::string CompiledModel::report_json(const std::string& extra) const { return plan_report_json(impl_->plan, extra); }
+
+}  // namespace memplan

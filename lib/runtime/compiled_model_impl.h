@@ -1,0 +1,71 @@
+// What a compiled model holds: the IR, the verified plan, one kernel per node, and for every value
+// where its memory is (an arena offset, the weights, or bound at run time by a control-flow node).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+#include "memplan/memplan.h"
+#include "plan_file.pb.h"
+#include "runtime/dnnl_context.h"
+#include "runtime/kernel.h"
+
+namespace memplan {
+
+struct LoopSlots {
+  uint64_t slot[2] = {0, 0};  // absolute arena offsets
+  uint64_t size = 0;
+};
+
+struct NodeExec {
+  const Node* node = nullptr;
+  std::unique_ptr<rt::Kernel> kernel;      // null for If/Loop/Scan
+  std::vector<int32_t> inputs;             // value ids, -1 for omitted
+  std::vector<int32_t> outputs;            // value ids, -1 for omitted
+  uint64_t scratchpad_offset = 0;          // absolute arena offset
+  std::vector<LoopSlots> slots;            // Loop: counter, condition, carried...; Scan: states
+};
+
+struct GraphExec {
+  const Graph* graph = nullptr;
+  std::vector<int32_t> nodes;  // indices into CompiledModel::Impl::nodes, in execution order
+  std::vector<int32_t> outputs_bound;  // per graph output: 1 if its producer writes the parent's memory
+};
+
+struct CompiledModel::Impl {
+  Model model;
+  planfile::Plan plan;
+  rt::DnnlContext dnnl;
+
+  // Dense ids for every value of every graph.
+  std::unordered_map<const Value*, int32_t> ids;
+  std::vector<const Value*> values;
+  enum class Home : uint8_t { None, Arena, Weight };
+  std::vector<Home> homes;
+  std::vector<uint64_t> offsets;     // Arena: absolute offset
+  std::vector<uint64_t> capacities;  // bytes the memory holds
+  std::vector<const std::byte*> weights;  // Weight: the constant's bytes
+  std::vector<std::vector<std::byte>> materialized;  // splat constants expanded once
+
+  std::vector<NodeExec> nodes;
+  std::unordered_map<const Graph*, GraphExec> graphs;
+  std::unordered_map<const Node*, int32_t> node_index;
+  size_t max_inputs = 0, max_outputs = 0;
+
+  std::vector<TensorInfo> inputs, outputs;
+  // Kernels repoint their oneDNN memory objects on every run: sessions of one model take turns.
+  mutable std::mutex run_mutex;
+
+  int32_t id(const Value* v) const { return v ? ids.at(v) : -1; }
+};
+
+// Builds everything but the plan-dependent parts from a model whose shapes are fixed: kernels
+// (collecting every unsupported op into one error), value ids, weights.
+void prepare_kernels(CompiledModel::Impl& m);
+// Assigns arena offsets and loop slots from the (verified) plan.
+void bind_plan(CompiledModel::Impl& m);
+
+}  // namespace memplan

@@ -1,0 +1,312 @@
+// Binary and variadic elementwise ops with numpy broadcasting: Add, Sub, Mul, Div, Max, Min, Sum,
+// Mean, Pow, PRelu. Float32 tensors of fixed shapes run as a chain of oneDNN binary primitives
+// (src1 broadcast only: commutative ops put a full-shaped input first); everything else, and the
+// int32/int64 arithmetic that shape computations use, runs as a plain broadcasting loop.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+#include "runtime/kernels/elementwise_common.h"
+
+namespace memplan::rt::elt {
+namespace {
+
+enum class Bin { Add, Sub, Mul, Div, Max, Min, Pow, PRelu };
+
+struct BinSpec {
+  Bin op;
+  bool variadic = false;  // Sum, Mean, Max, Min take 1..N inputs
+  bool mean = false;
+};
+
+bool commutative(Bin op) { return op == Bin::Add || op == Bin::Mul || op == Bin::Max || op == Bin::Min; }
+
+// out = f(a, b) over `so`, a and b broadcast to it. `a` may be `out` (same shape): each element is
+// read before it is written.
+template <typename A, typename B, typename O, typename F>
+void apply2(const A* a, const Shape& sa, const B* b, const Shape& sb, O* out, const Shape& so, F f) {
+  const auto st_a = broadcast_strides(sa, so), st_b = broadcast_strides(sb, so);
+  for_each_run(so, st_a, st_b, [&](int64_t o, int64_t oa, int64_t ob, int64_t n, int64_t da, int64_t db) {
+    O* dst = out + o;
+    const A* pa = a + oa;
+    const B* pb = b + ob;
+    if (da == 1 && db == 1)
+      for (int64_t i = 0; i < n; ++i) dst[i] = f(pa[i], pb[i]);
+    else if (da == 1)
+      for (int64_t i = 0; i < n; ++i) dst[i] = f(pa[i], *pb);
+    else if (db == 1)
+      for (int64_t i = 0; i < n; ++i) dst[i] = f(*pa, pb[i]);
+    else
+      for (int64_t i = 0; i < n; ++i) dst[i] = f(*pa, *pb);
+  });
+}
+
+// Integer arithmetic wraps around (two's complement) instead of overflowing into undefined behaviour.
+template <typename T>
+using Unsigned = std::make_unsigned_t<T>;
+
+template <typename T>
+void combine(Bin op, const T* a, const Shape& sa, const T* b, const Shape& sb, T* out, const Shape& so,
+             const std::string& what) {
+  switch (op) {
+    case Bin::Add:
+      if constexpr (std::is_integral_v<T>)
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(Unsigned<T>(x) + Unsigned<T>(y)); });
+      else
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x + y; });
+      return;
+    case Bin::Sub:
+      if constexpr (std::is_integral_v<T>)
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(Unsigned<T>(x) - Unsigned<T>(y)); });
+      else
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x - y; });
+      return;
+    case Bin::Mul:
+      if constexpr (std::is_integral_v<T>)
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(Unsigned<T>(x) * Unsigned<T>(y)); });
+      else
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x * y; });
+      return;
+    case Bin::Div:
+      if constexpr (std::is_integral_v<T>)
+        apply2(a, sa, b, sb, out, so, [&what](T x, T y) {
+          if (y == 0) fail(what + ": integer division by zero");
+          if (y == T(-1)) return T(Unsigned<T>(0) - Unsigned<T>(x));  // the minimum divided by -1 wraps
+          return T(x / y);  // truncates toward zero, like C
+        });
+      else
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x / y; });
+      return;
+    case Bin::Max: apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::max(x, y); }); return;
+    case Bin::Min: apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::min(x, y); }); return;
+    case Bin::PRelu:
+      if constexpr (std::is_floating_point_v<T>)
+        apply2(a, sa, b, sb, out, so, [](T x, T s) { return x < 0 ? x * s : x; });
+      return;
+    case Bin::Pow:
+      if constexpr (std::is_floating_point_v<T>)
+        apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::pow(x, y); });
+      return;
+  }
+}
+
+dnnl::algorithm dnnl_alg(Bin op) {
+  switch (op) {
+    case Bin::Add: return dnnl::algorithm::binary_add;
+    case Bin::Sub: return dnnl::algorithm::binary_sub;
+    case Bin::Mul: return dnnl::algorithm::binary_mul;
+    case Bin::Div: return dnnl::algorithm::binary_div;
+    case Bin::Max: return dnnl::algorithm::binary_max;
+    case Bin::Min: return dnnl::algorithm::binary_min;
+    default: return dnnl::algorithm::undef;
+  }
+}
+
+class BinaryKernel final : public Kernel {
+ public:
+  BinaryKernel(const Node& n, const KernelEnv& env, BinSpec spec)
+      : spec_(spec), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), exp_dtype_(dtype_) {
+    if (spec.op == Bin::Pow) exp_dtype_ = n.inputs[1]->type.dtype;
+    if (dtype_ == DType::Float32 && spec.op != Bin::Pow && env.dnnl && all_fixed(n)) build_dnnl(n, *env.dnnl);
+  }
+
+  void run(const KernelArgs& args) override {
+    if (!steps_.empty() && shapes_match(args)) {
+      for (const Step& s : steps_) {
+        s.prim.bind(s.src0, s.in0 < 0 ? args.outputs[0].data : args.inputs[s.in0].data);
+        s.prim.bind(s.src1, args.inputs[s.in1].data);
+        s.prim.bind(s.dst, args.outputs[0].data);
+        s.prim.execute(args.scratchpad);
+      }
+      return;
+    }
+    run_loops(args);
+  }
+
+  uint64_t scratchpad_bytes() const override {
+    uint64_t b = 0;
+    for (const Step& s : steps_) b = std::max(b, s.prim.scratchpad_bytes());
+    return b;
+  }
+
+ private:
+  struct Step {
+    DnnlStep prim;
+    int in0 = -1, in1 = -1;  // input indices; in0 = -1 reads the output (accumulating steps)
+    size_t src0 = 0, src1 = 0, dst = 0;
+  };
+
+  void build_dnnl(const Node& n, DnnlContext& ctx) {
+    const Shape out = static_shape(n.outputs[0]);
+    if (out.count() == 0) return;
+    for (const Value* v : n.inputs) compiled_.push_back(static_shape(v));
+    const size_t count = compiled_.size();
+    // The first operand must have the output's shape (oneDNN broadcasts src1 only).
+    std::vector<int> order;
+    for (size_t i = 0; i < count; ++i) order.push_back(static_cast<int>(i));
+    if (!(pad_rank(compiled_[0], out.rank) == out)) {
+      if (!commutative(spec_.op)) return;  // Sub, Div, PRelu: the loops broadcast their first input
+      auto full = std::find_if(order.begin(), order.end(),
+                               [&](int i) { return pad_rank(compiled_[static_cast<size_t>(i)], out.rank) == out; });
+      if (full == order.end()) return;
+      std::rotate(order.begin(), full, full + 1);
+    }
+    const auto f32 = dnnl::memory::data_type::f32;
+    const auto out_md = plain_md(out, f32);
+    try {
+      if (spec_.op == Bin::PRelu) {
+        const auto w_md = plain_md(pad_rank(compiled_[1], out.rank), f32);
+        dnnl::prelu_forward::desc d(dnnl::prop_kind::forward_inference, out_md, w_md);
+        dnnl::prelu_forward::primitive_desc pd(d, user_scratchpad_attr(), ctx.engine);
+        Step s{DnnlStep(ctx, pd), 0, 1, 0, 0, 0};
+        s.src0 = s.prim.arg(DNNL_ARG_SRC, out_md);
+        s.src1 = s.prim.arg(DNNL_ARG_WEIGHTS, w_md);
+        s.dst = s.prim.arg(DNNL_ARG_DST, out_md);
+        steps_.push_back(std::move(s));
+        return;
+      }
+      for (size_t k = 1; k < count; ++k) {
+        const auto src1_md = plain_md(pad_rank(compiled_[static_cast<size_t>(order[k])], out.rank), f32);
+        dnnl::binary::desc d(dnnl_alg(spec_.op), out_md, src1_md, out_md);
+        dnnl::primitive_attr attr = user_scratchpad_attr();
+        if (spec_.mean && k + 1 == count) {
+          dnnl::post_ops po;
+          po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / static_cast<float>(count), 0.f);
+          attr.set_post_ops(po);
+        }
+        dnnl::binary::primitive_desc pd(d, attr, ctx.engine);
+        Step s{DnnlStep(ctx, pd), k == 1 ? order[0] : -1, order[k], 0, 0, 0};
+        s.src0 = s.prim.arg(DNNL_ARG_SRC_0, out_md);
+        s.src1 = s.prim.arg(DNNL_ARG_SRC_1, src1_md);
+        s.dst = s.prim.arg(DNNL_ARG_DST, out_md);
+        steps_.push_back(std::move(s));
+      }
+    } catch (const dnnl::error&) {
+      steps_.clear();  // the loops do the job
+    }
+  }
+
+  bool shapes_match(const KernelArgs& args) const {
+    for (size_t i = 0; i < compiled_.size(); ++i)
+      if (!(Shape::of(args.inputs[i]) == compiled_[i])) return false;
+    return true;
+  }
+
+  void run_loops(const KernelArgs& args) const {
+    TensorView& y = args.outputs[0];
+    Shape out = Shape::of(args.inputs[0]);
+    for (size_t i = 1; i < args.inputs.size(); ++i) {
+      Shape next;
+      if (!broadcast(out, Shape::of(args.inputs[i]), next))
+        fail(where_ + ": input shapes " + out.str() + " and " + Shape::of(args.inputs[i]).str() +
+             " do not broadcast");
+      out = next;
+    }
+    if (spec_.op == Bin::PRelu && !(out == Shape::of(args.inputs[0])))
+      fail(where_ + ": slope of shape " + Shape::of(args.inputs[1]).str() + " does not broadcast to the input's " +
+           Shape::of(args.inputs[0]).str());
+    set_output_shape(y, out, where_);
+    if (args.inputs.size() == 1) {
+      if (y.data != args.inputs[0].data) std::memmove(y.data, args.inputs[0].data, y.byte_size());
+      return;
+    }
+    switch (dtype_) {
+      case DType::Float32:
+        if (spec_.op == Bin::Pow && exp_dtype_ != DType::Float32) return pow_mixed(args, out);
+        fold<float>(args, out);
+        if (spec_.mean) {
+          const float scale = 1.f / static_cast<float>(args.inputs.size());
+          float* p = y.as<float>();
+          for (uint64_t i = 0, n = out.count(); i < n; ++i) p[i] *= scale;
+        }
+        return;
+      case DType::Int64: return fold<int64_t>(args, out);
+      case DType::Int32: return fold<int32_t>(args, out);
+      default: fail_internal(where_ + ": unexpected dtype");
+    }
+  }
+
+  // out = in0 op in1 op in2 ... (broadcasting commutes with elementwise ops, so each step may
+  // broadcast both operands to the final shape).
+  template <typename T>
+  void fold(const KernelArgs& args, const Shape& out) const {
+    T* y = args.outputs[0].as<T>();
+    combine<T>(spec_.op, args.inputs[0].as<T>(), Shape::of(args.inputs[0]), args.inputs[1].as<T>(),
+               Shape::of(args.inputs[1]), y, out, where_);
+    for (size_t i = 2; i < args.inputs.size(); ++i)
+      combine<T>(spec_.op, y, out, args.inputs[i].as<T>(), Shape::of(args.inputs[i]), y, out, where_);
+  }
+
+  void pow_mixed(const KernelArgs& args, const Shape& out) const {
+    const TensorView &x = args.inputs[0], &e = args.inputs[1];
+    float* y = args.outputs[0].as<float>();
+    auto go = [&](const auto* ep) {
+      apply2(x.as<float>(), Shape::of(x), ep, Shape::of(e), y, out,
+             [](float b, auto p) { return std::pow(b, static_cast<float>(p)); });
+    };
+    if (exp_dtype_ == DType::Int64) go(e.as<int64_t>());
+    else go(e.as<int32_t>());
+  }
+
+  BinSpec spec_;
+  std::string where_;
+  DType dtype_, exp_dtype_;
+  std::vector<Shape> compiled_;
+  std::vector<Step> steps_;
+};
+
+std::unique_ptr<Kernel> make_binary(const Node& n, const KernelEnv& env, BinSpec spec) {
+  const std::string at = where(n, env);
+  if (n.outputs.empty() || !n.outputs[0]) fail(at + ": the output is missing");
+  const size_t want = spec.variadic ? 0 : 2;
+  if (n.inputs.empty() || (want && n.inputs.size() != want))
+    fail(at + ": expected " + (want ? std::to_string(want) : std::string("at least one")) + " inputs, got " +
+         std::to_string(n.inputs.size()));
+  for (const Value* v : n.inputs)
+    if (!v) fail(at + ": an input is missing");
+  const DType dt = n.inputs[0]->type.dtype;
+  const bool int_ok = !spec.mean && spec.op != Bin::Pow && spec.op != Bin::PRelu;
+  if (dt != DType::Float32 && !((dt == DType::Int64 || dt == DType::Int32) && int_ok))
+    fail_unsupported(at + ": " + dtype_name(dt) + " inputs are not supported (float32" +
+                     (int_ok ? ", int32 and int64" : "") + " only)");
+  for (size_t i = 1; i < n.inputs.size(); ++i) {
+    const DType di = n.inputs[i]->type.dtype;
+    const bool pow_exp_ok = spec.op == Bin::Pow && (di == DType::Int64 || di == DType::Int32);
+    if (di != dt && !pow_exp_ok)
+      fail(at + ": input '" + n.inputs[i]->name + "' is " + dtype_name(di) + ", input '" + n.inputs[0]->name +
+           "' is " + dtype_name(dt));
+  }
+  if (n.outputs[0]->type.dtype != dt)
+    fail(at + ": the output is " + dtype_name(n.outputs[0]->type.dtype) + ", the inputs " + dtype_name(dt));
+  if (spec.op == Bin::Pow) {
+    const Value* e = n.inputs[1];
+    if (e->constant && e->constant->element_count() == 1 && e->type.dims.size() <= n.inputs[0]->type.dims.size() &&
+        n.inputs[0]->type.has_rank)
+      return make_unary_pow(n, env, static_cast<float>(e->constant->float_at(0)));
+  }
+  return std::make_unique<BinaryKernel>(n, env, spec);
+}
+
+template <Bin op, bool variadic = false, bool mean = false>
+std::unique_ptr<Kernel> factory(const Node& n, const KernelEnv& env) {
+  return make_binary(n, env, BinSpec{op, variadic, mean});
+}
+
+}  // namespace
+
+void register_binary_kernels(KernelRegistry& r) {
+  r.add("Add", factory<Bin::Add>);
+  r.add("Sub", factory<Bin::Sub>);
+  r.add("Mul", factory<Bin::Mul>);
+  r.add("Div", factory<Bin::Div>);
+  r.add("Pow", factory<Bin::Pow>);
+  r.add("PRelu", factory<Bin::PRelu>);
+  r.add("Max", factory<Bin::Max, true>);
+  r.add("Min", factory<Bin::Min, true>);
+  r.add("Sum", factory<Bin::Add, true>);
+  r.add("Mean", factory<Bin::Add, true, true>);
+}
+
+}  // namespace memplan::rt::elt

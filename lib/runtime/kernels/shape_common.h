@@ -1,0 +1,324 @@
+// Internal helpers shared by the shape_*.cpp kernels: node messages, integer lists read from
+// attributes / constants / run-time inputs, output-shape checks, strided copies and numpy
+// broadcasting. Everything a kernel's run() calls here works on fixed arrays: no heap.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "memplan/error.h"
+#include "runtime/kernel.h"
+
+namespace memplan::rt::shape {
+
+// Loops of Tile and friends split each dimension in two.
+constexpr int kMaxLoopRank = 2 * kMaxRank;
+
+// ---- Messages and node access (factory time) ----
+
+// "model.onnx: Gather node 'g'": the prefix of every message about a node.
+std::string where_of(const Node& n, const KernelEnv& env);
+[[noreturn]] void fail_at(const std::string& where, const std::string& what);         // InvalidInput
+[[noreturn]] void unsupported_at(const std::string& where, const std::string& what);  // Unsupported
+
+const Value* input_or_null(const Node& n, size_t i);
+const Value* output_or_null(const Node& n, size_t i);
+const Value* required_input(const Node& n, size_t i, const std::string& where);
+const Value* required_output(const Node& n, size_t i, const std::string& where);
+
+// True when the value's run-time shape may differ from (or is not given by) its compile-time type.
+bool shape_is_dynamic(const Value* v);
+// True when any input or output of n is dynamic.
+bool any_dynamic(const Node& n);
+// The compile-time type as a view without data (unknown dims are -1); fails past kMaxRank.
+TensorView static_view(const Value* v, const std::string& where);
+// Checks the rank of a run-time view (and of the static type) fits kMaxRank.
+void check_rank(int rank, const std::string& where);
+
+// Axis in [-rank, rank - 1] -> [0, rank - 1].
+int normalize_axis(int64_t axis, int rank, const std::string& where);
+
+// ---- Integer lists (axes, pads, starts, shapes) ----
+
+struct Ints {
+  int size = 0;
+  std::array<int64_t, kMaxLoopRank> v{};
+  int64_t operator[](int i) const { return v[static_cast<size_t>(i)]; }
+};
+
+// Element i of an int32/int64 view (unchecked).
+inline int64_t int_at(const TensorView& t, uint64_t i) {
+  if (t.dtype == DType::Int32) {
+    int32_t x;
+    std::memcpy(&x, t.data + i * 4, 4);
+    return x;
+  }
+  int64_t x;
+  std::memcpy(&x, t.data + i * 8, 8);
+  return x;
+}
+
+Ints ints_of_view(const TensorView& t, const std::string& where, const char* what);
+Ints ints_of_tensor(const Tensor& t, const std::string& where, const char* what);
+Ints ints_of_list(const std::vector<int64_t>& v, const std::string& where, const char* what);
+
+// Where an integer list comes from: absent, fixed at load (attribute or constant input), or an
+// input read at run time.
+class IntsSource {
+ public:
+  static IntsSource from_attr(const Node& n, const std::string& name, const std::string& where);
+  static IntsSource from_input(const Node& n, size_t i, const std::string& where, const char* what);
+  bool present() const { return present_; }
+  bool runtime() const { return present_ && !fixed_; }
+  // The list, or null when absent (an omitted input). `scratch` holds a run-time list.
+  const Ints* get(const KernelArgs& args, Ints& scratch, const std::string& where) const;
+  const Ints* fixed() const { return present_ && fixed_ ? &value_ : nullptr; }
+
+ private:
+  bool present_ = false;
+  bool fixed_ = false;
+  size_t input_ = 0;
+  const char* what_ = "";
+  Ints value_;
+};
+
+// ---- Output shapes ----
+
+// Sets an output's run-time shape; fails naming the node when it does not fit the buffer.
+void set_shape(TensorView& out, int rank, const int64_t* dims, const std::string& where);
+inline void set_shape_like(TensorView& out, const TensorView& in, const std::string& where) {
+  set_shape(out, in.rank, in.dims.data(), where);
+}
+// Fails naming the node when `bytes` do not fit the output's buffer.
+void check_fits(uint64_t bytes, const TensorView& out, const std::string& where);
+
+// Row-major element strides of a shape.
+std::array<int64_t, kMaxRank> strides_of(int rank, const int64_t* dims);
+inline uint64_t product(const int64_t* dims, int from, int to) {
+  uint64_t n = 1;
+  for (int i = from; i < to; ++i) n *= static_cast<uint64_t>(dims[i]);
+  return n;
+}
+
+// ---- Strided copy: a contiguous output read from `src` through element strides ----
+
+struct CopyPlan {
+  int rank = 0;
+  std::array<int64_t, kMaxLoopRank> dims{};
+  std::array<int64_t, kMaxLoopRank> strides{};  // elements; 0 repeats, negative walks backwards
+  int64_t base = 0;                             // element offset of the first element read
+  uint64_t count = 0;
+  // Computes count, drops size-1 dims and merges dims the strides walk contiguously.
+  void finish();
+};
+
+void strided_copy(std::byte* dst, const std::byte* src, uint32_t elem_size, const CopyPlan& p);
+
+// ---- Numpy broadcasting of up to three inputs ----
+
+struct Broadcast {
+  int out_rank = 0;
+  std::array<int64_t, kMaxRank> out_dims{};
+  uint64_t count = 0;
+  int rank = 1;  // loop rank after merging
+  std::array<int64_t, kMaxRank> dims{};
+  std::array<std::array<int64_t, kMaxRank>, 3> strides{};  // per input, elements (0: broadcast)
+};
+
+Broadcast make_broadcast(const TensorView* const* in, int n, const std::string& where);
+
+// Calls f(out_index, offsets) for each output element, offsets[k] indexing input k.
+template <size_t N, typename F>
+void for_each_broadcast(const Broadcast& b, F&& f) {
+  if (b.count == 0) return;
+  const int r = b.rank;
+  const int64_t inner = b.dims[r - 1];
+  std::array<int64_t, N> step{}, base{};
+  for (size_t k = 0; k < N; ++k) step[k] = b.strides[k][r - 1];
+  std::array<int64_t, kMaxRank> coord{};
+  uint64_t out = 0;
+  for (;;) {
+    std::array<int64_t, N> off = base;
+    for (int64_t j = 0; j < inner; ++j) {
+      f(out++, off);
+      for (size_t k = 0; k < N; ++k) off[k] += step[k];
+    }
+    int d = r - 2;
+    for (; d >= 0; --d) {
+      for (size_t k = 0; k < N; ++k) base[k] += b.strides[k][d];
+      if (++coord[d] < b.dims[d]) break;
+      for (size_t k = 0; k < N; ++k) base[k] -= b.strides[k][d] * b.dims[d];
+      coord[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+// ---- Typed element access ----
+
+// Stands for bool in type lists; stored as a byte (0 or 1 written, non-zero read as true).
+struct BoolTag {};
+
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, BoolTag>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::Uint8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::Uint16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::Uint32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::Uint64;
+  else return DType::Undefined;
+}
+
+template <typename... Ts>
+struct Types {};
+using FloatTypes = Types<float, double>;
+using IntTypes = Types<int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using NumericTypes = Types<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+
+// Calls f(T{}) for the T of `t` in the list; false when `t` is not in it.
+template <typename F, typename... Ts>
+bool dispatch(DType t, Types<Ts...>, F&& f) {
+  return ((t == dtype_of<Ts>() ? (f(Ts{}), true) : false) || ...);
+}
+
+// Calls f(std::integral_constant<size_t, N>) for element sizes 1, 2, 4, 8; false otherwise.
+template <typename F>
+bool dispatch_size(uint32_t size, F&& f) {
+  switch (size) {
+    case 1: f(std::integral_constant<size_t, 1>{}); return true;
+    case 2: f(std::integral_constant<size_t, 2>{}); return true;
+    case 4: f(std::integral_constant<size_t, 4>{}); return true;
+    case 8: f(std::integral_constant<size_t, 8>{}); return true;
+    default: return false;
+  }
+}
+
+// The element size of a byte-moving op's dtype; fails for strings and unknown types.
+uint32_t movable_size(DType t, const std::string& where);
+
+// ---- Generic element-wise kernels ----
+
+// out = f(in) element by element, same shape. Out/In are storage types (bool as uint8_t).
+template <typename In, typename Out, typename F>
+class UnaryKernel final : public Kernel {
+ public:
+  UnaryKernel(std::string where, bool dynamic, F f) : where_(std::move(where)), dynamic_(dynamic), f_(f) {}
+  void run(const KernelArgs& a) override {
+    const TensorView& in = a.inputs[0];
+    TensorView& out = a.outputs[0];
+    if (dynamic_) set_shape_like(out, in, where_);
+    const In* x = in.as<const In>();
+    Out* y = out.as<Out>();
+    const uint64_t n = in.element_count();
+    for (uint64_t i = 0; i < n; ++i) y[i] = f_(x[i]);
+  }
+
+ private:
+  std::string where_;
+  bool dynamic_;
+  F f_;
+};
+
+template <typename In, typename Out, typename F>
+std::unique_ptr<Kernel> make_unary(const std::string& where, const Node& n, F f) {
+  return std::make_unique<UnaryKernel<In, Out, F>>(where, any_dynamic(n), f);
+}
+
+// out = f(a, b) with numpy broadcasting.
+template <typename In, typename Out, typename F>
+class BinaryKernel final : public Kernel {
+ public:
+  BinaryKernel(std::string where, const Node& n, F f) : where_(std::move(where)), dynamic_(any_dynamic(n)), f_(f) {
+    if (!dynamic_) {
+      TensorView a = static_view(n.inputs[0], where_), b = static_view(n.inputs[1], where_);
+      const TensorView* in[] = {&a, &b};
+      plan_ = make_broadcast(in, 2, where_);
+    }
+  }
+  void run(const KernelArgs& a) override {
+    const Broadcast* p = &plan_;
+    Broadcast local;
+    if (dynamic_) {
+      const TensorView* in[] = {&a.inputs[0], &a.inputs[1]};
+      local = make_broadcast(in, 2, where_);
+      set_shape(a.outputs[0], local.out_rank, local.out_dims.data(), where_);
+      p = &local;
+    }
+    const In* x = a.inputs[0].as<const In>();
+    const In* z = a.inputs[1].as<const In>();
+    Out* y = a.outputs[0].as<Out>();
+    for_each_broadcast<2>(*p, [&](uint64_t i, const std::array<int64_t, 2>& o) { y[i] = f_(x[o[0]], z[o[1]]); });
+  }
+
+ private:
+  std::string where_;
+  bool dynamic_;
+  F f_;
+  Broadcast plan_;
+};
+
+template <typename In, typename Out, typename F>
+std::unique_ptr<Kernel> make_binary(const std::string& where, const Node& n, F f) {
+  return std::make_unique<BinaryKernel<In, Out, F>>(where, n, f);
+}
+
+// Checks a node has at least `min_in` inputs (present) and one output; returns the where string.
+std::string check_arity(const Node& n, const KernelEnv& env, size_t min_in, size_t max_in);
+
+// outer x extent x inner around one axis.
+struct AxisSplit {
+  uint64_t outer = 1;
+  int64_t extent = 0;
+  uint64_t inner = 1;
+};
+inline AxisSplit split_at(const TensorView& t, int axis) {
+  return {product(t.dims.data(), 0, axis), t.dims[axis], product(t.dims.data(), axis + 1, t.rank)};
+}
+
+// ---- Factories (one per op family file) ----
+
+using Factory = std::unique_ptr<Kernel>;
+// shape_views.cpp
+Factory make_view(const Node& n, const KernelEnv& env);  // Reshape Flatten Squeeze Unsqueeze Identity Dropout
+Factory make_shape_of(const Node& n, const KernelEnv& env);  // Shape
+Factory make_size(const Node& n, const KernelEnv& env);      // Size
+// shape_transpose_slice.cpp
+Factory make_transpose(const Node& n, const KernelEnv& env);
+Factory make_slice(const Node& n, const KernelEnv& env);
+// shape_gather_split.cpp
+Factory make_gather(const Node& n, const KernelEnv& env);
+Factory make_gather_elements(const Node& n, const KernelEnv& env);
+Factory make_split(const Node& n, const KernelEnv& env);
+// shape_pad_tile_expand.cpp
+Factory make_pad(const Node& n, const KernelEnv& env);
+Factory make_tile(const Node& n, const KernelEnv& env);
+Factory make_expand(const Node& n, const KernelEnv& env);
+// shape_compare_logic.cpp
+Factory make_compare(const Node& n, const KernelEnv& env);  // Equal Greater GreaterOrEqual Less LessOrEqual
+Factory make_logic(const Node& n, const KernelEnv& env);    // Not And Or Xor
+Factory make_where(const Node& n, const KernelEnv& env);
+// shape_cast_fill.cpp
+Factory make_cast(const Node& n, const KernelEnv& env);  // Cast CastLike
+Factory make_constant_of_shape(const Node& n, const KernelEnv& env);
+Factory make_range(const Node& n, const KernelEnv& env);
+// shape_math.cpp
+Factory make_mod(const Node& n, const KernelEnv& env);
+Factory make_rounding(const Node& n, const KernelEnv& env);  // Floor Ceil Round Sign
+Factory make_cumsum(const Node& n, const KernelEnv& env);
+// shape_arg_topk.cpp
+Factory make_arg(const Node& n, const KernelEnv& env);  // ArgMax ArgMin
+Factory make_topk(const Node& n, const KernelEnv& env);
+
+}  // namespace memplan::rt::shape

@@ -1,0 +1,162 @@
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "memplan/error.h"
+#include "runtime/session_impl.h"
+
+namespace memplan {
+
+namespace {
+
+constexpr uint64_t kArenaAlignment = 64;
+
+const Value* main_input(const CompiledModel::Impl& m, const std::string& name) {
+  for (const Value* v : m.model.main->inputs)
+    if (v->name == name) return v;
+  std::string names;
+  for (const Value* v : m.model.main->inputs) names += (names.empty() ? "" : ", ") + v->name;
+  fail(m.model.path + ": the model has no input named '" + name + "' (inputs: " + names + ")");
+}
+
+// Allocation-free unless it fails: inputs are set before every run.
+void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, std::span<const int64_t> shape,
+                 uint64_t bytes) {
+  auto what = [&] { return m.model.path + ": input '" + v->name + "'"; };
+  if (dtype != static_cast<int32_t>(v->type.dtype))
+    fail(what() + " is " + dtype_name(v->type.dtype) + ", got " + dtype_name(static_cast<DType>(dtype)));
+  if (shape.size() != v->type.dims.size())
+    fail(what() + " has rank " + std::to_string(v->type.dims.size()) + ", got rank " + std::to_string(shape.size()));
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != v->type.dims[d].value)
+      fail(what() + " was compiled for shape " + v->type.shape_string() + "; a new shape needs a new plan");
+  if (bytes != v->capacity_bytes)
+    fail(what() + " needs " + std::to_string(v->capacity_bytes) + " bytes, got " + std::to_string(bytes));
+}
+
+}  // namespace
+
+Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions opts)
+    : owner(std::move(model)), m(owner->impl()), options(opts) {
+  arena_bytes = m.plan.arena_bytes();
+  const uint64_t alloc = (std::max<uint64_t>(arena_bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  arena = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
+  if (!arena) throw std::bad_alloc();
+  views.resize(m.values.size());
+  for (size_t i = 0; i < m.values.size(); ++i) {
+    const Value* v = m.values[i];
+    rt::TensorView& tv = views[i];
+    tv.dtype = v->type.dtype;
+    if (v->type.dims.size() > static_cast<size_t>(rt::kMaxRank))
+      fail_unsupported(m.model.path + ": tensor '" + v->name + "' has rank " + std::to_string(v->type.dims.size()) +
+                       "; memplan supports up to " + std::to_string(rt::kMaxRank));
+    tv.rank = static_cast<int>(v->type.dims.size());
+    for (int d = 0; d < tv.rank; ++d) tv.dims[d] = std::max<int64_t>(v->type.dims[d].value, 0);
+    tv.capacity = m.capacities[i];
+    if (m.homes[i] == CompiledModel::Impl::Home::Arena) tv.data = arena + m.offsets[i];
+    if (m.homes[i] == CompiledModel::Impl::Home::Weight) tv.data = const_cast<std::byte*>(m.weights[i]);
+  }
+  input_ready.assign(m.model.main->inputs.size(), 0);
+  input_bound.assign(m.model.main->inputs.size(), 0);
+  in_scratch.resize(m.max_inputs);
+  out_scratch.resize(m.max_outputs);
+  if (options.check_memory) {
+    checksums.assign(m.values.size(), 0);
+    written.assign(m.values.size(), 0);
+  }
+}
+
+Session::Impl::~Impl() { std::free(arena); }
+
+void Session::Impl::mark_input(const Value* v, bool zero_copy) {
+  const auto& inputs = m.model.main->inputs;
+  const size_t i = static_cast<size_t>(std::find(inputs.begin(), inputs.end(), v) - inputs.begin());
+  input_ready[i] = 1;
+  input_bound[i] = zero_copy ? 1 : 0;
+}
+
+void Session::Impl::run() {
+  const auto& inputs = m.model.main->inputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!input_ready[i] && !input_bound[i])
+      fail(m.model.path + ": input '" + inputs[i]->name +
+           "' is not set; set it before each run (its memory is reused once read) or bind it zero-copy");
+  std::lock_guard<std::mutex> lock(m.run_mutex);
+  if (options.check_memory) std::fill(written.begin(), written.end(), 0);
+  run_graph(*m.model.main);
+  std::fill(input_ready.begin(), input_ready.end(), 0);
+}
+
+void Session::Impl::run_graph(const Graph& g) {
+  const GraphExec& ge = m.graphs.at(&g);
+  for (int32_t index : ge.nodes) run_node(m.nodes[static_cast<size_t>(index)]);
+}
+
+void Session::Impl::run_node(const NodeExec& ne) {
+  if (options.check_memory) guard_before(ne);
+  if (!ne.kernel) {
+    const std::string& op = ne.node->op_type;
+    if (op == "If") run_if(ne);
+    else if (op == "Loop") run_loop(ne);
+    else run_scan(ne);
+  } else {
+    const size_t n_in = ne.inputs.size(), n_out = ne.outputs.size();
+    for (size_t i = 0; i < n_in; ++i) in_scratch[i] = ne.inputs[i] < 0 ? rt::TensorView{} : view(ne.inputs[i]);
+    for (size_t i = 0; i < n_out; ++i) out_scratch[i] = ne.outputs[i] < 0 ? rt::TensorView{} : view(ne.outputs[i]);
+    rt::KernelArgs args{{in_scratch.data(), n_in}, {out_scratch.data(), n_out}, arena + ne.scratchpad_offset};
+    ne.kernel->run(args);
+    for (size_t i = 0; i < n_out; ++i)
+      if (ne.outputs[i] >= 0) {
+        rt::TensorView& v = view(ne.outputs[i]);
+        v.rank = out_scratch[i].rank;
+        v.dims = out_scratch[i].dims;
+      }
+  }
+  if (options.check_memory) guard_after(ne);
+}
+
+Session::Session(std::shared_ptr<const CompiledModel> model, SessionOptions options)
+    : impl_(std::make_unique<Impl>(std::move(model), options)) {}
+Session::~Session() = default;
+
+void Session::set_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
+                        uint64_t bytes) {
+  const Value* v = main_input(impl_->m, name);
+  check_input(impl_->m, v, dtype, shape, bytes);
+  rt::TensorView& tv = impl_->view(impl_->m.id(v));
+  tv.data = impl_->arena + impl_->m.offsets[static_cast<size_t>(impl_->m.id(v))];
+  if (bytes) std::memcpy(tv.data, data, bytes);
+  impl_->mark_input(v, false);
+}
+
+void* Session::input_buffer(const std::string& name, int32_t dtype, std::span<const int64_t> shape, uint64_t bytes) {
+  const Value* v = main_input(impl_->m, name);
+  check_input(impl_->m, v, dtype, shape, bytes);
+  rt::TensorView& tv = impl_->view(impl_->m.id(v));
+  tv.data = impl_->arena + impl_->m.offsets[static_cast<size_t>(impl_->m.id(v))];
+  impl_->mark_input(v, false);
+  return tv.data;
+}
+
+void Session::bind_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
+                         uint64_t bytes) {
+  const Value* v = main_input(impl_->m, name);
+  check_input(impl_->m, v, dtype, shape, bytes);
+  if (reinterpret_cast<uintptr_t>(data) % kArenaAlignment != 0)
+    fail(impl_->m.model.path + ": input '" + name + "': a zero-copy buffer must be 64-byte aligned");
+  impl_->view(impl_->m.id(v)).data = static_cast<std::byte*>(const_cast<void*>(data));
+  impl_->mark_input(v, true);
+}
+
+void Session::run() { impl_->run(); }
+
+TensorRef Session::output(const std::string& name) const {
+  for (const Value* v : impl_->m.model.main->outputs)
+    if (v->name == name) {
+      const rt::TensorView& tv = impl_->views[static_cast<size_t>(impl_->m.id(v))];
+      return {static_cast<int32_t>(tv.dtype), tv.shape(), tv.data, tv.byte_size()};
+    }
+  fail(impl_->m.model.path + ": the model has no output named '" + name + "'");
+}
+
+}  // namespace memplan

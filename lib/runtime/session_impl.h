@@ -1,0 +1,52 @@
+// A session: one arena, a view per value, and the executor that walks graphs, If/Loop/Scan
+// included. Everything it needs during run() is allocated when the session is made.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "memplan/memplan.h"
+#include "runtime/compiled_model_impl.h"
+#include "runtime/kernel.h"
+
+namespace memplan {
+
+struct Session::Impl {
+  Impl(std::shared_ptr<const CompiledModel> model, SessionOptions options);
+  ~Impl();
+
+  void run();
+  void run_graph(const Graph& g);
+  void run_node(const NodeExec& ne);
+  void run_if(const NodeExec& ne);
+  void run_loop(const NodeExec& ne);
+  void run_scan(const NodeExec& ne);
+
+  // Guard mode (SessionOptions::check_memory).
+  void guard_before(const NodeExec& ne);
+  void guard_after(const NodeExec& ne);
+
+  void mark_input(const Value* v, bool zero_copy);
+  rt::TensorView& view(int32_t id) { return views[static_cast<size_t>(id)]; }
+  rt::TensorView slot_view(uint64_t offset, const rt::TensorView& like);
+  // Copies src's bytes and shape into dst (which must have the capacity); names `what` on overflow.
+  void copy_into(rt::TensorView& dst, const rt::TensorView& src, const Node& node, const char* what);
+
+  std::shared_ptr<const CompiledModel> owner;
+  const CompiledModel::Impl& m;
+  SessionOptions options;
+  std::byte* arena = nullptr;
+  uint64_t arena_bytes = 0;
+  std::vector<rt::TensorView> views;        // current view of every value
+  std::vector<rt::TensorView> in_scratch;   // KernelArgs arrays, reused
+  std::vector<rt::TensorView> out_scratch;
+  std::vector<uint64_t> checksums;          // guard mode: per value
+  std::vector<uint8_t> written;             // guard mode: per value, produced in this run
+  // Per main-graph input: 1 when it holds fresh data for the next run. An input's arena slot is
+  // reused once it has been read, so a copied input must be set again before each run.
+  std::vector<uint8_t> input_ready;
+  std::vector<uint8_t> input_bound;  // zero-copy inputs stay valid across runs
+};
+
+}  // namespace memplan

@@ -1,0 +1,955 @@
+// The oneDNN kernels against hand-computed values and naive reference loops.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "memplan/error.h"
+#include "support/kernel_harness.h"
+
+namespace {
+
+using memplan::DType;
+using memplan::Error;
+using memplan::ErrorKind;
+using memplan::test::KernelCase;
+using Dims = std::vector<int64_t>;
+using Floats = std::vector<float>;
+
+constexpr DType F32 = DType::Float32;
+
+Floats random_floats(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  Floats v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+size_t count(const Dims& d) {
+  size_t n = 1;
+  for (int64_t x : d) n *= static_cast<size_t>(x);
+  return n;
+}
+
+void require_close(const Floats& got, const Floats& want, float tol = 1e-4f) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    REQUIRE(std::fabs(got[i] - want[i]) <= tol * std::max(1.f, std::fabs(want[i])));
+  }
+}
+
+// Runs the case, expecting an Error of `kind` whose message contains every one of `parts`.
+void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
+  try {
+    c.run();
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.kind() == kind);
+    for (const std::string& p : parts) CHECK(std::string(e.what()).find(p) != std::string::npos);
+    return;
+  }
+  FAIL("no error was thrown");
+}
+
+// ---- Naive references --------------------------------------------------------------------------
+
+struct Conv2d {
+  int64_t group = 1;
+  Dims strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};  // pads: top, left, bottom, right
+};
+
+// x [N, C, H, W], w [M, C/g, KH, KW], b [M] or empty; returns y [N, M, OH, OW] (oh/ow given).
+Floats naive_conv2d(const Floats& x, const Dims& xd, const Floats& w, const Dims& wd, const Floats& b, const Conv2d& p,
+                    int64_t oh, int64_t ow) {
+  const int64_t n = xd[0], c = xd[1], h = xd[2], wi = xd[3], m = wd[0], cg = wd[1], kh = wd[2], kw = wd[3];
+  const int64_t mg = m / p.group;
+  Floats y(static_cast<size_t>(n * m * oh * ow), 0.f);
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t om = 0; om < m; ++om) {
+      const int64_t g = om / mg;
+      for (int64_t y0 = 0; y0 < oh; ++y0)
+        for (int64_t x0 = 0; x0 < ow; ++x0) {
+          double acc = b.empty() ? 0.0 : b[static_cast<size_t>(om)];
+          for (int64_t ic = 0; ic < cg; ++ic)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                const int64_t iy = y0 * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+                const int64_t ix = x0 * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wi) continue;
+                const int64_t cc = g * cg + ic;
+                acc += static_cast<double>(x[static_cast<size_t>(((in * c + cc) * h + iy) * wi + ix)]) *
+                       w[static_cast<size_t>(((om * cg + ic) * kh + ky) * kw + kx)];
+              }
+          y[static_cast<size_t>(((in * m + om) * oh + y0) * ow + x0)] = static_cast<float>(acc);
+        }
+    }
+  return y;
+}
+
+// x [N, C, H, W], w [C, M/g, KH, KW] (ONNX ConvTranspose layout); scatter form.
+Floats naive_conv_transpose2d(const Floats& x, const Dims& xd, const Floats& w, const Dims& wd, const Floats& b,
+                              const Conv2d& p, int64_t oh, int64_t ow) {
+  const int64_t n = xd[0], c = xd[1], h = xd[2], wi = xd[3], mg = wd[1], kh = wd[2], kw = wd[3];
+  const int64_t cg = c / p.group, m = mg * p.group;
+  Floats y(static_cast<size_t>(n * m * oh * ow), 0.f);
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t om = 0; om < m; ++om)
+      for (int64_t i = 0; i < oh * ow; ++i)
+        y[static_cast<size_t>((in * m + om) * oh * ow + i)] = b.empty() ? 0.f : b[static_cast<size_t>(om)];
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ic = 0; ic < c; ++ic) {
+      const int64_t g = ic / cg;
+      for (int64_t iy = 0; iy < h; ++iy)
+        for (int64_t ix = 0; ix < wi; ++ix)
+          for (int64_t o = 0; o < mg; ++o)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                const int64_t y0 = iy * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+                const int64_t x0 = ix * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+                if (y0 < 0 || y0 >= oh || x0 < 0 || x0 >= ow) continue;
+                const int64_t om = g * mg + o;
+                y[static_cast<size_t>(((in * m + om) * oh + y0) * ow + x0)] +=
+                    x[static_cast<size_t>(((in * c + ic) * h + iy) * wi + ix)] *
+                    w[static_cast<size_t>(((ic * mg + o) * kh + ky) * kw + kx)];
+              }
+    }
+  return y;
+}
+
+// Batched matmul with numpy broadcasting of the (already padded to equal rank) batch dims.
+Floats naive_matmul(const Floats& a, const Dims& ad, const Floats& b, const Dims& bd, Dims& out_dims) {
+  const size_t r = ad.size();
+  const int64_t m = ad[r - 2], k = ad[r - 1], n = bd[r - 1];
+  out_dims.assign(r, 0);
+  for (size_t i = 0; i + 2 < r; ++i) out_dims[i] = std::max(ad[i], bd[i]);
+  out_dims[r - 2] = m;
+  out_dims[r - 1] = n;
+  const size_t batches = count(out_dims) / static_cast<size_t>(m * n);
+  Floats y(count(out_dims));
+  for (size_t bi = 0; bi < batches; ++bi) {
+    // Decompose the batch index and map it into each operand.
+    size_t rest = bi, a_off = 0, b_off = 0, a_stride = static_cast<size_t>(m * k), b_stride = static_cast<size_t>(k * n);
+    for (size_t i = r - 2; i-- > 0;) {
+      const size_t idx = rest % static_cast<size_t>(out_dims[i]);
+      rest /= static_cast<size_t>(out_dims[i]);
+      a_off += (ad[i] == 1 ? 0 : idx) * a_stride;
+      b_off += (bd[i] == 1 ? 0 : idx) * b_stride;
+      a_stride *= static_cast<size_t>(ad[i]);
+      b_stride *= static_cast<size_t>(bd[i]);
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q)
+          acc += static_cast<double>(a[a_off + static_cast<size_t>(i * k + q)]) * b[b_off + static_cast<size_t>(q * n + j)];
+        y[bi * static_cast<size_t>(m * n) + static_cast<size_t>(i * n + j)] = static_cast<float>(acc);
+      }
+  }
+  return y;
+}
+
+struct Pool2d {
+  Dims kernel, strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};
+  bool max = true, include_pad = false;
+};
+
+// onnxruntime's pooling semantics (window clamped to the padded input for include-pad averages).
+Floats naive_pool2d(const Floats& x, const Dims& xd, const Pool2d& p, int64_t oh, int64_t ow) {
+  const int64_t planes = xd[0] * xd[1], h = xd[2], w = xd[3];
+  Floats y(static_cast<size_t>(planes * oh * ow));
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t y0 = 0; y0 < oh; ++y0)
+      for (int64_t x0 = 0; x0 < ow; ++x0) {
+        const int64_t hs = y0 * p.strides[0] - p.pads[0], ws = x0 * p.strides[1] - p.pads[1];
+        double acc = p.max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t valid = 0;
+        for (int64_t ky = 0; ky < p.kernel[0]; ++ky)
+          for (int64_t kx = 0; kx < p.kernel[1]; ++kx) {
+            const int64_t iy = hs + ky * p.dilations[0], ix = ws + kx * p.dilations[1];
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            const float v = x[static_cast<size_t>((pl * h + iy) * w + ix)];
+            acc = p.max ? std::max<double>(acc, v) : acc + v;
+            ++valid;
+          }
+        if (!p.max) {
+          int64_t size = valid;
+          if (p.include_pad)
+            size = (std::min(hs + p.kernel[0], h + p.pads[2]) - hs) * (std::min(ws + p.kernel[1], w + p.pads[3]) - ws);
+          acc /= static_cast<double>(size);
+        }
+        y[static_cast<size_t>((pl * oh + y0) * ow + x0)] = static_cast<float>(acc);
+      }
+  return y;
+}
+
+// Sets Conv-style attributes.
+void conv_attrs(KernelCase& c, const Conv2d& p) {
+  c.attr("group", p.group);
+  c.attr("strides", p.strides);
+  c.attr("dilations", p.dilations);
+  c.attr("pads", p.pads);
+}
+
+}  // namespace
+
+// ---- Conv --------------------------------------------------------------------------------------
+
+TEST_CASE("Conv: a 2x2 all-ones kernel sums each window", "[kernels][dnnl]") {
+  KernelCase c("Conv");
+  c.input("X", F32, {1, 1, 3, 3}, Floats{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  c.input("W", F32, {1, 1, 2, 2}, Floats{1, 1, 1, 1}, true);
+  c.output("Y", F32, {1, 1, 2, 2});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{12, 16, 24, 28});
+}
+
+TEST_CASE("Conv matches a naive convolution with groups, dilations, strides and asymmetric pads", "[kernels][dnnl]") {
+  struct Case {
+    const char* name;
+    Dims xd, wd;
+    Conv2d p;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {"plain", {2, 3, 7, 7}, {5, 3, 3, 2}, {1, {1, 1}, {1, 1}, {1, 0, 1, 1}}, true},
+      {"grouped, dilated, strided", {1, 4, 7, 7}, {6, 2, 3, 3}, {2, {2, 2}, {2, 2}, {1, 0, 2, 1}}, true},
+      {"depthwise, multiplier 2", {1, 3, 7, 7}, {6, 1, 3, 3}, {3, {1, 1}, {1, 2}, {0, 2, 1, 0}}, true},
+      {"depthwise, no bias, stride 3", {1, 3, 7, 7}, {3, 1, 2, 2}, {3, {3, 2}, {1, 1}, {1, 1, 1, 1}}, false},
+  };
+  for (const Case& t : cases) {
+    SECTION(t.name) {
+      const int64_t oh = (t.xd[2] + t.p.pads[0] + t.p.pads[2] - ((t.wd[2] - 1) * t.p.dilations[0] + 1)) / t.p.strides[0] + 1;
+      const int64_t ow = (t.xd[3] + t.p.pads[1] + t.p.pads[3] - ((t.wd[3] - 1) * t.p.dilations[1] + 1)) / t.p.strides[1] + 1;
+      Floats x = random_floats(count(t.xd), 1), w = random_floats(count(t.wd), 2);
+      Floats b = t.bias ? random_floats(static_cast<size_t>(t.wd[0]), 3) : Floats{};
+      KernelCase c("Conv");
+      c.input("X", F32, t.xd, x);
+      c.input("W", F32, t.wd, w, true);
+      if (t.bias) c.input("B", F32, {t.wd[0]}, b, true);
+      c.output("Y", F32, {t.xd[0], t.wd[0], oh, ow});
+      conv_attrs(c, t.p);
+      REQUIRE(c.run());
+      require_close(c.result_as<float>(0), naive_conv2d(x, t.xd, w, t.wd, b, t.p, oh, ow));
+    }
+  }
+}
+
+TEST_CASE("Conv auto_pad SAME_UPPER puts the odd padding at the end, SAME_LOWER at the start", "[kernels][dnnl]") {
+  // in 7, stride 2, kernel 4: out 4, total pad (4-1)*2 + 4 - 7 = 3.
+  const Dims xd{1, 2, 7, 7}, wd{3, 2, 4, 4};
+  Floats x = random_floats(count(xd), 4), w = random_floats(count(wd), 5);
+  for (const std::string mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    KernelCase c("Conv");
+    c.input("X", F32, xd, x);
+    c.input("W", F32, wd, w, true);
+    c.output("Y", F32, {1, 3, 4, 4});
+    c.attr("strides", Dims{2, 2});
+    c.attr("auto_pad", mode);
+    REQUIRE(c.run());
+    Conv2d p;
+    p.strides = {2, 2};
+    p.pads = mode == "SAME_UPPER" ? Dims{1, 1, 2, 2} : Dims{2, 2, 1, 1};
+    INFO(mode);
+    require_close(c.result_as<float>(0), naive_conv2d(x, xd, w, wd, {}, p, 4, 4));
+  }
+}
+
+TEST_CASE("Conv auto_pad VALID ignores pads", "[kernels][dnnl]") {
+  const Dims xd{1, 1, 5, 5}, wd{1, 1, 3, 3};
+  Floats x = random_floats(count(xd), 6), w = random_floats(count(wd), 7);
+  KernelCase c("Conv");
+  c.input("X", F32, xd, x);
+  c.input("W", F32, wd, w, true);
+  c.output("Y", F32, {1, 1, 3, 3});
+  c.attr("auto_pad", std::string("VALID"));
+  REQUIRE(c.run());
+  require_close(c.result_as<float>(0), naive_conv2d(x, xd, w, wd, {}, Conv2d{}, 3, 3));
+}
+
+TEST_CASE("Conv 1-D equals the 2-D convolution of a height-1 image", "[kernels][dnnl]") {
+  Floats x = random_floats(2 * 9, 8), w = random_floats(4 * 2 * 3, 9), b = random_floats(4, 10);
+  KernelCase c("Conv");
+  c.input("X", F32, {1, 2, 9}, x);
+  c.input("W", F32, {4, 2, 3}, w, true);
+  c.input("B", F32, {4}, b, true);
+  c.output("Y", F32, {1, 4, 5});
+  c.attr("strides", Dims{2});
+  c.attr("pads", Dims{1, 1});
+  REQUIRE(c.run());
+  Conv2d p;
+  p.strides = {1, 2};
+  p.pads = {0, 1, 0, 1};
+  require_close(c.result_as<float>(0), naive_conv2d(x, {1, 2, 1, 9}, w, {4, 2, 1, 3}, b, p, 1, 5));
+}
+
+TEST_CASE("Conv 3-D with a 1x1x1 kernel is a per-voxel channel mix", "[kernels][dnnl]") {
+  KernelCase c("Conv");
+  c.input("X", F32, {1, 2, 2, 1, 2}, Floats{1, 2, 3, 4, 10, 20, 30, 40});
+  c.input("W", F32, {1, 2, 1, 1, 1}, Floats{1, -1}, true);
+  c.output("Y", F32, {1, 1, 2, 1, 2});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{-9, -18, -27, -36});
+}
+
+TEST_CASE("Conv takes run-time weights and bias in plain layout", "[kernels][dnnl]") {
+  const Dims xd{1, 4, 6, 6}, wd{4, 2, 3, 3};
+  Floats x = random_floats(count(xd), 11), w = random_floats(count(wd), 12), b = random_floats(4, 13);
+  KernelCase c("Conv");
+  c.input("X", F32, xd, x);
+  c.input("W", F32, wd, w);
+  c.input("B", F32, {4}, b);
+  c.output("Y", F32, {1, 4, 4, 4});
+  c.attr("group", int64_t{2});
+  REQUIRE(c.run());
+  Conv2d p;
+  p.group = 2;
+  require_close(c.result_as<float>(0), naive_conv2d(x, xd, w, wd, b, p, 4, 4));
+}
+
+TEST_CASE("Conv with a splat weight expands it", "[kernels][dnnl]") {
+  KernelCase c("Conv");
+  c.input("X", F32, {1, 1, 2, 2}, Floats{1, 2, 3, 4});
+  memplan::Value* w = c.input("W", F32, {2, 1, 1, 1}, Floats{0, 0}, true);
+  auto splat = std::make_shared<memplan::Tensor>();
+  splat->dtype = F32;
+  splat->dims = {2, 1, 1, 1};
+  splat->splat = true;
+  const float half = 0.5f;
+  splat->bytes.resize(sizeof(float));
+  std::memcpy(splat->bytes.data(), &half, sizeof(float));
+  w->constant = splat;
+  c.output("Y", F32, {1, 2, 2, 2});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{0.5f, 1, 1.5f, 2, 0.5f, 1, 1.5f, 2});
+}
+
+TEST_CASE("Conv fused activations: Relu and Clip", "[kernels][dnnl]") {
+  const Dims xd{1, 2, 5, 5}, wd{3, 2, 3, 3};
+  Floats x = random_floats(count(xd), 14), w = random_floats(count(wd), 15), b = random_floats(3, 16);
+  Conv2d p;
+  p.pads = {1, 1, 1, 1};
+  const Floats plain = naive_conv2d(x, xd, w, wd, b, p, 5, 5);
+  auto make = [&](KernelCase& c) {
+    c.input("X", F32, xd, x);
+    c.input("W", F32, wd, w, true);
+    c.input("B", F32, {3}, b, true);
+    c.output("Y", F32, {1, 3, 5, 5});
+    conv_attrs(c, p);
+  };
+  SECTION("Relu") {
+    KernelCase c("Conv");
+    make(c);
+    c.attr("memplan_fused_activation", int64_t{1});
+    REQUIRE(c.run());
+    Floats want = plain;
+    for (float& v : want) v = std::max(v, 0.f);
+    require_close(c.result_as<float>(0), want);
+  }
+  SECTION("Clip") {
+    KernelCase c("Conv");
+    make(c);
+    c.attr("memplan_fused_activation", int64_t{2});
+    c.attr("memplan_fused_clip", Floats{-0.5f, 0.75f});
+    REQUIRE(c.run());
+    Floats want = plain;
+    for (float& v : want) v = std::clamp(v, -0.5f, 0.75f);
+    require_close(c.result_as<float>(0), want);
+  }
+  SECTION("Clip without bounds is an attribute error naming the node") {
+    KernelCase c("Conv");
+    make(c);
+    c.attr("memplan_fused_activation", int64_t{2});
+    require_error(c, ErrorKind::InvalidInput, {"Conv node 'Conv_under_test'", "memplan_fused_clip"});
+  }
+  SECTION("an unknown activation code is an attribute error") {
+    KernelCase c("Conv");
+    make(c);
+    c.attr("memplan_fused_activation", int64_t{7});
+    require_error(c, ErrorKind::InvalidInput, {"Conv node 'Conv_under_test'", "memplan_fused_activation 7"});
+  }
+}
+
+TEST_CASE("Conv fused Add: input 3 is added before the activation, in place or copied", "[kernels][dnnl]") {
+  const Dims xd{1, 2, 4, 4}, wd{2, 2, 3, 3}, yd{1, 2, 4, 4};
+  Floats x = random_floats(count(xd), 17), w = random_floats(count(wd), 18), b = random_floats(2, 19);
+  Floats addend = random_floats(count(yd), 20);
+  Conv2d p;
+  p.pads = {1, 1, 1, 1};
+  const Floats conv = naive_conv2d(x, xd, w, wd, b, p, 4, 4);
+  Floats sum = conv, sum_relu = conv;
+  for (size_t i = 0; i < conv.size(); ++i) {
+    sum[i] = conv[i] + addend[i];
+    sum_relu[i] = std::max(sum[i], 0.f);
+  }
+  auto make = [&](KernelCase& c, bool relu) {
+    c.input("X", F32, xd, x);
+    c.input("W", F32, wd, w, true);
+    c.input("B", F32, {2}, b, true);
+    c.input("Residual", F32, yd, addend);
+    c.output("Y", F32, yd);
+    conv_attrs(c, p);
+    if (relu) c.attr("memplan_fused_activation", int64_t{1});
+  };
+
+  SECTION("separate buffers: the addend is copied into the output first") {
+    KernelCase c("Conv");
+    make(c, false);
+    REQUIRE(c.run());
+    require_close(c.result_as<float>(0), sum);
+  }
+  SECTION("with Relu after the sum") {
+    KernelCase c("Conv");
+    make(c, true);
+    REQUIRE(c.run());
+    require_close(c.result_as<float>(0), sum_relu);
+  }
+  SECTION("the addend shares the output buffer (what the executor does)") {
+    KernelCase c("Conv");
+    make(c, true);
+    REQUIRE(c.run());
+    // Run again by hand with input 3 and the output on one buffer.
+    Floats xin = x, shared = addend;
+    std::vector<memplan::rt::TensorView> in(4), out(1);
+    auto view = [](float* data, const Dims& d) {
+      memplan::rt::TensorView v;
+      v.data = reinterpret_cast<std::byte*>(data);
+      v.dtype = F32;
+      v.rank = static_cast<int>(d.size());
+      for (size_t i = 0; i < d.size(); ++i) v.dims[i] = d[i];
+      v.capacity = count(d) * sizeof(float);
+      return v;
+    };
+    Floats wcopy = w, bcopy = b;  // constants: the kernel ignores these views
+    in[0] = view(xin.data(), xd);
+    in[1] = view(wcopy.data(), wd);
+    in[2] = view(bcopy.data(), {2});
+    in[3] = view(shared.data(), yd);
+    out[0] = view(shared.data(), yd);
+    std::vector<std::byte> scratch(c.kernel()->scratchpad_bytes() + 64);
+    c.kernel()->run(memplan::rt::KernelArgs{in, out, scratch.data()});
+    require_close(shared, sum_relu);
+  }
+  SECTION("an addend that needs broadcasting is refused") {
+    KernelCase c("Conv");
+    c.input("X", F32, xd, x);
+    c.input("W", F32, wd, w, true);
+    c.omitted_input();
+    c.input("Residual", F32, {1, 2, 1, 1}, Floats{1, 2});
+    c.output("Y", F32, yd);
+    conv_attrs(c, p);
+    require_error(c, ErrorKind::Unsupported, {"Conv node 'Conv_under_test'", "fused Add"});
+  }
+}
+
+TEST_CASE("Conv refuses non-float32 tensors, naming the node", "[kernels][dnnl]") {
+  KernelCase c("Conv");
+  c.input("X", DType::Int64, {1, 1, 3, 3}, std::vector<int64_t>(9, 1));
+  c.input("W", DType::Int64, {1, 1, 2, 2}, std::vector<int64_t>(4, 1), true);
+  c.output("Y", DType::Int64, {1, 1, 2, 2});
+  require_error(c, ErrorKind::Unsupported, {"test.onnx", "Conv node 'Conv_under_test'", "int64", "only float32"});
+}
+
+TEST_CASE("Conv with an output shape that does not match the attributes is an error", "[kernels][dnnl]") {
+  KernelCase c("Conv");
+  c.input("X", F32, {1, 1, 5, 5}, Floats(25, 1.f));
+  c.input("W", F32, {1, 1, 3, 3}, Floats(9, 1.f), true);
+  c.output("Y", F32, {1, 1, 5, 5});
+  require_error(c, ErrorKind::InvalidInput, {"Conv node 'Conv_under_test'", "[1, 1, 3, 3]"});
+}
+
+// ---- ConvTranspose -----------------------------------------------------------------------------
+
+TEST_CASE("ConvTranspose: a 2x2 all-ones kernel spreads each input", "[kernels][dnnl]") {
+  KernelCase c("ConvTranspose");
+  c.input("X", F32, {1, 1, 2, 2}, Floats{1, 2, 3, 4});
+  c.input("W", F32, {1, 1, 2, 2}, Floats{1, 1, 1, 1}, true);
+  c.output("Y", F32, {1, 1, 3, 3});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{1, 3, 2, 4, 10, 6, 3, 7, 4});
+}
+
+TEST_CASE("ConvTranspose matches a naive scatter: groups, strides, dilations, pads, output_padding", "[kernels][dnnl]") {
+  struct Case {
+    const char* name;
+    Dims xd, wd;
+    Conv2d p;
+    Dims out_pad;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {"stride 2, output_padding 1", {1, 2, 3, 3}, {2, 3, 3, 3}, {1, {2, 2}, {1, 1}, {0, 0, 0, 0}}, {1, 1}, true},
+      {"groups 2, dilation 2, pads", {2, 4, 3, 4}, {4, 1, 2, 3}, {2, {2, 1}, {2, 1}, {1, 0, 0, 1}}, {1, 0}, true},
+      {"output_padding past the end padding", {1, 1, 2, 2}, {1, 2, 3, 3}, {1, {3, 3}, {1, 1}, {1, 1, 0, 0}}, {2, 1}, false},
+  };
+  for (const Case& t : cases) {
+    SECTION(t.name) {
+      const int64_t m = t.wd[1] * t.p.group;
+      int64_t out[2];
+      for (int i = 0; i < 2; ++i)
+        out[i] = t.p.strides[i] * (t.xd[2 + i] - 1) + t.out_pad[i] + (t.wd[2 + i] - 1) * t.p.dilations[i] + 1 -
+                 t.p.pads[i] - t.p.pads[2 + i];
+      Floats x = random_floats(count(t.xd), 21), w = random_floats(count(t.wd), 22);
+      Floats b = t.bias ? random_floats(static_cast<size_t>(m), 23) : Floats{};
+      KernelCase c("ConvTranspose");
+      c.input("X", F32, t.xd, x);
+      c.input("W", F32, t.wd, w, true);
+      if (t.bias) c.input("B", F32, {m}, b, true);
+      c.output("Y", F32, {t.xd[0], m, out[0], out[1]});
+      conv_attrs(c, t.p);
+      c.attr("output_padding", t.out_pad);
+      REQUIRE(c.run());
+      require_close(c.result_as<float>(0), naive_conv_transpose2d(x, t.xd, w, t.wd, b, t.p, out[0], out[1]));
+    }
+  }
+}
+
+TEST_CASE("ConvTranspose output_shape and auto_pad derive the pads (ONNX spec rule)", "[kernels][dnnl]") {
+  // in 3, stride 2, kernel 3: full size 7. Target 6 -> total padding 1.
+  const Dims xd{1, 1, 3, 3}, wd{1, 1, 3, 3};
+  Floats x = random_floats(count(xd), 24), w = random_floats(count(wd), 25);
+  Conv2d p;
+  p.strides = {2, 2};
+  SECTION("output_shape, NOTSET: the odd padding goes to the start") {
+    KernelCase c("ConvTranspose");
+    c.input("X", F32, xd, x);
+    c.input("W", F32, wd, w, true);
+    c.output("Y", F32, {1, 1, 6, 6});
+    c.attr("strides", Dims{2, 2});
+    c.attr("output_shape", Dims{6, 6});
+    REQUIRE(c.run());
+    p.pads = {1, 1, 0, 0};
+    require_close(c.result_as<float>(0), naive_conv_transpose2d(x, xd, w, wd, {}, p, 6, 6));
+  }
+  SECTION("auto_pad SAME_UPPER: output = input * stride, the odd padding at the end") {
+    KernelCase c("ConvTranspose");
+    c.input("X", F32, xd, x);
+    c.input("W", F32, wd, w, true);
+    c.output("Y", F32, {1, 1, 6, 6});
+    c.attr("strides", Dims{2, 2});
+    c.attr("auto_pad", std::string("SAME_UPPER"));
+    REQUIRE(c.run());
+    p.pads = {0, 0, 1, 1};
+    require_close(c.result_as<float>(0), naive_conv_transpose2d(x, xd, w, wd, {}, p, 6, 6));
+  }
+}
+
+TEST_CASE("ConvTranspose takes run-time weights", "[kernels][dnnl]") {
+  const Dims xd{1, 2, 3, 3}, wd{2, 2, 2, 2};
+  Floats x = random_floats(count(xd), 26), w = random_floats(count(wd), 27);
+  KernelCase c("ConvTranspose");
+  c.input("X", F32, xd, x);
+  c.input("W", F32, wd, w);
+  c.output("Y", F32, {1, 2, 6, 6});
+  c.attr("strides", Dims{2, 2});
+  REQUIRE(c.run());
+  Conv2d p;
+  p.strides = {2, 2};
+  require_close(c.result_as<float>(0), naive_conv_transpose2d(x, xd, w, wd, {}, p, 6, 6));
+}
+
+// ---- Gemm and MatMul ---------------------------------------------------------------------------
+
+TEST_CASE("Gemm: hand-computed product plus a row-vector C", "[kernels][dnnl]") {
+  KernelCase c("Gemm");
+  c.input("A", F32, {2, 3}, Floats{1, 2, 3, 4, 5, 6});
+  c.input("B", F32, {3, 2}, Floats{1, 0, 0, 1, 1, 1}, true);
+  c.input("C", F32, {2}, Floats{10, 20}, true);
+  c.output("Y", F32, {2, 2});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{14, 25, 20, 31});
+}
+
+TEST_CASE("Gemm transA, transB, alpha, beta and every C broadcast", "[kernels][dnnl]") {
+  const int64_t m = 3, k = 5, n = 4;
+  struct Case {
+    const char* name;
+    bool ta, tb;
+    float alpha, beta;
+    Dims cd;  // empty: no C
+    bool c_const, b_const;
+  };
+  const std::vector<Case> cases = {
+      {"transA, constant C [N]", true, false, 1.f, 1.f, {n}, true, true},
+      {"transB, alpha 2, beta 0.5, C [M, 1]", false, true, 2.f, 0.5f, {m, 1}, true, true},
+      {"both transposed, scalar C", true, true, 0.5f, 3.f, {}, true, false},
+      {"run-time C [M, N], beta -2", false, false, 1.5f, -2.f, {m, n}, false, false},
+      {"run-time C [1, N], run-time B", false, true, 1.f, 0.25f, {1, n}, false, false},
+      {"no C", false, false, -1.f, 1.f, {0}, false, true},
+  };
+  for (const Case& t : cases) {
+    SECTION(t.name) {
+      Floats a = random_floats(static_cast<size_t>(m * k), 30), b = random_floats(static_cast<size_t>(k * n), 31);
+      const bool has_c = t.cd != Dims{0};
+      Floats cv = random_floats(has_c ? count(t.cd) : 0, 32);
+      KernelCase c("Gemm");
+      c.input("A", F32, t.ta ? Dims{k, m} : Dims{m, k}, a);
+      c.input("B", F32, t.tb ? Dims{n, k} : Dims{k, n}, b, t.b_const);
+      if (has_c) c.input("C", F32, t.cd, cv, t.c_const);
+      c.output("Y", F32, {m, n});
+      c.attr("transA", int64_t{t.ta});
+      c.attr("transB", int64_t{t.tb});
+      c.attr("alpha", t.alpha);
+      c.attr("beta", t.beta);
+      REQUIRE(c.run());
+      Floats want(static_cast<size_t>(m * n));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t q = 0; q < k; ++q)
+            acc += static_cast<double>(a[static_cast<size_t>(t.ta ? q * m + i : i * k + q)]) *
+                   b[static_cast<size_t>(t.tb ? j * k + q : q * n + j)];
+          double cval = 0;
+          if (has_c) {
+            Dims c2 = t.cd;
+            while (c2.size() < 2) c2.insert(c2.begin(), 1);
+            cval = cv[static_cast<size_t>((c2[0] == 1 ? 0 : i) * c2[1] + (c2[1] == 1 ? 0 : j))];
+          }
+          want[static_cast<size_t>(i * n + j)] = static_cast<float>(t.alpha * acc + t.beta * cval);
+        }
+      require_close(c.result_as<float>(0), want);
+    }
+  }
+}
+
+TEST_CASE("MatMul broadcasts batch dims and follows numpy for 1-D operands", "[kernels][dnnl]") {
+  struct Case {
+    const char* name;
+    Dims ad, bd, yd;
+    bool b_const;
+  };
+  const std::vector<Case> cases = {
+      {"2-D, constant B", {3, 4}, {4, 5}, {3, 5}, true},
+      {"batched both sides", {2, 3, 4}, {2, 4, 5}, {2, 3, 5}, false},
+      {"A batch broadcast over B's", {2, 1, 3, 4}, {3, 4, 5}, {2, 3, 3, 5}, false},
+      {"B 2-D broadcast over A's batch, constant", {2, 3, 3, 4}, {4, 5}, {2, 3, 3, 5}, true},
+      {"1-D A", {4}, {2, 4, 5}, {2, 5}, false},
+      {"1-D B", {2, 3, 4}, {4}, {2, 3}, true},
+      {"both 1-D: a scalar", {4}, {4}, {}, false},
+  };
+  for (const Case& t : cases) {
+    SECTION(t.name) {
+      Floats a = random_floats(count(t.ad), 40), b = random_floats(count(t.bd), 41);
+      KernelCase c("MatMul");
+      c.input("A", F32, t.ad, a);
+      c.input("B", F32, t.bd, b, t.b_const);
+      c.output("Y", F32, t.yd);
+      REQUIRE(c.run());
+      Dims ad = t.ad, bd = t.bd, out;
+      if (ad.size() == 1) ad.insert(ad.begin(), 1);
+      if (bd.size() == 1) bd.push_back(1);
+      while (ad.size() < bd.size()) ad.insert(ad.begin(), 1);
+      while (bd.size() < ad.size()) bd.insert(bd.begin(), 1);
+      require_close(c.result_as<float>(0), naive_matmul(a, ad, b, bd, out));
+    }
+  }
+}
+
+TEST_CASE("MatMul refuses float64 and batch dims that do not broadcast", "[kernels][dnnl]") {
+  SECTION("float64") {
+    KernelCase c("MatMul");
+    c.input("A", DType::Float64, {2, 2}, Floats{1, 2, 3, 4});
+    c.input("B", DType::Float64, {2, 2}, Floats{1, 2, 3, 4});
+    c.output("Y", DType::Float64, {2, 2});
+    require_error(c, ErrorKind::Unsupported, {"MatMul node 'MatMul_under_test'", "float64", "only float32"});
+  }
+  SECTION("batch 2 against 3") {
+    KernelCase c("MatMul");
+    c.input("A", F32, {2, 2, 2}, Floats(8, 1.f));
+    c.input("B", F32, {3, 2, 2}, Floats(12, 1.f));
+    c.output("Y", F32, {3, 2, 2});
+    require_error(c, ErrorKind::InvalidInput, {"MatMul node 'MatMul_under_test'", "broadcast"});
+  }
+}
+
+// ---- BatchNormalization ------------------------------------------------------------------------
+
+TEST_CASE("BatchNormalization (inference) normalizes per channel", "[kernels][dnnl]") {
+  const Dims xd{2, 3, 2, 2};
+  Floats x = random_floats(count(xd), 50);
+  const Floats scale{1.f, 2.f, -0.5f}, bias{0.f, 1.f, 2.f}, mean{0.1f, -0.2f, 0.3f}, var{1.f, 0.25f, 4.f};
+  const float eps = 1e-3f;
+  for (bool constant : {true, false}) {
+    KernelCase c("BatchNormalization", 15);
+    c.input("X", F32, xd, x);
+    c.input("scale", F32, {3}, scale, constant);
+    c.input("B", F32, {3}, bias, constant);
+    c.input("mean", F32, {3}, mean, constant);
+    c.input("var", F32, {3}, var, constant);
+    c.output("Y", F32, xd);
+    c.attr("epsilon", eps);
+    REQUIRE(c.run());
+    Floats want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const size_t ch = (i / 4) % 3;
+      want[i] = scale[ch] * (x[i] - mean[ch]) / std::sqrt(var[ch] + eps) + bias[ch];
+    }
+    INFO("constant parameters: " << constant);
+    require_close(c.result_as<float>(0), want);
+  }
+}
+
+TEST_CASE("BatchNormalization on [N, C] and with training_mode", "[kernels][dnnl]") {
+  SECTION("2-D input") {
+    KernelCase c("BatchNormalization");
+    c.input("X", F32, {2, 2}, Floats{1, 2, 3, 4});
+    c.input("scale", F32, {2}, Floats{1, 1}, true);
+    c.input("B", F32, {2}, Floats{0, 10}, true);
+    c.input("mean", F32, {2}, Floats{1, 2}, true);
+    c.input("var", F32, {2}, Floats{4, 1}, true);
+    c.output("Y", F32, {2, 2});
+    c.attr("epsilon", 0.f);
+    REQUIRE(c.run());
+    require_close(c.result_as<float>(0), Floats{0, 10, 1, 12});
+  }
+  SECTION("training_mode = 1 is unsupported") {
+    KernelCase c("BatchNormalization");
+    c.input("X", F32, {2, 2}, Floats{1, 2, 3, 4});
+    for (const char* n : {"scale", "B", "mean", "var"}) c.input(n, F32, {2}, Floats{1, 1}, true);
+    c.output("Y", F32, {2, 2});
+    c.attr("training_mode", int64_t{1});
+    require_error(c, ErrorKind::Unsupported, {"BatchNormalization node 'BatchNormalization_under_test'", "training_mode"});
+  }
+}
+
+// ---- Pooling -----------------------------------------------------------------------------------
+
+TEST_CASE("MaxPool: hand-computed 2x2 stride 2", "[kernels][dnnl]") {
+  KernelCase c("MaxPool");
+  c.input("X", F32, {1, 1, 4, 4}, Floats{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16});
+  c.output("Y", F32, {1, 1, 2, 2});
+  c.attr("kernel_shape", Dims{2, 2});
+  c.attr("strides", Dims{2, 2});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{6, 8, 14, 16});
+}
+
+TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_include_pad", "[kernels][dnnl]") {
+  struct Case {
+    const char* name;
+    const char* op;
+    Dims xd;
+    Pool2d p;
+    bool ceil_mode;
+    Dims yd;
+  };
+  auto pool = [](Dims k, Dims s, Dims d, Dims pads, bool max, bool include) {
+    Pool2d p;
+    p.kernel = k;
+    p.strides = s;
+    p.dilations = d;
+    p.pads = pads;
+    p.max = max;
+    p.include_pad = include;
+    return p;
+  };
+  const std::vector<Case> cases = {
+      {"max, pads", "MaxPool", {1, 2, 5, 5}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, false), false, {1, 2, 3, 3}},
+      {"max, ceil_mode", "MaxPool", {1, 2, 6, 6}, pool({3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true, false), true, {1, 2, 3, 3}},
+      {"max, dilations", "MaxPool", {1, 1, 7, 7}, pool({2, 3}, {1, 2}, {2, 2}, {0, 1, 1, 0}, true, false), false, {1, 1, 6, 2}},
+      {"avg, exclude pad", "AveragePool", {2, 1, 5, 5}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false, false), false, {2, 1, 3, 3}},
+      {"avg, include pad", "AveragePool", {2, 1, 5, 5}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false, true), false, {2, 1, 3, 3}},
+      {"avg, ceil_mode, exclude pad", "AveragePool", {1, 2, 6, 6}, pool({3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false, false), true, {1, 2, 3, 3}},
+      {"avg, ceil_mode, include pad", "AveragePool", {1, 2, 7, 7}, pool({3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, false, true), true, {1, 2, 4, 4}},
+  };
+  for (const Case& t : cases) {
+    SECTION(t.name) {
+      Floats x = random_floats(count(t.xd), 60);
+      KernelCase c(t.op);
+      c.input("X", F32, t.xd, x);
+      c.output("Y", F32, t.yd);
+      c.attr("kernel_shape", t.p.kernel);
+      c.attr("strides", t.p.strides);
+      c.attr("pads", t.p.pads);
+      if (t.p.max) c.attr("dilations", t.p.dilations);
+      if (!t.p.max) c.attr("count_include_pad", int64_t{t.p.include_pad});
+      c.attr("ceil_mode", int64_t{t.ceil_mode});
+      REQUIRE(c.run());
+      require_close(c.result_as<float>(0), naive_pool2d(x, t.xd, t.p, t.yd[2], t.yd[3]));
+    }
+  }
+}
+
+TEST_CASE("MaxPool auto_pad SAME_UPPER", "[kernels][dnnl]") {
+  // in 5, stride 2, kernel 2: out 3, total pad 1 at the end.
+  Floats x = random_floats(25, 61);
+  KernelCase c("MaxPool");
+  c.input("X", F32, {1, 1, 5, 5}, x);
+  c.output("Y", F32, {1, 1, 3, 3});
+  c.attr("kernel_shape", Dims{2, 2});
+  c.attr("strides", Dims{2, 2});
+  c.attr("auto_pad", std::string("SAME_UPPER"));
+  REQUIRE(c.run());
+  Pool2d p;
+  p.kernel = {2, 2};
+  p.strides = {2, 2};
+  p.pads = {0, 0, 1, 1};
+  require_close(c.result_as<float>(0), naive_pool2d(x, {1, 1, 5, 5}, p, 3, 3));
+}
+
+TEST_CASE("MaxPool refuses the Indices output", "[kernels][dnnl]") {
+  KernelCase c("MaxPool");
+  c.input("X", F32, {1, 1, 4, 4}, Floats(16, 0.f));
+  c.output("Y", F32, {1, 1, 2, 2});
+  c.output("Indices", DType::Int64, {1, 1, 2, 2});
+  c.attr("kernel_shape", Dims{2, 2});
+  c.attr("strides", Dims{2, 2});
+  require_error(c, ErrorKind::Unsupported, {"MaxPool node 'MaxPool_under_test'", "Indices"});
+}
+
+TEST_CASE("GlobalMaxPool and GlobalAveragePool reduce every spatial position", "[kernels][dnnl]") {
+  const Floats x{1, 5, -2, 4, 0, 0, 3, 9, 10, 20, 30, 40};  // [1, 3, 2, 2]
+  SECTION("max") {
+    KernelCase c("GlobalMaxPool");
+    c.input("X", F32, {1, 3, 2, 2}, x);
+    c.output("Y", F32, {1, 3, 1, 1});
+    REQUIRE(c.run());
+    CHECK(c.result_as<float>(0) == Floats{5, 9, 40});
+  }
+  SECTION("average, 3-D") {
+    KernelCase c("GlobalAveragePool");
+    c.input("X", F32, {1, 3, 2, 1, 2}, x);
+    c.output("Y", F32, {1, 3, 1, 1, 1});
+    REQUIRE(c.run());
+    require_close(c.result_as<float>(0), Floats{2, 3, 25});
+  }
+}
+
+// ---- LRN ---------------------------------------------------------------------------------------
+
+TEST_CASE("LRN matches the ONNX formula", "[kernels][dnnl]") {
+  const Dims xd{2, 7, 3, 2};
+  Floats x = random_floats(count(xd), 70);
+  for (int64_t size : {1, 3, 5}) {
+    const float alpha = 0.3f, beta = 0.6f, bias = 1.5f;
+    KernelCase c("LRN");
+    c.input("X", F32, xd, x);
+    c.output("Y", F32, xd);
+    c.attr("size", size);
+    c.attr("alpha", alpha);
+    c.attr("beta", beta);
+    c.attr("bias", bias);
+    REQUIRE(c.run());
+    Floats want(x.size());
+    const int64_t ch = xd[1], plane = xd[2] * xd[3];
+    for (int64_t n = 0; n < xd[0]; ++n)
+      for (int64_t k = 0; k < ch; ++k)
+        for (int64_t s = 0; s < plane; ++s) {
+          double sq = 0;
+          for (int64_t j = std::max<int64_t>(0, k - (size - 1) / 2); j <= std::min(ch - 1, k + size / 2); ++j) {
+            const float v = x[static_cast<size_t>((n * ch + j) * plane + s)];
+            sq += static_cast<double>(v) * v;
+          }
+          const size_t i = static_cast<size_t>((n * ch + k) * plane + s);
+          want[i] = static_cast<float>(x[i] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+        }
+    INFO("size " << size);
+    require_close(c.result_as<float>(0), want);
+  }
+}
+
+TEST_CASE("LRN with an even size is unsupported", "[kernels][dnnl]") {
+  KernelCase c("LRN");
+  c.input("X", F32, {1, 4, 1, 1}, Floats{1, 2, 3, 4});
+  c.output("Y", F32, {1, 4, 1, 1});
+  c.attr("size", int64_t{4});
+  require_error(c, ErrorKind::Unsupported, {"LRN node 'LRN_under_test'", "even size"});
+}
+
+// ---- Softmax and LogSoftmax --------------------------------------------------------------------
+
+namespace {
+
+// Softmax over [outer, mid, inner] along mid.
+Floats naive_softmax(const Floats& x, int64_t outer, int64_t mid, int64_t inner, bool log) {
+  Floats y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t m) { return static_cast<size_t>((o * mid + m) * inner + i); };
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t m = 0; m < mid; ++m) mx = std::max<double>(mx, x[at(m)]);
+      for (int64_t m = 0; m < mid; ++m) sum += std::exp(x[at(m)] - mx);
+      for (int64_t m = 0; m < mid; ++m)
+        y[at(m)] = static_cast<float>(log ? x[at(m)] - mx - std::log(sum) : std::exp(x[at(m)] - mx) / sum);
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Softmax: opset 13 normalizes one axis, opset 11 the flattened tail", "[kernels][dnnl]") {
+  const Dims xd{2, 3, 4};
+  Floats x = random_floats(count(xd), 80);
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    const bool log = std::string(op) == "LogSoftmax";
+    SECTION(std::string(op) + " opset 13, axis 1") {
+      KernelCase c(op, 13);
+      c.input("X", F32, xd, x);
+      c.output("Y", F32, xd);
+      c.attr("axis", int64_t{1});
+      REQUIRE(c.run());
+      require_close(c.result_as<float>(0), naive_softmax(x, 2, 3, 4, log));
+    }
+    SECTION(std::string(op) + " opset 11, axis 1: rows of 12") {
+      KernelCase c(op, 11);
+      c.input("X", F32, xd, x);
+      c.output("Y", F32, xd);
+      c.attr("axis", int64_t{1});
+      REQUIRE(c.run());
+      require_close(c.result_as<float>(0), naive_softmax(x, 2, 12, 1, log));
+    }
+    SECTION(std::string(op) + " defaults: opset 13 axis -1, opset 11 axis 1") {
+      KernelCase c13(op, 13), c11(op, 11);
+      for (KernelCase* c : {&c13, &c11}) {
+        c->input("X", F32, xd, x);
+        c->output("Y", F32, xd);
+        REQUIRE(c->run());
+      }
+      require_close(c13.result_as<float>(0), naive_softmax(x, 6, 4, 1, log));
+      require_close(c11.result_as<float>(0), naive_softmax(x, 2, 12, 1, log));
+    }
+  }
+}
+
+TEST_CASE("Softmax: hand-computed row and an out-of-range axis", "[kernels][dnnl]") {
+  SECTION("equal inputs share the mass") {
+    KernelCase c("Softmax", 13);
+    c.input("X", F32, {1, 4}, Floats{3, 3, 3, 3});
+    c.output("Y", F32, {1, 4});
+    REQUIRE(c.run());
+    require_close(c.result_as<float>(0), Floats{0.25f, 0.25f, 0.25f, 0.25f});
+  }
+  SECTION("axis 3 of a rank-3 tensor") {
+    KernelCase c("Softmax", 13);
+    c.input("X", F32, {1, 2, 2}, Floats{1, 2, 3, 4});
+    c.output("Y", F32, {1, 2, 2});
+    c.attr("axis", int64_t{3});
+    require_error(c, ErrorKind::InvalidInput, {"Softmax node 'Softmax_under_test'", "axis 3"});
+  }
+}
+
+TEST_CASE("oneDNN kernels report their scratchpad and refuse dynamic shapes", "[kernels][dnnl]") {
+  SECTION("scratchpad_bytes is what the primitive asks for") {
+    KernelCase c("Conv");
+    c.input("X", F32, {1, 16, 14, 14}, random_floats(16 * 14 * 14, 90));
+    c.input("W", F32, {16, 16, 3, 3}, random_floats(16 * 16 * 9, 91), true);
+    c.output("Y", F32, {1, 16, 12, 12});
+    REQUIRE(c.run());
+    // Whatever implementation oneDNN picked, the kernel ran with the planner-sized buffer.
+    CHECK(c.kernel()->scratchpad_bytes() < (uint64_t{1} << 30));
+  }
+  SECTION("an input of unknown size") {
+    KernelCase c("Softmax");
+    memplan::Value* x = c.input("X", F32, {1, 4}, Floats{1, 2, 3, 4});
+    x->type.dims[0].value = -1;
+    x->type.dims[0].symbol = "N";
+    c.output("Y", F32, {1, 4});
+    require_error(c, ErrorKind::Unsupported, {"Softmax node 'Softmax_under_test'", "static shapes"});
+  }
+}

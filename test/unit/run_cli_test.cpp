@@ -1,0 +1,197 @@
+// `memplan run` through the CLI: outputs, reports, plans, and every kind of bad input.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "io/npy.h"
+#include "support/model_builder.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  bool signaled = false;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A temporary folder, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "memplan_run_test_XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+Run run_cli(const std::vector<std::string>& args) {
+  TempDir dir;
+  const std::string out_path = dir / "stdout", err_path = dir / "stderr";
+  std::vector<std::string> argv_s{MEMPLAN_CLI};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  Run r;
+  r.signaled = WIFSIGNALED(status);
+  if (!r.signaled) r.exit_code = WEXITSTATUS(status);
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+void expect_error(const std::vector<std::string>& args, const std::vector<std::string>& says) {
+  Run r = run_cli(args);
+  INFO("stderr: " << r.err << "stdout: " << r.out.substr(0, 300));
+  REQUIRE_FALSE(r.signaled);
+  CHECK(r.exit_code == 2);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  for (const auto& s : says) CHECK_THAT(r.err, Catch::Contains(s));
+}
+
+std::string model(const std::string& name) { return std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/model.onnx"; }
+std::string input(const std::string& name, const std::string& set, const std::string& tensor) {
+  return std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/" + set + "/inputs/" + tensor + ".npy";
+}
+
+void write_floats(const std::string& path, std::vector<int64_t> shape, const std::vector<float>& v) {
+  memplan::io::write_npy(path, memplan::DType::Float32, shape, v.data(), v.size() * 4);
+}
+
+}  // namespace
+
+TEST_CASE("run: writes every output as <name>.npy, reports memory and time", "[run-cli]") {
+  TempDir out;
+  Run r = run_cli({"run", model("example"), "--input", "input=" + input("example", "test_data_set_0", "input"),
+                   "--input", "cond=" + input("example", "test_data_set_0", "cond"), "--input",
+                   "add_in=" + input("example", "test_data_set_0", "add_in"), "--output-dir", out.path.string(),
+                   "--repeat", "3", "--check-memory"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("arena"));
+  CHECK_THAT(r.out, Catch::Contains("over 3 run(s)"));
+  CHECK_THAT(r.out, Catch::Contains("wrote " + (out / "output.npy")));
+  auto got = memplan::io::read_npy(out / "output.npy");
+  auto want = memplan::io::read_npy(std::string(MEMPLAN_SOURCE_DIR) + "/models/example/test_data_set_0/expected/output.npy");
+  REQUIRE(got.info.shape == want.info.shape);
+  const float* g = reinterpret_cast<const float*>(got.data.data());
+  const float* w = reinterpret_cast<const float*>(want.data.data());
+  for (size_t i = 0; i < got.data.size() / 4; ++i) REQUIRE(std::abs(g[i] - w[i]) <= 1e-4f + 1e-3f * std::abs(w[i]));
+}
+
+TEST_CASE("run: --report json holds the plan report and run_ms", "[run-cli]") {
+  TempDir out;
+  Run r = run_cli({"run", model("tiny_mlp"), "--input", input("tiny_mlp", "test_data_set_0", "x"), "--output-dir",
+                   out.path.string(), "--report", "json", "--threads", "1"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const char* key : {"\"arena_bytes\"", "\"lower_bound_bytes\"", "\"run_ms\"", "\"median\"", "\"graphs\""})
+    CHECK_THAT(r.out, Catch::Contains(key));
+}
+
+TEST_CASE("run: output file names keep only [A-Za-z0-9._-]", "[run-cli]") {
+  using namespace memplan::test;
+  TempDir dir;
+  ModelBuilder b;
+  add_input(b.graph(), "x", elem::kFloat, {2});
+  add_node(b.graph(), "Relu", {"x"}, {"out/put:0"});
+  add_output(b.graph(), "out/put:0", elem::kFloat, {2});
+  std::ofstream(dir / "m.onnx", std::ios::binary) << b.bytes();
+  write_floats(dir / "x.npy", {2}, {-1.f, 2.f});
+  Run r = run_cli({"run", dir / "m.onnx", "--input", dir / "x.npy", "--output-dir", dir.path.string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto y = memplan::io::read_npy(dir / "out_put_0.npy");
+  CHECK(reinterpret_cast<const float*>(y.data.data())[1] == 2.f);
+}
+
+TEST_CASE("run: a plan is reused, and refused for other shapes or another model", "[run-cli]") {
+  TempDir dir;
+  REQUIRE(run_cli({"compile", model("tiny_mlp"), "-o", dir / "mlp.mplan"}).exit_code == 0);
+  Run ok = run_cli({"run", model("tiny_mlp"), "--plan", dir / "mlp.mplan", "--input",
+                    input("tiny_mlp", "test_data_set_0", "x"), "--output-dir", dir.path.string()});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  write_floats(dir / "x2.npy", {2, 64}, std::vector<float>(128, 0.f));
+  expect_error({"run", model("tiny_mlp"), "--plan", dir / "mlp.mplan", "--input", dir / "x2.npy"}, {"other input shapes"});
+  expect_error({"run", model("example"), "--plan", dir / "mlp.mplan", "--input", dir / "x2.npy"}, {"another model"});
+}
+
+TEST_CASE("run: bad inputs get one clear line and exit 2", "[run-cli]") {
+  TempDir dir;
+  const std::string mlp = model("tiny_mlp");
+  std::vector<int64_t> ints(64, 1);
+  memplan::io::write_npy(dir / "ints.npy", memplan::DType::Int64, std::vector<int64_t>{1, 64}, ints.data(), 512);
+  expect_error({"run", mlp, "--input", dir / "ints.npy"}, {"'x'", "float32", "int64"});
+  write_floats(dir / "rank3.npy", {1, 1, 64}, std::vector<float>(64, 0.f));
+  expect_error({"run", mlp, "--input", dir / "rank3.npy"}, {"'x'", "rank"});
+  expect_error({"run", mlp, "--input", "nope=" + (dir / "rank3.npy")}, {"no input named 'nope'"});
+  expect_error({"run", model("example"), "--input", "input=" + input("example", "test_data_set_0", "input")},
+               {"'cond' is missing"});
+  write_floats(dir / "x.npy", {1, 64}, std::vector<float>(64, 0.f));
+  const std::string bytes = slurp(dir / "x.npy");
+  std::ofstream(dir / "short.npy", std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+  expect_error({"run", mlp, "--input", dir / "short.npy"}, {"short.npy"});
+}
+
+TEST_CASE("run: Gather indices out of range are refused, never read out of bounds", "[run-cli]") {
+  using namespace memplan::test;
+  TempDir dir;
+  ModelBuilder b;
+  add_input(b.graph(), "data", elem::kFloat, {4});
+  add_input(b.graph(), "idx", elem::kInt64, {2});
+  add_node(b.graph(), "Gather", {"data", "idx"}, {"y"}, "gather");
+  add_output(b.graph(), "y", elem::kFloat, {2});
+  std::ofstream(dir / "g.onnx", std::ios::binary) << b.bytes();
+  write_floats(dir / "data.npy", {4}, {1, 2, 3, 4});
+  std::vector<int64_t> idx = {1, 7};
+  memplan::io::write_npy(dir / "idx.npy", memplan::DType::Int64, std::vector<int64_t>{2}, idx.data(), 16);
+  expect_error({"run", dir / "g.onnx", "--input", dir / "data.npy", "--input", dir / "idx.npy", "--output-dir",
+                dir.path.string()},
+               {"gather", "7"});
+  CHECK_FALSE(fs::exists(dir / "y.npy"));
+}
+
+TEST_CASE("run: NaN inputs propagate as NaN", "[run-cli]") {
+  TempDir dir;
+  std::vector<float> x(64, 0.f);
+  x[3] = std::nanf("");
+  write_floats(dir / "x.npy", {1, 64}, x);
+  Run r = run_cli({"run", model("tiny_mlp"), "--input", dir / "x.npy", "--output-dir", dir.path.string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto y = memplan::io::read_npy(dir / "probs.npy");
+  CHECK(std::isnan(reinterpret_cast<const float*>(y.data.data())[0]));
+}

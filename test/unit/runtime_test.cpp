@@ -1,0 +1,158 @@
+// The runtime through the public API: every example and shared model runs in guard mode and
+// matches its expected outputs; every data set takes its own branch or loop path.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "memplan/memplan.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
+
+namespace fs = std::filesystem;
+using namespace memplan;
+
+namespace {
+
+Tensor read_pb(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  REQUIRE(proto.ParseFromIstream(&in));
+  Tensor t = tensor_from_proto(proto, path.parent_path(), path.string());
+  return t;
+}
+
+std::string pb_name(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  REQUIRE(proto.ParseFromIstream(&in));
+  return proto.name();
+}
+
+// Compares with ONNX's backend-test tolerances for real models: rtol 1e-3, atol 1e-4; NaN == NaN.
+void require_close(const TensorRef& got, const Tensor& want, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.dtype == static_cast<int32_t>(want.dtype));
+  REQUIRE(std::vector<int64_t>(got.shape.begin(), got.shape.end()) == want.dims);
+  const uint64_t n = want.element_count();
+  Tensor g = want;
+  g.bytes.assign(static_cast<const std::byte*>(got.data), static_cast<const std::byte*>(got.data) + got.bytes);
+  for (uint64_t i = 0; i < n; ++i) {
+    const double a = g.float_at(i), b = want.float_at(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    INFO("element " << i << ": got " << a << ", expected " << b);
+    REQUIRE(std::abs(a - b) <= 1e-4 + 1e-3 * std::abs(b));
+  }
+}
+
+// Runs every test_data_set of a model folder; returns how many data sets ran.
+int run_model_folder(const fs::path& dir) {
+  int sets = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
+    INFO(entry.path().string());
+    std::vector<fs::path> inputs, outputs;
+    for (const auto& f : fs::directory_iterator(entry.path())) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("input_", 0) == 0) inputs.push_back(f.path());
+      if (name.rfind("output_", 0) == 0) outputs.push_back(f.path());
+    }
+    std::sort(inputs.begin(), inputs.end());
+    std::sort(outputs.begin(), outputs.end());
+    const std::string model_path = (dir / "model.onnx").string();
+    const auto declared = model_inputs(model_path);
+    CompileOptions options;
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::string name = pb_name(inputs[i]);
+      if (name.empty()) name = declared.at(i).name;
+      feeds.emplace_back(name, read_pb(inputs[i]));
+      options.input_shapes[name] = feeds.back().second.dims;
+    }
+    auto model = CompiledModel::compile(model_path, options);
+    Session session(model, SessionOptions{true});
+    for (int run = 0; run < 2; ++run) {  // a second run must give the same answer from the same arena
+      for (auto& [name, t] : feeds) {
+        const auto bytes = t.materialize();
+        session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
+      }
+      session.run();
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string name = pb_name(outputs[i]);
+      if (name.empty()) name = model->outputs().at(i).name;
+      require_close(session.output(name), read_pb(outputs[i]), name);
+    }
+    ++sets;
+  }
+  return sets;
+}
+
+}  // namespace
+
+TEST_CASE("every example model matches its expected outputs in guard mode", "[runtime]") {
+  const fs::path models = fs::path(MEMPLAN_SOURCE_DIR) / "models";
+  int sets = 0;
+  for (const char* name : {"tiny_mlp", "example", "scan_sum", "loop_scan_outputs", "nested_if_loop_if",
+                           "capture_two_levels", "if_different_shapes", "loop_data_dependent_exit"})
+    sets += run_model_folder(models / name);
+  // example: both branches; loop_data_dependent_exit: 0, 1 and 15 trips; if_different_shapes: both shapes.
+  CHECK(sets == 14);
+}
+
+TEST_CASE("the shared real models match their expected outputs", "[runtime][shared]") {
+  const fs::path shared = fs::path(MEMPLAN_SOURCE_DIR) / ".." / "shared" / "models";
+  REQUIRE(fs::exists(shared));
+  int models = 0;
+  for (const auto& entry : fs::directory_iterator(shared)) {
+    if (!fs::exists(entry.path() / "model.onnx")) continue;
+    CHECK(run_model_folder(entry.path()) >= 1);
+    ++models;
+  }
+  CHECK(models >= 13);
+}
+
+TEST_CASE("a loop scan output bounded by --bound runs and refuses more iterations than the bound", "[runtime]") {
+  const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "loop_data_dependent_scan";
+  CompileOptions options;
+  options.bounds["sums"] = {4};
+  auto model = CompiledModel::compile((dir / "model.onnx").string(), options);
+  for (const char* set : {"test_data_set_0", "test_data_set_1", "test_data_set_2"}) {
+    INFO(set);
+    Session session(model);
+    std::vector<fs::path> inputs;
+    for (const auto& f : fs::directory_iterator(dir / set))
+      if (f.path().filename().string().rfind("input_", 0) == 0) inputs.push_back(f.path());
+    std::sort(inputs.begin(), inputs.end());
+    for (const auto& p : inputs) {
+      Tensor t = read_pb(p);
+      session.set_input(pb_name(p), static_cast<int32_t>(t.dtype), t.dims, t.bytes.data(), t.bytes.size());
+    }
+    const Tensor expected = read_pb(dir / set / "output_2.pb");
+    if (expected.dims[0] <= 4) {
+      session.run();
+      CHECK(session.output("sums").shape[0] == expected.dims[0]);
+    } else {
+      CHECK_THROWS_WITH(session.run(), Catch::Contains("--bound sums="));
+    }
+  }
+}
+
+TEST_CASE("a run with an input not set again is refused, zero-copy inputs stay bound", "[runtime]") {
+  auto model = CompiledModel::compile(std::string(MEMPLAN_SOURCE_DIR) + "/models/tiny_mlp/model.onnx", {});
+  Session session(model);
+  CHECK_THROWS_WITH(session.run(), Catch::Contains("input 'x' is not set"));
+  alignas(64) float x[64] = {};
+  const std::vector<int64_t> shape{1, 64};
+  session.set_input("x", kFloat32, shape, x, sizeof x);
+  session.run();
+  CHECK_THROWS_WITH(session.run(), Catch::Contains("set it before each run"));
+  session.bind_input("x", kFloat32, shape, x, sizeof x);
+  session.run();
+  const float first = static_cast<const float*>(session.output("probs").data)[0];
+  session.run();
+  CHECK(static_cast<const float*>(session.output("probs").data)[0] == first);
+  CHECK_THROWS_WITH(session.bind_input("x", kFloat32, shape, x + 1, 64 * 4), Catch::Contains("aligned"));
+  CHECK_THROWS_WITH(session.set_input("x", kInt64, shape, x, sizeof x), Catch::Contains("int64"));
+}

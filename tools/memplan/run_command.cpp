@@ -1,0 +1,163 @@
+// memplan run MODEL --input x.npy | --input NAME=x.npy ... [--plan P.mplan] [--output-dir DIR]
+//                   [--threads N] [--repeat N] [--check-memory] [--report text|json]
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "io/npy.h"
+#include "memplan/memplan.h"
+#include "shape_options.h"
+
+namespace memplan::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
+  std::vector<std::string> inputs;
+  int threads = 0, repeat = 1;
+  bool check_memory = false;
+  ShapeArgs shapes;
+};
+
+struct InputFile {
+  std::string name, path;
+  io::NpyInfo info;
+};
+
+// Output file names keep [A-Za-z0-9._-]; everything else becomes '_'.
+std::string file_name_for(const std::string& tensor) {
+  std::string out = tensor;
+  for (char& c : out)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  return out.empty() || out == "." || out == ".." ? "_" + out : out;
+}
+
+std::vector<InputFile> match_inputs(const RunArgs& a, const std::vector<TensorInfo>& declared) {
+  std::vector<InputFile> files;
+  size_t positional = 0;
+  for (const std::string& spec : a.inputs) {
+    InputFile f;
+    const auto eq = spec.find('=');
+    if (eq != std::string::npos && eq > 0 && !std::filesystem::exists(spec)) {
+      f.name = spec.substr(0, eq);
+      f.path = spec.substr(eq + 1);
+      if (std::none_of(declared.begin(), declared.end(), [&](const TensorInfo& t) { return t.name == f.name; }))
+        fail(a.model + ": --input " + spec + ": the model has no input named '" + f.name + "'");
+    } else {
+      while (positional < declared.size() && std::any_of(files.begin(), files.end(),
+                                                         [&](const InputFile& x) { return x.name == declared[positional].name; }))
+        ++positional;
+      if (positional >= declared.size())
+        fail(a.model + ": --input " + spec + ": more inputs given than the model has (" +
+             std::to_string(declared.size()) + ")");
+      f.name = declared[positional++].name;
+      f.path = spec;
+    }
+    if (std::any_of(files.begin(), files.end(), [&](const InputFile& x) { return x.name == f.name; }))
+      fail(a.model + ": input '" + f.name + "' is given twice");
+    f.info = io::read_npy_info(f.path);
+    for (const TensorInfo& t : declared)
+      if (t.name == f.name && !t.shape.empty() && t.shape.size() != f.info.shape.size())
+        fail(a.model + ": input '" + f.name + "' has rank " + std::to_string(t.shape.size()) + ", " + f.path +
+             " has rank " + std::to_string(f.info.shape.size()));
+    files.push_back(std::move(f));
+  }
+  for (const TensorInfo& t : declared)
+    if (std::none_of(files.begin(), files.end(), [&](const InputFile& f) { return f.name == t.name; }))
+      fail(a.model + ": input '" + t.name + "' is missing; give it with --input " + t.name + "=FILE.npy");
+  return files;
+}
+
+std::string ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* sub = app.add_subcommand("run", "Run a model on .npy inputs inside one planned arena");
+  sub->add_option("model", a->model, "The .onnx file")->required();
+  sub->add_option("-i,--input", a->inputs, "An input: FILE.npy (in the model's input order) or NAME=FILE.npy")
+      ->required()
+      ->allow_extra_args(false);
+  sub->add_option("--plan", a->plan, "Use this plan (from `memplan compile -o`) instead of planning again");
+  sub->add_option("--output-dir", a->output_dir, "Where to write <output name>.npy (default: .)");
+  sub->add_option("--threads", a->threads, "oneDNN threads (default: all cores)")->check(CLI::Range(1, 1024));
+  sub->add_option("--repeat", a->repeat, "Run this many inferences and report min/median/max time")
+      ->check(CLI::Range(1, 1000000));
+  sub->add_flag("--check-memory", a->check_memory, "Guard mode: detect any buffer clobbered while live");
+  sub->add_option("--report", a->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--strategy", a->strategy, "Planning strategy (see compile)")
+      ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
+  add_shape_options(*sub, a->shapes);
+  add_action(sub, [a] {
+    if (a->threads > 0) omp_set_num_threads(a->threads);
+    // A given plan is checked against the model first; otherwise shapes come from the inputs, and
+    // new shapes mean a new plan.
+    std::shared_ptr<const CompiledModel> model;
+    if (!a->plan.empty()) model = CompiledModel::load(a->model, a->plan);
+    const std::vector<TensorInfo> declared = model ? model->inputs() : model_inputs(a->model);
+    std::vector<InputFile> files = match_inputs(*a, declared);
+    if (model) {
+      for (const InputFile& f : files)
+        for (const TensorInfo& t : model->inputs())
+          if (t.name == f.name && t.shape != f.info.shape)
+            fail(a->plan + ": the plan was made for other input shapes (input '" + f.name +
+                 "'); compile a plan for these inputs or run without --plan");
+    } else {
+      ShapeOptions shapes = to_shape_options(a->shapes);
+      CompileOptions options{{}, shapes.dims, shapes.bounds, a->strategy, 64};
+      for (const InputFile& f : files) options.input_shapes[f.name] = f.info.shape;
+      model = CompiledModel::compile(a->model, options);
+    }
+
+    Session session(model, SessionOptions{a->check_memory});
+    // Inputs are read from their files straight into their arena slots, before every run (a slot
+    // is reused once its input has been read).
+    auto load_inputs = [&] {
+      for (const InputFile& f : files) {
+        void* slot = session.input_buffer(f.name, static_cast<int32_t>(f.info.dtype), f.info.shape, f.info.data_bytes);
+        io::read_npy_data(f.path, f.info, slot, f.info.data_bytes);
+      }
+    };
+    std::vector<double> times;
+    for (int r = 0; r < a->repeat; ++r) {
+      load_inputs();
+      const auto t0 = std::chrono::steady_clock::now();
+      session.run();
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    const double median = times.size() % 2 ? times[times.size() / 2]
+                                            : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+
+    std::filesystem::create_directories(a->output_dir);
+    std::vector<std::string> written;
+    for (const TensorInfo& o : model->outputs()) {
+      TensorRef ref = session.output(o.name);
+      const std::string path = (std::filesystem::path(a->output_dir) / (file_name_for(o.name) + ".npy")).string();
+      io::write_npy(path, static_cast<DType>(ref.dtype), ref.shape, ref.data, ref.bytes);
+      written.push_back(path);
+    }
+    if (a->report == "json") {
+      std::cout << model->report_json("\"run_ms\": {\"min\": " + ms(times.front()) + ", \"median\": " + ms(median) +
+                                      ", \"max\": " + ms(times.back()) + "}, \"runs\": " + std::to_string(times.size()));
+    } else {
+      std::cout << model->report_text();
+      std::cout << "inference: min " << ms(times.front()) << " ms, median " << ms(median) << " ms, max "
+                << ms(times.back()) << " ms over " << times.size() << " run(s)\n";
+      for (const std::string& p : written) std::cout << "wrote " << p << "\n";
+    }
+  });
+}
+
+}  // namespace memplan::cli
