@@ -4,6 +4,7 @@
 
 #include "memplan/error.h"
 #include "onnx/importer.h"
+#include "passes/fuse_conv.h"
 #include "plan/verifier.h"
 
 namespace memplan {
@@ -43,11 +44,22 @@ planfile::Plan plan_and_verify(const Model& model, const ShapeOptions& shapes, c
   return plan;
 }
 
-Compiled compile_model(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning) {
-  Compiled c{import_model(path), {}};
-  spdlog::debug("imported {}", path);
-  infer_shapes(c.model, shapes);
+void prepare_model(Model& model, const ShapeOptions& shapes) {
+  infer_shapes(model, shapes);
   spdlog::debug("shapes fixed");
+  const int fused = fuse_conv(model);
+  spdlog::debug("Conv fusions removed {} nodes", fused);
+}
+
+Model prepare_model(const std::string& path, const ShapeOptions& shapes) {
+  Model model = import_model(path);
+  spdlog::debug("imported {}", path);
+  prepare_model(model, shapes);
+  return model;
+}
+
+Compiled compile_model(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning) {
+  Compiled c{prepare_model(path, shapes), {}};
   c.plan = plan_and_verify(c.model, shapes, planning);
   return c;
 }
@@ -57,7 +69,7 @@ Model load_model_for_plan(const std::string& model_path, const planfile::Plan& p
   if (model.sha256 != plan.model_sha256())
     fail(model_path + ": the plan was made for another model (sha256 " + plan.model_sha256().substr(0, 12) +
          "..., this file " + model.sha256.substr(0, 12) + "...)");
-  infer_shapes(model, shape_options_of(plan));
+  prepare_model(model, shape_options_of(plan));
   return model;
 }
 

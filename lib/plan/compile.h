@@ -15,6 +15,12 @@ struct Compiled {
   planfile::Plan plan;
 };
 
+// Imports the model, fixes its shapes and applies the graph passes (If folding, Conv fusions):
+// the IR every later stage (kernels, plan, verifier, runtime) sees.
+Model prepare_model(const std::string& path, const ShapeOptions& shapes);
+// The same on a model already imported.
+void prepare_model(Model& model, const ShapeOptions& shapes);
+
 // Imports the model, fixes shapes, plans and verifies. The plan records the model's sha256 and
 // the shape options, so a runtime can refuse it for another model or other shapes.
 Compiled compile_model(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning);

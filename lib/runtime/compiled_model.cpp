@@ -140,9 +140,8 @@ KernelSelection select_all(CompiledModel::Impl& m) {
 
 std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& path, const CompileOptions& o) {
   auto impl = std::make_unique<Impl>();
-  impl->model = import_model(path);
   const ShapeOptions shapes = shape_options(o);
-  infer_shapes(impl->model, shapes);
+  impl->model = prepare_model(path, shapes);
   KernelSelection sel = select_all(*impl);
   PlanOptions planning;
   auto strategy = plan::parse_strategy(o.strategy);

@@ -45,8 +45,7 @@ void register_compile(CLI::App& app) {
     planning.strategy = *plan::parse_strategy(args->strategy);
     planning.alignment = args->align;
     const ShapeOptions shapes = to_shape_options(args->shapes);
-    Compiled c{import_model(args->model), {}};
-    infer_shapes(c.model, shapes);
+    Compiled c{prepare_model(args->model, shapes), {}};
     // Kernel selection comes before planning, so the plan holds each kernel's scratchpad.
     rt::DnnlContext dnnl;
     KernelSelection kernels = select_kernels(c.model, dnnl);

@@ -1,0 +1,155 @@
+#include "passes/fuse_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+namespace memplan {
+namespace {
+
+// The only reader of `v`, when v is an intermediate of g read by exactly one node.
+Node* sole_consumer(const Value* v) {
+  if (!v || v->is_graph_output || v->consumers.size() != 1) return nullptr;
+  Node* c = v->consumers[0];
+  return c->graph == v->graph && std::count(c->inputs.begin(), c->inputs.end(), v) == 1 ? c : nullptr;
+}
+
+bool is_const_f32(const Value* v) { return v && v->constant && v->constant->dtype == DType::Float32; }
+
+std::vector<float> floats_of(const Tensor& t) {
+  std::vector<float> out(t.element_count());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(t.float_at(i));
+  return out;
+}
+
+std::shared_ptr<Tensor> f32_tensor(std::vector<int64_t> dims, const std::vector<float>& v) {
+  auto t = std::make_shared<Tensor>();
+  t->dtype = DType::Float32;
+  t->dims = std::move(dims);
+  t->bytes.resize(v.size() * sizeof(float));
+  std::memcpy(t->bytes.data(), v.data(), t->bytes.size());
+  return t;
+}
+
+// Conv(X, W, B) -> BatchNormalization  ==>  Conv(X, W * s, (B - mean) * s + beta), s = scale / sqrt(var + eps).
+bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  Node* bn = sole_consumer(conv.outputs[0]);
+  if (!bn || bn->op_type != "BatchNormalization" || !bn->domain.empty() || bn->inputs.size() != 5) return false;
+  if (bn->attr_int("training_mode", 0) != 0 || bn->outputs.size() < 1 || bn->inputs[0] != conv.outputs[0]) return false;
+  for (size_t k = 1; k < bn->outputs.size(); ++k)
+    if (bn->outputs[k]) return false;
+  for (size_t k = 1; k < 5; ++k)
+    if (!is_const_f32(bn->inputs[k])) return false;
+  const Value* w = conv.inputs[1];
+  const Value* b = conv.inputs.size() > 2 ? conv.inputs[2] : nullptr;
+  if (!is_const_f32(w) || (b && !is_const_f32(b)) || w->constant->dims.empty()) return false;
+  const int64_t channels = w->constant->dims[0];
+  const std::vector<float> scale = floats_of(*bn->inputs[1]->constant), beta = floats_of(*bn->inputs[2]->constant),
+                           mean = floats_of(*bn->inputs[3]->constant), var = floats_of(*bn->inputs[4]->constant);
+  for (const auto* p : {&scale, &beta, &mean, &var})
+    if (static_cast<int64_t>(p->size()) != channels) return false;
+  const float eps = bn->attr_float("epsilon", 1e-5f);
+
+  std::vector<float> weights = floats_of(*w->constant);
+  std::vector<float> bias = b ? floats_of(*b->constant) : std::vector<float>(static_cast<size_t>(channels), 0.f);
+  const size_t per_channel = weights.size() / static_cast<size_t>(channels);
+  for (int64_t c = 0; c < channels; ++c) {
+    const float s = scale[c] / std::sqrt(var[c] + eps);
+    for (size_t i = 0; i < per_channel; ++i) weights[static_cast<size_t>(c) * per_channel + i] *= s;
+    bias[c] = (bias[c] - mean[c]) * s + beta[c];
+  }
+  Value* new_w = g.add_value(conv.name + "_bn_folded_W");
+  new_w->constant = f32_tensor(w->constant->dims, weights);
+  new_w->type = w->type;
+  Value* new_b = g.add_value(conv.name + "_bn_folded_B");
+  new_b->constant = f32_tensor({channels}, bias);
+  new_b->type.dtype = DType::Float32;
+  new_b->type.has_rank = true;
+  new_b->type.dims = {Dim{channels, {}}};
+  conv.inputs.resize(3);
+  conv.inputs[1] = new_w;
+  conv.inputs[2] = new_b;
+
+  Value* old_out = conv.outputs[0];
+  conv.outputs[0] = bn->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  dead.insert(bn);
+  g.release_value(old_out);
+  return true;
+}
+
+// Conv -> Relu / Clip(constant bounds)  ==>  Conv with the activation as a post-op.
+bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  if (conv.attr("memplan_fused_activation")) return false;
+  Node* act = sole_consumer(conv.outputs[0]);
+  if (!act || !act->domain.empty() || act->outputs.size() != 1 || !act->outputs[0]) return false;
+  Attribute fused;
+  fused.name = "memplan_fused_activation";
+  fused.kind = Attribute::Kind::Int;
+  Attribute clip;
+  clip.name = "memplan_fused_clip";
+  clip.kind = Attribute::Kind::Floats;
+  if (act->op_type == "Relu") {
+    fused.i = 1;
+  } else if (act->op_type == "Clip") {
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (act->opset < 11) {
+      lo = act->attr_float("min", -std::numeric_limits<float>::max());
+      hi = act->attr_float("max", std::numeric_limits<float>::max());
+    } else {
+      for (size_t k = 1; k < act->inputs.size(); ++k) {
+        const Value* bound = act->inputs[k];
+        if (!bound) continue;
+        if (!is_const_f32(bound) || bound->constant->element_count() != 1) return false;
+        (k == 1 ? lo : hi) = static_cast<float>(bound->constant->float_at(0));
+      }
+    }
+    fused.i = 2;
+    clip.floats = {lo, hi};
+  } else {
+    return false;
+  }
+  conv.attributes.push_back(fused);
+  if (fused.i == 2) conv.attributes.push_back(clip);
+  Value* old_out = conv.outputs[0];
+  conv.outputs[0] = act->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  dead.insert(act);
+  g.release_value(old_out);
+  return true;
+}
+
+}  // namespace
+
+int fuse_conv(Model& model) {
+  int removed = 0;
+  for_each_graph(*model.main, [&](Graph& g) {
+    std::unordered_set<const Node*> dead;
+    for (auto& n : g.nodes) {
+      if (dead.count(n.get()) || n->op_type != "Conv" || !n->domain.empty() || n->outputs.empty() || !n->outputs[0])
+        continue;
+      if (n->outputs[0]->type.dtype != DType::Float32) continue;
+      fold_batch_norm(g, *n, dead);
+      fuse_activation(g, *n, dead);
+    }
+    removed += static_cast<int>(dead.size());
+    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
+  });
+  rebuild_uses(*model.main);
+  // Constants nothing reads any more (the weights a fold replaced) are dropped.
+  for_each_graph(*model.main, [](Graph& g) {
+    std::vector<Value*> unused;
+    for (const auto& v : g.values)
+      if (v->constant && v->consumers.empty() && std::find(g.outputs.begin(), g.outputs.end(), v.get()) == g.outputs.end())
+        unused.push_back(v.get());
+    for (Value* v : unused) {
+      std::erase(g.initializers, v);
+      g.release_value(v);
+    }
+  });
+  return removed;
+}
+
+}  // namespace memplan

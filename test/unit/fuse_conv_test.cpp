@@ -1,0 +1,117 @@
+// Conv fusions: BatchNormalization folded into the weights, Relu/Clip taken as a post-op; the
+// fused model gives the unfused answer.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "memplan/memplan.h"
+#include "plan/compile.h"
+#include "support/model_builder.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+struct ConvBnAct {
+  std::vector<float> x, w, b, scale, beta, mean, var;
+  static constexpr int C = 2, O = 3, H = 5, K = 3;
+  ConvBnAct() {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> d(-1.f, 1.f);
+    auto fill = [&](std::vector<float>& v, size_t n) {
+      v.resize(n);
+      for (float& f : v) f = d(rng);
+    };
+    fill(x, C * H * H);
+    fill(w, O * C * K * K);
+    fill(b, O);
+    fill(scale, O);
+    fill(beta, O);
+    fill(mean, O);
+    fill(var, O);
+    for (float& v : var) v = std::abs(v) + 0.1f;
+  }
+  // act: "Relu" or "Clip" (to [-0.5, 0.5]).
+  std::string write(const std::string& act) const {
+    ModelBuilder m;
+    auto& g = m.graph();
+    add_input(g, "x", elem::kFloat, {1, C, H, H});
+    add_initializer(g, tensor_f32("w", {O, C, K, K}, w));
+    add_initializer(g, tensor_f32("b", {O}, b));
+    add_initializer(g, tensor_f32("scale", {O}, scale));
+    add_initializer(g, tensor_f32("beta", {O}, beta));
+    add_initializer(g, tensor_f32("mean", {O}, mean));
+    add_initializer(g, tensor_f32("var", {O}, var));
+    attr_ints(add_node(g, "Conv", {"x", "w", "b"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+    add_node(g, "BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"n"}, "bn");
+    if (act == "Clip") {
+      add_initializer(g, tensor_f32("lo", {}, {-0.5f}));
+      add_initializer(g, tensor_f32("hi", {}, {0.5f}));
+      add_node(g, "Clip", {"n", "lo", "hi"}, {"y"}, "act");
+    } else {
+      add_node(g, act, {"n"}, {"y"}, "act");
+    }
+    add_output(g, "y", elem::kFloat, {1, O, H, H});
+    const std::string path = (std::filesystem::temp_directory_path() / ("fuse_" + act + ".onnx")).string();
+    std::ofstream(path, std::ios::binary) << m.bytes();
+    return path;
+  }
+  float expected(int o, int i, int j, const std::string& act) const {
+    float s = b[o];
+    for (int c = 0; c < C; ++c)
+      for (int ki = 0; ki < K; ++ki)
+        for (int kj = 0; kj < K; ++kj) {
+          const int y = i + ki - 1, z = j + kj - 1;
+          if (y < 0 || z < 0 || y >= H || z >= H) continue;
+          s += x[(c * H + y) * H + z] * w[((o * C + c) * K + ki) * K + kj];
+        }
+    s = (s - mean[o]) / std::sqrt(var[o] + 1e-5f) * scale[o] + beta[o];
+    return act == "Relu" ? std::max(s, 0.f) : std::clamp(s, -0.5f, 0.5f);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("Conv + BatchNormalization + Relu/Clip become one Conv with the same answer", "[passes][fusion]") {
+  ConvBnAct m;
+  for (const std::string act : {"Relu", "Clip"}) {
+    INFO(act);
+    const std::string path = m.write(act);
+    Model ir = prepare_model(path, {});
+    REQUIRE(ir.main->nodes.size() == 1);
+    const Node& conv = *ir.main->nodes[0];
+    CHECK(conv.op_type == "Conv");
+    CHECK(conv.attr_int("memplan_fused_activation", 0) == (act == "Relu" ? 1 : 2));
+    CHECK(ir.main->find_local("w") == nullptr);  // the replaced weights are dropped
+
+    auto model = CompiledModel::compile(path, {});
+    Session s(model);
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (int o = 0; o < m.O; ++o)
+      for (int i = 0; i < m.H; ++i)
+        for (int j = 0; j < m.H; ++j) {
+          const float want = m.expected(o, i, j, act);
+          REQUIRE(std::abs(y[(o * m.H + i) * m.H + j] - want) <= 1e-4f + 1e-3f * std::abs(want));
+        }
+  }
+}
+
+TEST_CASE("a Conv whose output is also read elsewhere is not fused", "[passes][fusion]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 1, 3, 3});
+  add_initializer(g, tensor_f32("w", {1, 1, 1, 1}, {2.f}));
+  add_node(g, "Conv", {"x", "w"}, {"c"}, "conv");
+  add_node(g, "Relu", {"c"}, {"r"}, "relu");
+  add_node(g, "Add", {"c", "r"}, {"y"}, "add");
+  add_output(g, "y", elem::kFloat, {1, 1, 3, 3});
+  Model ir = mb.import();
+  prepare_model(ir, {});
+  CHECK(ir.main->nodes.size() == 3);
+}
