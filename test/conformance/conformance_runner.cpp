@@ -1,0 +1,278 @@
+// Runs ONNX's operator conformance suite (the backend node tests, generated from Debian's
+// python3-onnx by tools/gen_conformance.sh) through memplan's public API: compile, run, compare
+// with ONNX's own tolerances (rtol 1e-3, atol 1e-7). Each test runs in a child process, so a crash
+// or a hang is a failure, not the end of the run. A committed list names the tests that must pass.
+//
+//   memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT] [--timeout S]
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "memplan/memplan.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
+
+namespace fs = std::filesystem;
+using namespace memplan;
+
+namespace {
+
+enum Outcome { kPass = 0, kFail = 1, kSkip = 3 };
+
+std::vector<fs::path> files_named(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) {
+    auto index = [](const fs::path& p) { return std::stoi(p.stem().string().substr(p.stem().string().find('_') + 1)); };
+    return index(a) < index(b);
+  });
+  return out;
+}
+
+std::pair<std::string, Tensor> read_tensor(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  if (!proto.ParseFromIstream(&in)) fail(path.string() + ": not a TensorProto (sequence or optional data?)");
+  return {proto.name(), tensor_from_proto(proto, path.parent_path(), path.string())};
+}
+
+// Compares like ONNX's runner: same dtype and shape, |got - want| <= atol + rtol * |want|, NaN == NaN.
+std::string compare(const TensorRef& got, const Tensor& want) {
+  if (got.dtype != static_cast<int32_t>(want.dtype))
+    return "dtype " + dtype_name(static_cast<DType>(got.dtype)) + ", expected " + dtype_name(want.dtype);
+  if (std::vector<int64_t>(got.shape.begin(), got.shape.end()) != want.dims) return "shape differs";
+  Tensor g = want;
+  g.bytes.assign(static_cast<const std::byte*>(got.data), static_cast<const std::byte*>(got.data) + got.bytes);
+  for (uint64_t i = 0; i < want.element_count(); ++i) {
+    const double a = g.float_at(i), b = want.float_at(i);
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::isinf(a) && a == b) continue;
+    if (!(std::abs(a - b) <= 1e-7 + 1e-3 * std::abs(b)))
+      return "element " + std::to_string(i) + " is " + std::to_string(a) + ", expected " + std::to_string(b);
+  }
+  return "";
+}
+
+// Runs one test (in the child). Writes the reason to `why`.
+Outcome run_test(const fs::path& dir, std::string& why) {
+  try {
+    const std::string model_path = (dir / "model.onnx").string();
+    const auto declared = model_inputs(model_path);
+    std::vector<fs::path> sets;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) {
+      why = "no test data";
+      return kSkip;
+    }
+    for (const fs::path& set : sets) {
+      std::vector<std::pair<std::string, Tensor>> feeds;
+      const auto inputs = files_named(set, "input_");
+      CompileOptions options;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        auto [name, t] = read_tensor(inputs[i]);
+        if (name.empty() && i < declared.size()) name = declared[i].name;
+        options.input_shapes[name] = t.dims;
+        feeds.emplace_back(name, std::move(t));
+      }
+      auto model = CompiledModel::compile(model_path, options);
+      Session session(model, SessionOptions{true});
+      for (auto& [name, t] : feeds) {
+        const auto bytes = t.materialize();
+        session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
+      }
+      session.run();
+      const auto outputs = files_named(set, "output_");
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        auto [name, want] = read_tensor(outputs[i]);
+        if (name.empty() && i < model->outputs().size()) name = model->outputs()[i].name;
+        const std::string diff = compare(session.output(name), want);
+        if (!diff.empty()) {
+          why = "output '" + name + "': " + diff;
+          return kFail;
+        }
+      }
+    }
+    return kPass;
+  } catch (const Error& e) {
+    why = e.what();
+    return e.kind() == ErrorKind::Unsupported ? kSkip : kFail;
+  } catch (const std::exception& e) {
+    why = std::string("exception: ") + e.what();
+    return kFail;
+  }
+}
+
+struct Result {
+  Outcome outcome;
+  std::string why;
+};
+
+// Forks, runs the test in the child, reads its verdict through a pipe; a signal or a timeout fails.
+Result run_isolated(const fs::path& dir, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return {kFail, "pipe failed"};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string why;
+    const Outcome o = run_test(dir, why);
+    const std::string msg = std::to_string(static_cast<int>(o)) + " " + why;
+    [[maybe_unused]] auto n = write(fds[1], msg.data(), msg.size());
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  std::string msg;
+  int status = 0;
+  const auto start = std::chrono::steady_clock::now();
+  bool done = false;
+  while (!done) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+      done = true;
+    } else if (std::chrono::steady_clock::now() - start > std::chrono::seconds(timeout_s)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      close(fds[0]);
+      return {kFail, "hang: no result after " + std::to_string(timeout_s) + " s"};
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  close(fds[0]);
+  if (WIFSIGNALED(status)) return {kFail, "crash: signal " + std::to_string(WTERMSIG(status))};
+  if (msg.empty()) return {kFail, "crash: no verdict"};
+  const int code = std::stoi(msg.substr(0, msg.find(' ')));
+  return {static_cast<Outcome>(code), msg.find(' ') == std::string::npos ? "" : msg.substr(msg.find(' ') + 1)};
+}
+
+// The reason a test was skipped, shortened to what was unsupported (for the summary by kind).
+std::string skip_kind(const std::string& why) {
+  for (const char* key : {"no kernel for ", "opset ", "sequence", "string", "IR version", "unknown ops"}) {
+    auto at = why.find(key);
+    if (at == std::string::npos) continue;
+    std::string rest = why.substr(at);
+    if (std::string(key) == "no kernel for ") return rest.substr(0, rest.find(" x"));
+    if (std::string(key) == "opset ") return rest.substr(0, rest.find(' ', 6));
+    if (std::string(key) == "sequence") return "sequence/map/optional types";
+    return key;
+  }
+  auto colon = why.rfind(": ");
+  return colon == std::string::npos ? why : why.substr(colon + 2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT]\n";
+    return 2;
+  }
+  const fs::path suite = fs::path(argv[1]) / "node";
+  std::string must_pass_file, write_file, filter;
+  int timeout_s = 60;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--must-pass") must_pass_file = argv[i + 1];
+    else if (flag == "--write-passing") write_file = argv[i + 1];
+    else if (flag == "--filter") filter = argv[i + 1];
+    else if (flag == "--timeout") timeout_s = std::stoi(argv[i + 1]);
+  }
+  if (!fs::is_directory(suite)) {
+    std::cerr << "memplan_conformance: " << suite << " does not exist; generate it with tools/gen_conformance.sh\n";
+    return 1;
+  }
+  std::set<std::string> must_pass;
+  if (!must_pass_file.empty()) {
+    std::ifstream in(must_pass_file);
+    if (!in) {
+      std::cerr << "memplan_conformance: cannot read " << must_pass_file << "\n";
+      return 1;
+    }
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty() && line[0] != '#') must_pass.insert(line);
+  }
+
+  std::vector<fs::path> tests;
+  for (const auto& e : fs::directory_iterator(suite))
+    if (fs::exists(e.path() / "model.onnx") && e.path().filename().string().find(filter) != std::string::npos)
+      tests.push_back(e.path());
+  std::sort(tests.begin(), tests.end());
+
+  const auto start = std::chrono::steady_clock::now();
+  int passed = 0, failed = 0, skipped = 0;
+  std::map<std::string, int> skip_kinds;
+  std::vector<std::string> passing, failures;
+  for (const fs::path& t : tests) {
+    const std::string name = t.filename().string();
+    Result r = run_isolated(t, timeout_s);
+    if (r.outcome == kPass) {
+      ++passed;
+      passing.push_back(name);
+    } else if (r.outcome == kSkip) {
+      ++skipped;
+      ++skip_kinds[skip_kind(r.why)];
+      std::cout << "SKIP " << name << ": " << r.why << "\n";
+    } else {
+      ++failed;
+      failures.push_back(name);
+      std::cout << "FAIL " << name << ": " << r.why << "\n";
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  std::cout << "\nskipped, by what is unsupported:\n";
+  std::vector<std::pair<int, std::string>> kinds;
+  for (const auto& [k, n] : skip_kinds) kinds.emplace_back(n, k);
+  std::sort(kinds.rbegin(), kinds.rend());
+  for (const auto& [n, k] : kinds) std::cout << "  " << n << "  " << k << "\n";
+
+  int exit_code = 0;
+  if (!must_pass.empty()) {
+    std::set<std::string> passing_set(passing.begin(), passing.end());
+    std::vector<std::string> regressions, newly;
+    for (const auto& t : must_pass)
+      if (!passing_set.count(t)) regressions.push_back(t);
+    for (const auto& t : passing)
+      if (!must_pass.count(t)) newly.push_back(t);
+    for (const auto& t : regressions) std::cout << "MUST-PASS FAILED " << t << "\n";
+    if (!newly.empty()) {
+      std::cout << "passing but not on the must-pass list (add them):";
+      for (const auto& t : newly) std::cout << " " << t;
+      std::cout << "\n";
+    }
+    std::cout << "must-pass: " << must_pass.size() - regressions.size() << " of " << must_pass.size() << " pass\n";
+    if (!regressions.empty()) exit_code = 1;
+  }
+  if (!write_file.empty()) {
+    std::ofstream out(write_file);
+    out << "# ONNX node tests that must pass (generated with memplan_conformance --write-passing)\n";
+    for (const auto& t : passing) out << t << "\n";
+  }
+  std::printf("conformance time: %.1f s for %zu tests\n", seconds, tests.size());
+  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return exit_code;
+}
