@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace memplan {
@@ -80,6 +81,33 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   return true;
 }
 
+// Conv -> Add(other)  ==>  Conv with `other` as input 3, added by oneDNN's sum post-op (the
+// ResNet shortcut). `other` must have exactly the output's shape: no broadcasting.
+bool fuse_add(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
+              const std::unordered_map<const Node*, size_t>& position) {
+  if (conv.inputs.size() > 3 || conv.attr("memplan_fused_activation")) return false;
+  Node* add = sole_consumer(conv.outputs[0]);
+  if (!add || add->op_type != "Add" || !add->domain.empty() || add->inputs.size() != 2 || !add->outputs[0]) return false;
+  Value* other = add->inputs[0] == conv.outputs[0] ? add->inputs[1] : add->inputs[0];
+  const TensorType& out = conv.outputs[0]->type;
+  if (!other || other == conv.outputs[0] || other->shape_varies || !out.is_static() || !other->type.is_static() ||
+      other->type.dtype != DType::Float32 || other->type.static_dims() != out.static_dims() ||
+      add->outputs[0]->shape_varies)
+    return false;
+  // The Conv now reads `other` at its own step: it must already exist there.
+  if (other->producer && other->producer->graph == &g &&
+      (!position.count(other->producer) || position.at(other->producer) >= position.at(&conv)))
+    return false;
+  conv.inputs.resize(4);  // X, W, B (may be omitted), the addend
+  conv.inputs[3] = other;
+  Value* old_out = conv.outputs[0];
+  conv.outputs[0] = add->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  dead.insert(add);
+  g.release_value(old_out);
+  return true;
+}
+
 // Conv -> Relu / Clip(constant bounds)  ==>  Conv with the activation as a post-op.
 bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
   if (conv.attr("memplan_fused_activation")) return false;
@@ -127,11 +155,14 @@ int fuse_conv(Model& model) {
   int removed = 0;
   for_each_graph(*model.main, [&](Graph& g) {
     std::unordered_set<const Node*> dead;
+    std::unordered_map<const Node*, size_t> position;
+    for (size_t i = 0; i < g.nodes.size(); ++i) position[g.nodes[i].get()] = i;
     for (auto& n : g.nodes) {
       if (dead.count(n.get()) || n->op_type != "Conv" || !n->domain.empty() || n->outputs.empty() || !n->outputs[0])
         continue;
       if (n->outputs[0]->type.dtype != DType::Float32) continue;
       fold_batch_norm(g, *n, dead);
+      fuse_add(g, *n, dead, position);
       fuse_activation(g, *n, dead);
     }
     removed += static_cast<int>(dead.size());

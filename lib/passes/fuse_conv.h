@@ -1,5 +1,6 @@
-// Conv fusions, before kernel selection: BatchNormalization folded into the Conv weights, then a
-// following Relu or Clip taken into the Conv as a oneDNN post-op. Each removes an intermediate
+// Conv fusions, before kernel selection: BatchNormalization folded into the Conv weights, a
+// following Add (of a same-shaped tensor) taken as a oneDNN sum post-op, then a following Relu or
+// Clip as an eltwise post-op. Each removes an intermediate
 // tensor (less memory) and a pass over it (less time).
 #pragma once
 

@@ -115,3 +115,57 @@ TEST_CASE("a Conv whose output is also read elsewhere is not fused", "[passes][f
   prepare_model(ir, {});
   CHECK(ir.main->nodes.size() == 3);
 }
+
+TEST_CASE("Conv -> Add -> Relu (the ResNet shortcut) becomes one Conv with the same answer", "[passes][fusion]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 2, 3, 3});
+  add_input(g, "skip", elem::kFloat, {1, 2, 3, 3});
+  add_initializer(g, tensor_f32("w", {2, 2, 1, 1}, {1.f, -1.f, 0.5f, 2.f}));
+  add_node(g, "Conv", {"x", "w"}, {"c"}, "conv");
+  add_node(g, "Add", {"skip", "c"}, {"s"}, "add");
+  add_node(g, "Relu", {"s"}, {"y"}, "relu");
+  add_output(g, "y", elem::kFloat, {1, 2, 3, 3});
+  const std::string path = (std::filesystem::temp_directory_path() / "fuse_add.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->inputs.size() == 4);
+
+  std::vector<float> x(18), skip(18);
+  for (int i = 0; i < 18; ++i) {
+    x[i] = static_cast<float>(i % 5) - 2.f;
+    skip[i] = static_cast<float>(i % 3) - 1.f;
+  }
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  const std::vector<int64_t> shape{1, 2, 3, 3};
+  s.set_input("x", kFloat32, shape, x.data(), 72);
+  s.set_input("skip", kFloat32, shape, skip.data(), 72);
+  s.run();
+  const float* y = static_cast<const float*>(s.output("y").data);
+  const float w[2][2] = {{1.f, -1.f}, {0.5f, 2.f}};
+  for (int o = 0; o < 2; ++o)
+    for (int p = 0; p < 9; ++p) {
+      const float conv = w[o][0] * x[p] + w[o][1] * x[9 + p];
+      CHECK(y[o * 9 + p] == Approx(std::max(conv + skip[o * 9 + p], 0.f)).margin(1e-6));
+    }
+}
+
+TEST_CASE("an Add of two Convs is fused into the later Conv, never one that runs before its addend", "[passes][fusion]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 1, 2, 2});
+  add_initializer(g, tensor_f32("w1", {1, 1, 1, 1}, {2.f}));
+  add_initializer(g, tensor_f32("w2", {1, 1, 1, 1}, {3.f}));
+  add_node(g, "Conv", {"x", "w1"}, {"c1"}, "conv1");
+  add_node(g, "Conv", {"x", "w2"}, {"c2"}, "conv2");
+  add_node(g, "Add", {"c1", "c2"}, {"y"}, "add");
+  add_output(g, "y", elem::kFloat, {1, 1, 2, 2});
+  Model ir = mb.import();
+  prepare_model(ir, {});
+  REQUIRE(ir.main->nodes.size() == 2);
+  CHECK(ir.main->nodes[0]->inputs.size() == 2);                // conv1 unchanged
+  CHECK(ir.main->nodes[1]->inputs.size() == 4);                // conv2 adds c1
+  CHECK(ir.main->nodes[1]->inputs[3]->name == "c1");
+}
