@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "ir/graph.h"
+#include "memplan/error.h"
 #include "runtime/dnnl_context.h"
 #include "runtime/kernel_registry.h"
 
@@ -158,5 +161,18 @@ class KernelCase {
   rt::KernelEnv env_;
   std::unique_ptr<rt::Kernel> kernel_;
 };
+
+// Runs the case, expecting an Error of `kind` whose message contains every one of `parts`.
+inline void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
+  try {
+    c.run();
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.kind() == kind);
+    for (const std::string& p : parts) CHECK(std::string(e.what()).find(p) != std::string::npos);
+    return;
+  }
+  FAIL("no error was thrown");
+}
 
 }  // namespace memplan::test

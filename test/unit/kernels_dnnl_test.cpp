@@ -45,18 +45,6 @@ void require_close(const Floats& got, const Floats& want, float tol = 1e-4f) {
   }
 }
 
-// Runs the case, expecting an Error of `kind` whose message contains every one of `parts`.
-void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
-  try {
-    c.run();
-  } catch (const Error& e) {
-    INFO(e.what());
-    CHECK(e.kind() == kind);
-    for (const std::string& p : parts) CHECK(std::string(e.what()).find(p) != std::string::npos);
-    return;
-  }
-  FAIL("no error was thrown");
-}
 
 // ---- Naive references --------------------------------------------------------------------------
 

@@ -35,17 +35,6 @@ void require_close(const Floats& got, const Floats& want, float tol = 1e-5f) {
   }
 }
 
-void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
-  try {
-    c.run();
-  } catch (const Error& e) {
-    INFO(e.what());
-    CHECK(e.kind() == kind);
-    for (const std::string& p : parts) CHECK(std::string(e.what()).find(p) != std::string::npos);
-    return;
-  }
-  FAIL("no error was thrown");
-}
 
 // Marks a value's shape as known only at run time, which sends the kernel down its loop path.
 void vary(Value* v, bool varies) { v->shape_varies = varies; }

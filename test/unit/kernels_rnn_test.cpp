@@ -36,17 +36,6 @@ void require_close(const Floats& got, const Floats& want, float tol = 2e-5f) {
   }
 }
 
-void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
-  try {
-    c.run();
-  } catch (const Error& e) {
-    INFO(e.what());
-    CHECK(e.kind() == kind);
-    for (const std::string& p : parts) CHECK(std::string(e.what()).find(p) != std::string::npos);
-    return;
-  }
-  FAIL("no error was thrown");
-}
 
 float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
 

@@ -59,17 +59,6 @@ Value* dynamic_output(KernelCase& c, const std::string& name, DType t, Dims dims
   return v;
 }
 
-void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
-  try {
-    c.run();
-  } catch (const Error& e) {
-    INFO(e.what());
-    CHECK(e.kind() == kind);
-    for (const std::string& p : parts) CHECK(std::string(e.what()).find(p) != std::string::npos);
-    return;
-  }
-  FAIL("no error was thrown");
-}
 
 template <typename T>
 std::vector<T> cast_floats(DType to, const Floats& x) {
