@@ -12,24 +12,16 @@
 #include <sstream>
 
 #include "io/npy.h"
+#include "support/cli_runner.h"
 #include "support/model_builder.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  bool signaled = false;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using memplan::test::Run;
+using memplan::test::run_cli;
+using memplan::test::slurp;
 
 // A temporary folder, removed at the end of the test.
 struct TempDir {
@@ -45,32 +37,6 @@ struct TempDir {
   }
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
-
-Run run_cli(const std::vector<std::string>& args) {
-  TempDir dir;
-  const std::string out_path = dir / "stdout", err_path = dir / "stderr";
-  std::vector<std::string> argv_s{MEMPLAN_CLI};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  Run r;
-  r.signaled = WIFSIGNALED(status);
-  if (!r.signaled) r.exit_code = WEXITSTATUS(status);
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
-}
 
 void expect_error(const std::vector<std::string>& args, const std::vector<std::string>& says) {
   Run r = run_cli(args);
