@@ -74,6 +74,7 @@ std::vector<std::byte> Tensor::materialize() const {
   if (!splat) return bytes;
   const uint64_t size = dtype_size(dtype);
   std::vector<std::byte> out(byte_size());
+  if (bytes.size() < size) return out;  // an empty tensor
   for (uint64_t off = 0; off < out.size(); off += size) std::memcpy(out.data() + off, bytes.data(), size);
   return out;
 }

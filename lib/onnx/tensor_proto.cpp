@@ -105,7 +105,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& model_d
   } else if (proto.has_raw_data()) {
     const std::string& raw = proto.raw_data();
     t.bytes.resize(raw.size());
-    std::memcpy(t.bytes.data(), raw.data(), raw.size());
+    if (!raw.empty()) std::memcpy(t.bytes.data(), raw.data(), raw.size());
   } else {
     t.bytes = typed_field_bytes(proto, t.dtype, what);
   }
