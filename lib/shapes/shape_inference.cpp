@@ -139,6 +139,23 @@ class ShapeInference {
       return;
     }
     infer_with_onnx(n, model_.path);
+    bound_by_input(n);
+  }
+
+  // Ops whose output never holds more than their data input (Slice with run-time starts/ends)
+  // are bounded by that input: the documented upper bound, with the shape as run-time metadata.
+  static void bound_by_input(Node& n) {
+    if (n.op_type != "Slice" || !n.domain.empty() || n.outputs.empty() || !n.outputs[0]) return;
+    Value* out = n.outputs[0];
+    const Value* data = n.inputs.empty() ? nullptr : n.inputs[0];
+    if (!data || out->type.is_static() || !data->type.is_static() || data->shape_varies) return;
+    out->capacity_bytes = checked_mul(checked_element_count(data->type.static_dims(), n.describe()),
+                                      dtype_size(data->type.dtype), n.describe());
+    out->capacity_known = true;
+    out->shape_varies = true;
+    out->type.dtype = data->type.dtype;
+    out->type.has_rank = true;
+    out->type.dims.assign(data->type.dims.size(), Dim{});
   }
 
   // Optional outputs nobody reads (Dropout's mask, ...) are dropped, as if the model omitted them,
@@ -157,10 +174,10 @@ class ShapeInference {
   // Every buffer needs a byte capacity: exact for a static shape, else a bound.
   void size_values(Graph& g) {
     for (auto& v : g.values) {
+      auto b = opts_.bounds.find(v->name);
+      if (b != opts_.bounds.end()) used_bounds_.insert(v->name);  // a bound on a folded value is fine
       if (v->constant) continue;
       const std::string what = model_.path + ": tensor '" + v->name + "'";
-      auto b = opts_.bounds.find(v->name);
-      if (b != opts_.bounds.end()) used_bounds_.insert(v->name);
       if (v->capacity_known) continue;
       v->capacity_known = true;
       if (b != opts_.bounds.end()) {
