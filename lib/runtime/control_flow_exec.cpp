@@ -160,75 +160,93 @@ void Session::Impl::run_loop(const NodeExec& ne) {
   }
 }
 
+// Scan from opset 9 scans axis 0 of each scan input. Opset 8 has a leading batch axis on every
+// input and output (each batch item is scanned on its own, along axis 1) and sequence_lens first.
 void Session::Impl::run_scan(const NodeExec& ne) {
   const Node& n = *ne.node;
-  if (n.opset < 9) fail_unsupported(m.model.path + ": " + n.describe() + ": Scan before opset 9 cannot run");
   static const std::string kBody = "body";
   const Graph& body = *n.subgraph(kBody);
   const GraphExec& ge = m.graphs.at(&body);
+  const bool batched = n.opset < 9;
+  const size_t first = batched ? 1 : 0;
   const size_t scans = static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
-  const size_t states = n.inputs.size() - scans;
+  const size_t states = n.inputs.size() - first - scans;
   // References, not copies: run() must not allocate.
   static const std::vector<int64_t> kNone;
-  static const std::string kInDirs = "scan_input_directions", kOutDirs = "scan_output_directions",
-                           kInAxes = "scan_input_axes", kOutAxes = "scan_output_axes";
+  static const std::string kDirs = "directions", kInDirs = "scan_input_directions",
+                           kOutDirs = "scan_output_directions", kInAxes = "scan_input_axes",
+                           kOutAxes = "scan_output_axes";
   auto ints = [&n](const std::string& name) -> const std::vector<int64_t>& {
     const Attribute* a = n.attr(name);
     return a ? a->ints : kNone;
   };
-  const std::vector<int64_t>& in_dirs = ints(kInDirs);
-  const std::vector<int64_t>& out_dirs = ints(kOutDirs);
+  const std::vector<int64_t>& in_dirs = ints(batched ? kDirs : kInDirs);
+  const std::vector<int64_t>& out_dirs = batched ? kNone : ints(kOutDirs);
   for (int64_t a : ints(kInAxes))
     if (a != 0) fail_unsupported(m.model.path + ": " + n.describe() + ": scan_input_axes other than 0 cannot run yet");
   for (int64_t a : ints(kOutAxes))
     if (a != 0) fail_unsupported(m.model.path + ": " + n.describe() + ": scan_output_axes other than 0 cannot run yet");
-  const int64_t steps = view(ne.inputs[states]).dims[0];
+  auto in = [&](size_t k) -> rt::TensorView& { return view(ne.inputs[first + k]); };
+  const rt::TensorView& lead = in(states);
+  const int64_t batch = batched ? lead.dims[0] : 1;
+  const int64_t steps = lead.dims[batched ? 1 : 0];
+  // Batch item b of a batched tensor (the tensor itself when not batched).
+  auto item = [&](const rt::TensorView& v, int64_t b) {
+    return batched ? slice0(v, b, v.byte_size() / static_cast<uint64_t>(std::max<int64_t>(batch, 1))) : v;
+  };
 
-  for (int64_t t = 0; t < steps; ++t) {
-    const int cur = static_cast<int>(t % 2), prev = 1 - cur;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t t = 0; t < steps; ++t) {
+      const int cur = static_cast<int>(t % 2), prev = 1 - cur;
+      for (size_t j = 0; j < states; ++j) {
+        const rt::TensorView init = item(in(j), b);
+        view(m.id(body.inputs[j])) = t == 0 ? init : slot_view(ne.slots[j].slot[prev], init);
+      }
+      for (size_t i = 0; i < scans; ++i) {
+        const rt::TensorView whole = item(in(states + i), b);
+        const bool reverse = i < in_dirs.size() && in_dirs[i] == 1;
+        const uint64_t elem = whole.byte_size() / static_cast<uint64_t>(std::max<int64_t>(whole.dims[0], 1));
+        view(m.id(body.inputs[states + i])) = slice0(whole, reverse ? steps - 1 - t : t, elem);
+      }
+      for (size_t o = 0; o < body.outputs.size(); ++o) {
+        if (!ge.outputs_bound[o]) continue;
+        rt::TensorView& out = view(m.id(body.outputs[o]));
+        if (o < states) {
+          out.data = arena + ne.slots[o].slot[cur];
+          out.capacity = ne.slots[o].size;
+        } else if (ne.outputs[o] >= 0) {
+          const bool reverse = o - states < out_dirs.size() && out_dirs[o - states] == 1;
+          const uint64_t elem = m.capacities[static_cast<size_t>(m.id(body.outputs[o]))];
+          out.data = item(view(ne.outputs[o]), b).data + static_cast<uint64_t>(reverse ? steps - 1 - t : t) * elem;
+          out.capacity = elem;
+        }
+      }
+      run_graph(body);
+      for (size_t o = 0; o < body.outputs.size(); ++o) {
+        if (ge.outputs_bound[o]) continue;
+        const rt::TensorView& src = view(m.id(body.outputs[o]));
+        if (o < states) {
+          rt::TensorView dst = slot_view(ne.slots[o].slot[cur], src);
+          dst.capacity = ne.slots[o].size;
+          copy_into(dst, src, n, "state value");
+        } else if (ne.outputs[o] >= 0) {
+          const bool reverse = o - states < out_dirs.size() && out_dirs[o - states] == 1;
+          rt::TensorView dst = slice0(item(view(ne.outputs[o]), b), reverse ? steps - 1 - t : t, src.byte_size());
+          copy_into(dst, src, n, "scan output");
+        }
+      }
+    }
     for (size_t j = 0; j < states; ++j) {
-      const rt::TensorView& init = view(ne.inputs[j]);
-      view(m.id(body.inputs[j])) = t == 0 ? init : slot_view(ne.slots[j].slot[prev], init);
-    }
-    for (size_t i = 0; i < scans; ++i) {
-      const rt::TensorView& whole = view(ne.inputs[states + i]);
-      const bool reverse = i < in_dirs.size() && in_dirs[i] == 1;
-      const uint64_t elem = whole.byte_size() / static_cast<uint64_t>(std::max<int64_t>(whole.dims[0], 1));
-      view(m.id(body.inputs[states + i])) = slice0(whole, reverse ? steps - 1 - t : t, elem);
-    }
-    for (size_t o = 0; o < body.outputs.size(); ++o) {
-      if (!ge.outputs_bound[o]) continue;
-      rt::TensorView& out = view(m.id(body.outputs[o]));
-      if (o < states) {
-        out.data = arena + ne.slots[o].slot[cur];
-        out.capacity = ne.slots[o].size;
-      } else if (ne.outputs[o] >= 0) {
-        const bool reverse = o - states < out_dirs.size() && out_dirs[o - states] == 1;
-        const uint64_t elem = m.capacities[static_cast<size_t>(m.id(body.outputs[o]))];
-        out.data = view(ne.outputs[o]).data + static_cast<uint64_t>(reverse ? steps - 1 - t : t) * elem;
-        out.capacity = elem;
+      if (ne.outputs[j] < 0) continue;
+      const rt::TensorView init = item(in(j), b);
+      const rt::TensorView src = steps == 0 ? init : slot_view(ne.slots[j].slot[(steps - 1) % 2], init);
+      if (!batched) {
+        copy_into(view(ne.outputs[j]), src, n, "final state");
+      } else {
+        rt::TensorView dst = item(view(ne.outputs[j]), b);
+        copy_into(dst, src, n, "final state");
       }
     }
-    run_graph(body);
-    for (size_t o = 0; o < body.outputs.size(); ++o) {
-      if (ge.outputs_bound[o]) continue;
-      const rt::TensorView& src = view(m.id(body.outputs[o]));
-      if (o < states) {
-        rt::TensorView dst = slot_view(ne.slots[o].slot[cur], src);
-        dst.capacity = ne.slots[o].size;
-        copy_into(dst, src, n, "state value");
-      } else if (ne.outputs[o] >= 0) {
-        const bool reverse = o - states < out_dirs.size() && out_dirs[o - states] == 1;
-        rt::TensorView dst = slice0(view(ne.outputs[o]), reverse ? steps - 1 - t : t, src.byte_size());
-        copy_into(dst, src, n, "scan output");
-      }
-    }
-  }
-  for (size_t j = 0; j < states; ++j) {
-    if (ne.outputs[j] < 0) continue;
-    const rt::TensorView& init = view(ne.inputs[j]);
-    rt::TensorView src = steps == 0 ? init : slot_view(ne.slots[j].slot[(steps - 1) % 2], init);
-    copy_into(view(ne.outputs[j]), src, n, "final state");
   }
 }
 
