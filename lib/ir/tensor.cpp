@@ -79,6 +79,24 @@ std::vector<std::byte> Tensor::materialize() const {
   return out;
 }
 
+void store_number(std::byte* p, DType dtype, double v) {
+  auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
+  switch (dtype) {
+    case DType::Float32: put(static_cast<float>(v)); break;
+    case DType::Float64: put(v); break;
+    case DType::Int64: put(static_cast<int64_t>(v)); break;
+    case DType::Int32: put(static_cast<int32_t>(v)); break;
+    case DType::Int16: put(static_cast<int16_t>(v)); break;
+    case DType::Int8: put(static_cast<int8_t>(v)); break;
+    case DType::Uint8: put(static_cast<uint8_t>(v)); break;
+    case DType::Uint16: put(static_cast<uint16_t>(v)); break;
+    case DType::Uint32: put(static_cast<uint32_t>(v)); break;
+    case DType::Uint64: put(static_cast<uint64_t>(v)); break;
+    case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
+    default: fail_internal("cannot store a number as " + dtype_name(dtype));
+  }
+}
+
 Tensor make_int64_tensor(std::vector<int64_t> dims, std::span<const int64_t> values) {
   Tensor t;
   t.dtype = DType::Int64;

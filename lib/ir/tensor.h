@@ -34,6 +34,9 @@ struct Tensor {
 Tensor make_int64_tensor(std::vector<int64_t> dims, std::span<const int64_t> values);
 Tensor make_scalar_bool(bool v);
 
+// Writes `v` converted to `dtype` (a numeric type) at `p`.
+void store_number(std::byte* p, DType dtype, double v);
+
 // Product of dims with overflow and sign checks; `what` names the tensor in the error.
 uint64_t checked_element_count(std::span<const int64_t> dims, const std::string& what);
 

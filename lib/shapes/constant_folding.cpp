@@ -34,24 +34,7 @@ Tensor make_tensor(DType dtype, std::vector<int64_t> dims) {
   return t;
 }
 
-void store(Tensor& t, uint64_t i, double v) {
-  std::byte* p = t.bytes.data() + i * dtype_size(t.dtype);
-  auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
-  switch (t.dtype) {
-    case DType::Float32: put(static_cast<float>(v)); break;
-    case DType::Float64: put(v); break;
-    case DType::Int64: put(static_cast<int64_t>(v)); break;
-    case DType::Int32: put(static_cast<int32_t>(v)); break;
-    case DType::Int16: put(static_cast<int16_t>(v)); break;
-    case DType::Int8: put(static_cast<int8_t>(v)); break;
-    case DType::Uint8: put(static_cast<uint8_t>(v)); break;
-    case DType::Uint16: put(static_cast<uint16_t>(v)); break;
-    case DType::Uint32: put(static_cast<uint32_t>(v)); break;
-    case DType::Uint64: put(static_cast<uint64_t>(v)); break;
-    case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
-    default: fail_internal("store into unsupported dtype");
-  }
-}
+void store(Tensor& t, uint64_t i, double v) { store_number(t.bytes.data() + i * dtype_size(t.dtype), t.dtype, v); }
 
 void store_int(Tensor& t, uint64_t i, int64_t v) {
   if (t.dtype == DType::Int64) std::memcpy(t.bytes.data() + i * 8, &v, 8);

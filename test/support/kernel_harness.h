@@ -40,7 +40,7 @@ class KernelCase {
     t.dtype = dtype;
     t.dims = dims;
     t.bytes.resize(values.size() * dtype_size(dtype));
-    for (size_t i = 0; i < values.size(); ++i) store(t.bytes.data() + i * dtype_size(dtype), dtype, static_cast<double>(values[i]));
+    for (size_t i = 0; i < values.size(); ++i) store_number(t.bytes.data() + i * dtype_size(dtype), dtype, static_cast<double>(values[i]));
     auto shared = std::make_shared<Tensor>(std::move(t));
     if (constant) v->constant = shared;
     data_.push_back(shared);
@@ -125,22 +125,6 @@ class KernelCase {
     for (size_t i = 0; i < t.dims.size(); ++i) v.dims[i] = t.dims[i].value;
     v.capacity = capacity;
     return v;
-  }
-  static void store(std::byte* p, DType t, double v) {
-    auto put = [p](auto x) { std::memcpy(p, &x, sizeof(x)); };
-    switch (t) {
-      case DType::Float32: put(static_cast<float>(v)); break;
-      case DType::Float64: put(v); break;
-      case DType::Int64: put(static_cast<int64_t>(v)); break;
-      case DType::Int32: put(static_cast<int32_t>(v)); break;
-      case DType::Int16: put(static_cast<int16_t>(v)); break;
-      case DType::Int8: put(static_cast<int8_t>(v)); break;
-      case DType::Uint8: case DType::Bool: put(static_cast<uint8_t>(v)); break;
-      case DType::Uint16: put(static_cast<uint16_t>(v)); break;
-      case DType::Uint32: put(static_cast<uint32_t>(v)); break;
-      case DType::Uint64: put(static_cast<uint64_t>(v)); break;
-      default: break;
-    }
   }
   Attribute& add(const std::string& name, Attribute::Kind kind) {
     node_->attributes.push_back(Attribute{});

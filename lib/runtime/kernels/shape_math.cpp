@@ -9,54 +9,23 @@ namespace {
 // ---- Mod ----
 
 // fmod = 1: the remainder has the dividend's sign (C's fmod and %); fmod = 0 (integers only):
-// the divisor's sign (Python's %).
+// the divisor's sign (Python's %). Runs as a BinaryKernel (broadcasting, run-time shapes).
 template <typename T, bool Fmod>
-class ModKernel final : public Kernel {
- public:
-  ModKernel(std::string where, const Node& n) : where_(std::move(where)), dynamic_(any_dynamic(n)) {
-    if (!dynamic_) {
-      TensorView a = static_view(n.inputs[0], where_), b = static_view(n.inputs[1], where_);
-      const TensorView* in[] = {&a, &b};
-      plan_ = make_broadcast(in, 2, where_);
+auto mod_of(std::string where) {
+  return [where = std::move(where)](T u, T v) -> T {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::fmod(u, v);
+    } else {
+      if (v == 0) fail_at(where, "integer division by zero");
+      if constexpr (std::is_signed_v<T>)
+        if (v == -1) return 0;  // INT_MIN % -1 overflows in C++
+      T r = static_cast<T>(u % v);
+      if constexpr (!Fmod && std::is_signed_v<T>)
+        if (r != 0 && ((r < 0) != (v < 0))) r = static_cast<T>(r + v);
+      return r;
     }
-  }
-  void run(const KernelArgs& a) override {
-    const Broadcast* p = &plan_;
-    Broadcast local;
-    if (dynamic_) {
-      const TensorView* in[] = {&a.inputs[0], &a.inputs[1]};
-      local = make_broadcast(in, 2, where_);
-      set_shape(a.outputs[0], local.out_rank, local.out_dims.data(), where_);
-      p = &local;
-    }
-    const T* x = a.inputs[0].as<const T>();
-    const T* z = a.inputs[1].as<const T>();
-    T* y = a.outputs[0].as<T>();
-    for_each_broadcast<2>(*p, [&](uint64_t i, const std::array<int64_t, 2>& o) {
-      const T u = x[o[0]], v = z[o[1]];
-      if constexpr (std::is_floating_point_v<T>) {
-        y[i] = std::fmod(u, v);
-      } else {
-        if (v == 0) fail_at(where_, "integer division by zero (output element " + std::to_string(i) + ")");
-        if constexpr (std::is_signed_v<T>) {
-          if (v == -1) {  // INT_MIN % -1 overflows in C++
-            y[i] = 0;
-            return;
-          }
-        }
-        T r = static_cast<T>(u % v);
-        if constexpr (!Fmod && std::is_signed_v<T>)
-          if (r != 0 && ((r < 0) != (v < 0))) r = static_cast<T>(r + v);
-        y[i] = r;
-      }
-    });
-  }
-
- private:
-  std::string where_;
-  bool dynamic_;
-  Broadcast plan_;
-};
+  };
+}
 
 // ---- CumSum ----
 
@@ -138,8 +107,8 @@ Factory make_mod(const Node& n, const KernelEnv& env) {
   Factory k;
   dispatch(t, NumericTypes{}, [&](auto tag) {
     using T = decltype(tag);
-    if (fmod) k = std::make_unique<ModKernel<T, true>>(where, n);
-    else k = std::make_unique<ModKernel<T, false>>(where, n);
+    if (fmod) k = make_binary<T, T>(where, n, mod_of<T, true>(where));
+    else k = make_binary<T, T>(where, n, mod_of<T, false>(where));
   });
   if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported");
   return k;
