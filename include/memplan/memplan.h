@@ -80,6 +80,18 @@ struct SessionOptions {
   // Guard mode: poison dead buffers, checksum every buffer when its producer finishes and check it
   // again before each read; a mismatch names the buffer and the node that clobbered it.
   bool check_memory = false;
+  // Time every node (If/Loop/Scan count only their own work; their subgraphs' nodes count for
+  // themselves). Read the totals with Session::profile().
+  bool profile = false;
+};
+
+// One node's share of the run time, summed over every run since the session was made.
+struct NodeProfile {
+  std::string node;     // node name (or its op type and index when unnamed)
+  std::string op_type;
+  std::string graph;    // "main", or the subgraph's owner path: "loop_1/body"
+  uint64_t calls = 0;   // a node inside a Loop body is called once per iteration
+  double self_ms = 0;   // wall time, subgraph nodes excluded
 };
 
 class Session {
@@ -103,6 +115,8 @@ class Session {
   // allocates a few small blocks inside each primitive execution). Sessions of one model take turns.
   void run();
   TensorRef output(const std::string& name) const;
+  // Per compiled node (subgraph nodes included); empty unless SessionOptions::profile was set.
+  std::vector<NodeProfile> profile() const;
 
   struct Impl;
 

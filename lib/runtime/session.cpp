@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -60,6 +61,10 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   input_bound.assign(m.model.main->inputs.size(), 0);
   in_scratch.resize(m.max_inputs);
   out_scratch.resize(m.max_outputs);
+  if (options.profile) {
+    profile_calls.assign(m.nodes.size(), 0);
+    profile_ns.assign(m.nodes.size(), 0);
+  }
   if (options.check_memory) {
     checksums.assign(m.values.size(), 0);
     written.assign(m.values.size(), 0);
@@ -93,6 +98,24 @@ void Session::Impl::run_graph(const Graph& g) {
 }
 
 void Session::Impl::run_node(const NodeExec& ne) {
+  if (options.profile) run_node_timed(ne);
+  else run_node_untimed(ne);
+}
+
+void Session::Impl::run_node_timed(const NodeExec& ne) {
+  const uint64_t outer = nested_ns;
+  nested_ns = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  run_node_untimed(ne);
+  const auto dt = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  const size_t i = static_cast<size_t>(&ne - m.nodes.data());
+  profile_calls[i] += 1;
+  profile_ns[i] += dt - std::min(dt, nested_ns);
+  nested_ns = outer + dt;
+}
+
+void Session::Impl::run_node_untimed(const NodeExec& ne) {
   if (options.check_memory) guard_before(ne);
   if (!ne.kernel) {
     const std::string& op = ne.node->op_type;
@@ -157,6 +180,23 @@ TensorRef Session::output(const std::string& name) const {
       return {static_cast<int32_t>(tv.dtype), tv.shape(), tv.data, tv.byte_size()};
     }
   fail(impl_->m.model.path + ": the model has no output named '" + name + "'");
+}
+
+std::vector<NodeProfile> Session::profile() const {
+  std::vector<NodeProfile> out;
+  const auto& m = impl_->m;
+  for (size_t i = 0; i < impl_->profile_calls.size(); ++i) {
+    const Node& n = *m.nodes[i].node;
+    std::string graph = "main";
+    if (n.graph && n.graph->owner) {
+      graph.clear();
+      for (const Graph* g = n.graph; g && g->owner; g = g->parent)
+        graph = g->owner->name + "/" + g->owner_attribute + (graph.empty() ? "" : "/" + graph);
+    }
+    out.push_back({n.name.empty() ? n.op_type + "#" + std::to_string(i) : n.name, n.op_type, graph,
+                   impl_->profile_calls[i], static_cast<double>(impl_->profile_ns[i]) / 1e6});
+  }
+  return out;
 }
 
 }  // namespace memplan

@@ -19,6 +19,8 @@ struct Session::Impl {
   void run();
   void run_graph(const Graph& g);
   void run_node(const NodeExec& ne);
+  void run_node_timed(const NodeExec& ne);
+  void run_node_untimed(const NodeExec& ne);
   void run_if(const NodeExec& ne);
   void run_loop(const NodeExec& ne);
   void run_scan(const NodeExec& ne);
@@ -47,6 +49,10 @@ struct Session::Impl {
   // reused once it has been read, so a copied input must be set again before each run.
   std::vector<uint8_t> input_ready;
   std::vector<uint8_t> input_bound;  // zero-copy inputs stay valid across runs
+  // Profiling (SessionOptions::profile): per NodeExec, calls and self time; nested_ns collects the
+  // time of the nodes run inside the current control-flow node, to subtract from its own.
+  std::vector<uint64_t> profile_calls, profile_ns;
+  uint64_t nested_ns = 0;
 };
 
 }  // namespace memplan

@@ -87,6 +87,29 @@ TEST_CASE("run: --report json holds the plan report and run_ms", "[run-cli]") {
     CHECK_THAT(r.out, Catch::Contains(key));
 }
 
+TEST_CASE("run: --profile times every node, subgraph nodes under their owner's path", "[run-cli]") {
+  TempDir out;
+  const std::vector<std::string> args = {"run", model("nested_if_loop_if"), "--input",
+                                         "x=" + input("nested_if_loop_if", "test_data_set_0", "x"), "--input",
+                                         "cond=" + input("nested_if_loop_if", "test_data_set_0", "cond"),
+                                         "--output-dir", out.path.string(), "--repeat", "2", "--threads", "1", "--profile"};
+  Run r = run_cli(args);
+  INFO(r.err << r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("profile: "));
+  CHECK_THAT(r.out, Catch::Contains("over 2 run(s)"));
+  // The loop runs 4 iterations; its body's If picks Add twice and Mul twice.
+  CHECK_THAT(r.out, Catch::Contains("(outer_if/then_branch/loop/body/inner_if/then_branch)"));
+  auto json_args = args;
+  json_args.insert(json_args.end(), {"--report", "json"});
+  Run j = run_cli(json_args);
+  REQUIRE(j.exit_code == 0);
+  CHECK_THAT(j.out, Catch::Contains("{\"op_type\": \"Mod\", \"nodes\": 1, \"calls_per_run\": 4.000"));
+  CHECK_THAT(j.out, Catch::Contains("{\"op_type\": \"Loop\", \"nodes\": 1, \"calls_per_run\": 1.000"));
+  CHECK_THAT(j.out, Catch::Contains("\"node\": \"inner_mul\", \"op_type\": \"Mul\", "
+                                    "\"graph\": \"outer_if/then_branch/loop/body/inner_if/else_branch\", \"calls_per_run\": 2.000"));
+}
+
 TEST_CASE("run: output file names keep only [A-Za-z0-9._-]", "[run-cli]") {
   using namespace memplan::test;
   TempDir dir;

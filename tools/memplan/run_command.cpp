@@ -1,5 +1,5 @@
 // memplan run MODEL --input x.npy | --input NAME=x.npy ... [--plan P.mplan] [--output-dir DIR]
-//                   [--threads N] [--repeat N] [--check-memory] [--report text|json]
+//                   [--threads N] [--repeat N] [--check-memory] [--profile] [--report text|json]
 #include <omp.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "io/npy.h"
 #include "memplan/memplan.h"
+#include "profile_table.h"
 #include "shape_options.h"
 
 namespace memplan::cli {
@@ -21,7 +22,7 @@ struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
   int threads = 0, repeat = 1;
-  bool check_memory = false;
+  bool check_memory = false, profile = false;
   ShapeArgs shapes;
 };
 
@@ -95,6 +96,7 @@ void register_run(CLI::App& app) {
   sub->add_option("--repeat", a->repeat, "Run this many inferences and report min/median/max time")
       ->check(CLI::Range(1, 1000000));
   sub->add_flag("--check-memory", a->check_memory, "Guard mode: detect any buffer clobbered while live");
+  sub->add_flag("--profile", a->profile, "Time every node (subgraphs included) and print the totals by op type");
   sub->add_option("--report", a->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--strategy", a->strategy, "Planning strategy (see compile)")
       ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
@@ -120,7 +122,7 @@ void register_run(CLI::App& app) {
       model = CompiledModel::compile(a->model, options);
     }
 
-    Session session(model, SessionOptions{a->check_memory});
+    Session session(model, SessionOptions{a->check_memory, a->profile});
     // Inputs are read from their files straight into their arena slots, before every run (a slot
     // is reused once its input has been read).
     auto load_inputs = [&] {
@@ -150,11 +152,13 @@ void register_run(CLI::App& app) {
     }
     if (a->report == "json") {
       std::cout << model->report_json("\"run_ms\": {\"min\": " + ms(times.front()) + ", \"median\": " + ms(median) +
-                                      ", \"max\": " + ms(times.back()) + "}, \"runs\": " + std::to_string(times.size()));
+                                      ", \"max\": " + ms(times.back()) + "}, \"runs\": " + std::to_string(times.size()) +
+                                      (a->profile ? ", " + profile_json(session.profile(), a->repeat) : ""));
     } else {
       std::cout << model->report_text();
       std::cout << "inference: min " << ms(times.front()) << " ms, median " << ms(median) << " ms, max "
                 << ms(times.back()) << " ms over " << times.size() << " run(s)\n";
+      if (a->profile) std::cout << profile_text(session.profile(), a->repeat);
       for (const std::string& p : written) std::cout << "wrote " << p << "\n";
     }
   });
