@@ -50,6 +50,10 @@ struct Value {
   uint64_t capacity_bytes = 0;
   bool capacity_known = false;  // capacity_bytes is final (it may legitimately be 0)
   bool shape_varies = false;  // the run-time shape may be smaller than the capacity suggests
+  // 0: plain row-major. 8 or 16: a float32 NCHW activation stored channel-blocked, as oneDNN's
+  // nChw8c / nChw16c ([N][C/b][H][W][b]); only when b divides C, so the bytes are as many as
+  // plain (assign_layouts decides; the oneDNN kernels read it).
+  int channel_block = 0;
 
   bool is_constant() const { return constant != nullptr; }
 };

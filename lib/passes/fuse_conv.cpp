@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -32,6 +33,66 @@ std::shared_ptr<Tensor> f32_tensor(std::vector<int64_t> dims, const std::vector<
   t->bytes.resize(v.size() * sizeof(float));
   std::memcpy(t->bytes.data(), v.data(), t->bytes.size());
   return t;
+}
+
+// The per-channel values of a constant operand broadcast against a [N, C, ...] tensor (a scalar,
+// [C, 1, 1], [1, C, 1, 1], ...); empty when it varies along any other axis.
+std::vector<float> per_channel(const Value* v, int64_t channels, size_t rank) {
+  if (!is_const_f32(v) || v->constant->dims.size() > rank) return {};
+  const std::vector<int64_t>& d = v->constant->dims;
+  for (size_t k = 0; k < d.size(); ++k) {
+    const size_t axis = rank - d.size() + k;
+    if (d[k] != 1 && !(axis == 1 && d[k] == channels)) return {};
+  }
+  std::vector<float> values = floats_of(*v->constant);
+  if (values.size() == 1) values.assign(static_cast<size_t>(channels), values[0]);
+  return static_cast<int64_t>(values.size()) == channels ? values : std::vector<float>{};
+}
+
+// BatchNormalization -> Mul(per-channel constant) -> Add(per-channel constant)  ==>  one
+// BatchNormalization with scale * m and (B * m) + a (Caffe's BatchNorm + Scale layers). The
+// result is then folded into a preceding Conv, or runs as one oneDNN batch norm.
+void fold_scale_shift(Graph& g, Node& bn, std::unordered_set<const Node*>& dead) {
+  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() != 5 || bn.outputs.empty() ||
+      !bn.outputs[0] || bn.attr_int("training_mode", 0) != 0 || !is_const_f32(bn.inputs[1]) ||
+      !is_const_f32(bn.inputs[2]) || !bn.outputs[0]->type.has_rank || bn.outputs[0]->type.dims.size() < 2)
+    return;
+  for (size_t k = 1; k < bn.outputs.size(); ++k)
+    if (bn.outputs[k]) return;
+  const size_t rank = bn.outputs[0]->type.dims.size();
+  const int64_t channels = static_cast<int64_t>(bn.inputs[1]->constant->element_count());
+  std::vector<float> scale = floats_of(*bn.inputs[1]->constant), shift = floats_of(*bn.inputs[2]->constant);
+  if (static_cast<int64_t>(shift.size()) != channels) return;
+  bool folded = false;
+  for (Node* op = sole_consumer(bn.outputs[0]); op && (op->op_type == "Mul" || op->op_type == "Add") &&
+                                                 op->domain.empty() && op->inputs.size() == 2 && op->outputs[0];
+       op = sole_consumer(bn.outputs[0])) {
+    const Value* other = op->inputs[0] == bn.outputs[0] ? op->inputs[1] : op->inputs[0];
+    const std::vector<float> v = per_channel(other, channels, rank);
+    if (v.empty() || !op->outputs[0]->type.has_rank || op->outputs[0]->type.dims.size() != rank) break;
+    for (size_t c = 0; c < v.size(); ++c) {
+      if (op->op_type == "Mul") {
+        scale[c] *= v[c];
+        shift[c] *= v[c];
+      } else {
+        shift[c] += v[c];
+      }
+    }
+    Value* old_out = bn.outputs[0];
+    bn.outputs[0] = op->outputs[0];
+    bn.outputs[0]->producer = &bn;
+    dead.insert(op);
+    g.release_value(old_out);
+    folded = true;
+  }
+  if (!folded) return;
+  for (auto [k, values, suffix] : {std::tuple{1, &scale, "_scaled_scale"}, std::tuple{2, &shift, "_scaled_B"}}) {
+    Value* p = g.add_value(bn.name + suffix);
+    p->constant = f32_tensor({channels}, *values);
+    p->type = bn.inputs[static_cast<size_t>(k)]->type;
+    p->type.dims = {Dim{channels, {}}};
+    bn.inputs[static_cast<size_t>(k)] = p;
+  }
 }
 
 // Conv(X, W, B) -> BatchNormalization  ==>  Conv(X, W * s, (B - mean) * s + beta), s = scale / sqrt(var + eps).
@@ -81,13 +142,15 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   return true;
 }
 
-// Conv -> Add(other)  ==>  Conv with `other` as input 3, added by oneDNN's sum post-op (the
-// ResNet shortcut). `other` must have exactly the output's shape: no broadcasting.
+// Conv -> Add(other) (or a two-input Sum)  ==>  Conv with `other` as input 3, added by oneDNN's
+// sum post-op (the ResNet shortcut). `other` must have exactly the output's shape: no broadcasting.
 bool fuse_add(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
               const std::unordered_map<const Node*, size_t>& position) {
   if (conv.inputs.size() > 3 || conv.attr("memplan_fused_activation")) return false;
   Node* add = sole_consumer(conv.outputs[0]);
-  if (!add || add->op_type != "Add" || !add->domain.empty() || add->inputs.size() != 2 || !add->outputs[0]) return false;
+  if (!add || (add->op_type != "Add" && add->op_type != "Sum") || !add->domain.empty() || add->inputs.size() != 2 ||
+      !add->outputs[0])
+    return false;
   Value* other = add->inputs[0] == conv.outputs[0] ? add->inputs[1] : add->inputs[0];
   const TensorType& out = conv.outputs[0]->type;
   if (!other || other == conv.outputs[0] || other->shape_varies || !out.is_static() || !other->type.is_static() ||
@@ -157,6 +220,8 @@ int fuse_conv(Model& model) {
     std::unordered_set<const Node*> dead;
     std::unordered_map<const Node*, size_t> position;
     for (size_t i = 0; i < g.nodes.size(); ++i) position[g.nodes[i].get()] = i;
+    for (auto& n : g.nodes)
+      if (!dead.count(n.get())) fold_scale_shift(g, *n, dead);
     for (auto& n : g.nodes) {
       if (dead.count(n.get()) || n->op_type != "Conv" || !n->domain.empty() || n->outputs.empty() || !n->outputs[0])
         continue;

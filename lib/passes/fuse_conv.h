@@ -1,4 +1,5 @@
-// Conv fusions, before kernel selection: BatchNormalization folded into the Conv weights, a
+// Conv fusions, before kernel selection: a per-channel Mul/Add after a BatchNormalization folded
+// into its scale and shift, BatchNormalization folded into the Conv weights, a
 // following Add (of a same-shaped tensor) taken as a oneDNN sum post-op, then a following Relu or
 // Clip as an eltwise post-op. Each removes an intermediate
 // tensor (less memory) and a pass over it (less time).

@@ -4,6 +4,7 @@
 
 #include "memplan/error.h"
 #include "onnx/importer.h"
+#include "passes/assign_layouts.h"
 #include "passes/fuse_conv.h"
 #include "plan/verifier.h"
 
@@ -49,6 +50,8 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("shapes fixed");
   const int fused = fuse_conv(model);
   spdlog::debug("Conv fusions removed {} nodes", fused);
+  const int blocked = assign_layouts(model, preferred_channel_block());
+  spdlog::debug("{} tensors channel-blocked", blocked);
 }
 
 Model prepare_model(const std::string& path, const ShapeOptions& shapes) {

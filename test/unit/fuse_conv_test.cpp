@@ -116,17 +116,18 @@ TEST_CASE("a Conv whose output is also read elsewhere is not fused", "[passes][f
   CHECK(ir.main->nodes.size() == 3);
 }
 
-TEST_CASE("Conv -> Add -> Relu (the ResNet shortcut) becomes one Conv with the same answer", "[passes][fusion]") {
+TEST_CASE("Conv -> Add (or Sum) -> Relu (the ResNet shortcut) becomes one Conv with the same answer", "[passes][fusion]") {
+  const std::string op = GENERATE("Add", "Sum");
   ModelBuilder mb;
   auto& g = mb.graph();
   add_input(g, "x", elem::kFloat, {1, 2, 3, 3});
   add_input(g, "skip", elem::kFloat, {1, 2, 3, 3});
   add_initializer(g, tensor_f32("w", {2, 2, 1, 1}, {1.f, -1.f, 0.5f, 2.f}));
   add_node(g, "Conv", {"x", "w"}, {"c"}, "conv");
-  add_node(g, "Add", {"skip", "c"}, {"s"}, "add");
+  add_node(g, op, {"skip", "c"}, {"s"}, "add");
   add_node(g, "Relu", {"s"}, {"y"}, "relu");
   add_output(g, "y", elem::kFloat, {1, 2, 3, 3});
-  const std::string path = (std::filesystem::temp_directory_path() / "fuse_add.onnx").string();
+  const std::string path = (std::filesystem::temp_directory_path() / ("fuse_" + op + ".onnx")).string();
   std::ofstream(path, std::ios::binary) << mb.bytes();
   Model ir = prepare_model(path, {});
   REQUIRE(ir.main->nodes.size() == 1);
@@ -168,4 +169,39 @@ TEST_CASE("an Add of two Convs is fused into the later Conv, never one that runs
   CHECK(ir.main->nodes[0]->inputs.size() == 2);                // conv1 unchanged
   CHECK(ir.main->nodes[1]->inputs.size() == 4);                // conv2 adds c1
   CHECK(ir.main->nodes[1]->inputs[3]->name == "c1");
+}
+
+TEST_CASE("BatchNormalization -> Mul -> Add with per-channel constants becomes one BatchNormalization", "[passes][fusion]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 2, 2, 2});
+  add_initializer(g, tensor_f32("scale", {2}, {2.f, 0.5f}));
+  add_initializer(g, tensor_f32("beta", {2}, {1.f, -1.f}));
+  add_initializer(g, tensor_f32("mean", {2}, {0.5f, 0.f}));
+  add_initializer(g, tensor_f32("var", {2}, {4.f, 1.f}));
+  add_initializer(g, tensor_f32("m", {2, 1, 1}, {3.f, -2.f}));
+  add_initializer(g, tensor_f32("a", {1, 2, 1, 1}, {0.25f, 4.f}));
+  attr_float(add_node(g, "BatchNormalization", {"x", "scale", "beta", "mean", "var"}, {"n"}, "bn"), "epsilon", 0.f);
+  add_node(g, "Mul", {"n", "m"}, {"s"}, "mul");
+  add_node(g, "Add", {"a", "s"}, {"y"}, "add");
+  add_output(g, "y", elem::kFloat, {1, 2, 2, 2});
+  const std::string path = (std::filesystem::temp_directory_path() / "fold_scale_shift.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->op_type == "BatchNormalization");
+
+  const std::vector<float> x = {1.f, 2.f, 3.f, 4.f, -1.f, -2.f, 0.f, 5.f};
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  s.set_input("x", kFloat32, std::vector<int64_t>{1, 2, 2, 2}, x.data(), 32);
+  s.run();
+  const float* y = static_cast<const float*>(s.output("y").data);
+  const float scale[2] = {2.f, 0.5f}, beta[2] = {1.f, -1.f}, mean[2] = {0.5f, 0.f}, var[2] = {4.f, 1.f},
+              m[2] = {3.f, -2.f}, a[2] = {0.25f, 4.f};
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 4; ++i) {
+      const float n = (x[c * 4 + i] - mean[c]) / std::sqrt(var[c]) * scale[c] + beta[c];
+      CHECK(y[c * 4 + i] == Approx(n * m[c] + a[c]).margin(1e-5));
+    }
 }

@@ -64,6 +64,22 @@ dnnl::memory::desc strided_md(const Dims& dims, const Dims& strides) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+dnnl::memory::desc blocked_md(const Dims& dims, int block) {
+  using tag = dnnl::memory::format_tag;
+  if (block == 0) return plain_md(dims);
+  if (dims.size() != 4 || (block != 8 && block != 16) || dims[1] % block != 0)
+    fail_internal("a channel block of " + std::to_string(block) + " does not fit " + dims_string(dims));
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, block == 16 ? tag::nChw16c : tag::nChw8c);
+}
+
+dnnl::memory::desc activation_md(const Value* v) { return blocked_md(dims_of(v), v->channel_block); }
+
+dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x_value) {
+  if (y_value->channel_block) return blocked_md(y, y_value->channel_block);
+  const bool one_pixel = y.size() == 4 && y[2] == 1 && y[3] == 1;
+  return one_pixel && x_value->channel_block ? blocked_md(y, x_value->channel_block) : plain_md(y);
+}
+
 dnnl::memory::desc any_md(const Dims& dims) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
 }
@@ -207,6 +223,24 @@ void PrimitiveKernel::bind_output(int arg, size_t output_index, const dnnl::memo
   slots_.push_back(std::move(s));
 }
 
+void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user,
+                                        const dnnl::memory::desc& want) {
+  if (user == want) return bind_input(arg, input_index, user);
+  if (!primitive_)
+    fail_internal(where_ + ": staged inputs are bound after set_primitive");
+  Staged st;
+  st.user = dnnl::memory(user, ctx_->engine, nullptr);
+  st.staged = dnnl::memory(want, ctx_->engine, nullptr);
+  st.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
+  st.index = input_index;
+  st.user_bytes = user.get_size();
+  // Staging buffers follow the primitive's own scratchpad, 64-byte aligned.
+  st.offset = (scratchpad_bytes_ + staged_bytes_ + 63) / 64 * 64;
+  staged_bytes_ = st.offset + want.get_size() - scratchpad_bytes_;
+  exec_args_.push_back({arg, st.staged.get()});
+  staged_.push_back(std::move(st));
+}
+
 void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
   exec_args_.push_back({arg, m.get()});
   owned_.push_back(std::move(m));
@@ -228,6 +262,18 @@ void PrimitiveKernel::run(const KernelArgs& args) {
     if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
     if (dnnl_memory_set_data_handle_v2(scratchpad_.get(), args.scratchpad, nullptr) != dnnl_success)
       fail_internal(where_ + ": could not set the scratchpad handle");
+  }
+  for (Staged& st : staged_) {
+    if (st.index >= args.inputs.size()) fail_internal(where_ + ": the executor passed too few tensors");
+    const TensorView& v = args.inputs[st.index];
+    if (v.byte_size() != st.user_bytes)
+      fail(where_ + ": the run-time shape of input " + std::to_string(st.index) + " differs from its compile-time shape");
+    if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
+    dnnl_memory_set_data_handle_v2(st.user.get(), v.data, nullptr);
+    dnnl_memory_set_data_handle_v2(st.staged.get(), args.scratchpad + st.offset, nullptr);
+    dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.user.get()}, {DNNL_ARG_TO, st.staged.get()}};
+    if (dnnl_primitive_execute(st.reorder.get(), ctx_->stream.get(), 2, reorder_args) != dnnl_success)
+      fail_internal(where_ + ": a oneDNN reorder failed");
   }
   before_execute(args);
   dnnl_status_t st = dnnl_primitive_execute(primitive_.get(), ctx_->stream.get(), static_cast<int>(exec_args_.size()),

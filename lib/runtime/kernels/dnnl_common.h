@@ -60,6 +60,13 @@ std::string dims_string(const Dims& d);  // "[1, 3, 224, 224]"
 dnnl::memory::desc plain_md(const Dims& dims);  // f32, row-major
 dnnl::memory::desc strided_md(const Dims& dims, const Dims& strides);
 dnnl::memory::desc any_md(const Dims& dims);    // f32, format_tag::any
+// `dims` (4-D) channel-blocked by `block` (8: nChw8c, 16: nChw16c; 0: plain).
+dnnl::memory::desc blocked_md(const Dims& dims, int block);
+// An activation as the layout pass left it (Value::channel_block).
+dnnl::memory::desc activation_md(const Value* v);
+// A pool's output: its own layout, or, when it is one pixel of a blocked input's channels, that
+// input's blocked layout (the same bytes as plain, and what oneDNN's fast pools want).
+dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x_value);
 
 // A memory the kernel owns holding the constant `v` (float32) laid out as `want`; `user`
 // describes the constant's bytes (row-major, or a strided view of them). Reorders once.
@@ -96,7 +103,7 @@ class PrimitiveKernel : public Kernel {
  public:
   PrimitiveKernel(const Node& node, const KernelEnv& env);
   void run(const KernelArgs& args) final;
-  uint64_t scratchpad_bytes() const override { return scratchpad_bytes_; }
+  uint64_t scratchpad_bytes() const override { return scratchpad_bytes_ + staged_bytes_; }
 
   // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
   // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.
@@ -104,6 +111,10 @@ class PrimitiveKernel : public Kernel {
   void bind_input(int arg, size_t input_index, const dnnl::memory::desc& md);
   void bind_output(int arg, size_t output_index, const dnnl::memory::desc& md);
   void bind_memory(int arg, dnnl::memory m);  // a constant the kernel owns
+  // An input the primitive wants in another layout (`want`) than the tensor's (`user`): each run
+  // reorders it into the kernel's scratchpad first. Same as bind_input when the two agree.
+  // Call after set_primitive.
+  void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
 
   DnnlContext& ctx() const { return *ctx_; }
   const std::string& where() const { return where_; }
@@ -120,8 +131,16 @@ class PrimitiveKernel : public Kernel {
     size_t index = 0;
     uint64_t bytes = 0;
   };
+  struct Staged {
+    dnnl::memory user, staged;
+    dnnl::primitive reorder;
+    size_t index = 0;
+    uint64_t user_bytes = 0, offset = 0;  // offset into the scratchpad
+  };
   DnnlContext* ctx_;
   std::string where_;
+  std::vector<Staged> staged_;
+  uint64_t staged_bytes_ = 0;
   dnnl::primitive primitive_;
   std::vector<Slot> slots_;
   std::vector<dnnl::memory> owned_;

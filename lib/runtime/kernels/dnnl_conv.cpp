@@ -137,25 +137,39 @@ std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
 
   const Value* wv = input_at(node, 1);
   Dims wdims = weight_dims(s.group, m, c, w.kernel);
-  dnnl::memory::desc src_md = plain_md(s.x), dst_md = plain_md(s.y), user_w_md = plain_md(wdims);
+  // Activations come in the layouts the layout pass chose. Towards a blocked output oneDNN picks
+  // the source layout itself (a 3-channel image stays plain; another plain source is reordered
+  // into the scratchpad each run), and it falls back on that too if it has no fast kernel for
+  // the given one.
+  const Value* xv = input_at(node, 0);
+  dnnl::memory::desc x_md = activation_md(xv), dst_md = activation_md(output_at(node, 0)), user_w_md = plain_md(wdims);
   dnnl::memory::desc w_md = wv->is_constant() ? any_md(wdims) : user_w_md;
   const Value* b = input_at(node, 2);
-  auto pd = make_pd(at, [&] {
-    using fwd = dnnl::convolution_forward;
-    auto kind = dnnl::prop_kind::forward_inference;
-    auto alg = dnnl::algorithm::convolution_direct;
-    Dims dil = dnnl_dilations(w);
-    if (b) {
-      fwd::desc d(kind, alg, src_md, w_md, plain_md({m}), dst_md, w.strides, dil, w.pads_begin, w.pads_end);
+  auto make = [&](const dnnl::memory::desc& src_md) {
+    return make_pd(at, [&] {
+      using fwd = dnnl::convolution_forward;
+      auto kind = dnnl::prop_kind::forward_inference;
+      auto alg = dnnl::algorithm::convolution_direct;
+      Dims dil = dnnl_dilations(w);
+      if (b) {
+        fwd::desc d(kind, alg, src_md, w_md, plain_md({m}), dst_md, w.strides, dil, w.pads_begin, w.pads_end);
+        return fwd::primitive_desc(d, attr, env.dnnl->engine);
+      }
+      fwd::desc d(kind, alg, src_md, w_md, dst_md, w.strides, dil, w.pads_begin, w.pads_end);
       return fwd::primitive_desc(d, attr, env.dnnl->engine);
-    }
-    fwd::desc d(kind, alg, src_md, w_md, dst_md, w.strides, dil, w.pads_begin, w.pads_end);
-    return fwd::primitive_desc(d, attr, env.dnnl->engine);
-  });
+    });
+  };
+  const bool blocked_out = output_at(node, 0)->channel_block != 0;
+  auto pd = make(blocked_out && xv->channel_block == 0 ? any_md(s.x) : x_md);
+  // oneDNN's reference convolution is orders of magnitude slower than a reorder: a blocked source
+  // towards a plain output is better reordered (to oneDNN's choice, else plain) first.
+  auto is_ref = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("ref", 0) == 0; };
+  if (xv->channel_block != 0 && is_ref(pd)) pd = make(any_md(s.x));
+  if (xv->channel_block != 0 && is_ref(pd)) pd = make(plain_md(s.x));
 
   auto k = std::make_unique<ConvKernel>(node, env, addend != nullptr);
   k->set_primitive(pd);
-  k->bind_input(DNNL_ARG_SRC, 0, src_md);
+  k->bind_input_staged(DNNL_ARG_SRC, 0, x_md, pd.src_desc());
   if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
   else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md);
   bind_bias(*k, node, pd);

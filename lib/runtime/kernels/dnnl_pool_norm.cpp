@@ -94,7 +94,9 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
     }
   }
 
-  dnnl::memory::desc x_md = plain_md(x), y_md = plain_md(y);
+  dnnl::memory::desc x_md = activation_md(input_at(node, 0)), y_md = pooled_md(y, output_at(node, 0), input_at(node, 0));
+  if (!fixes.empty() && input_at(node, 0)->channel_block != 0)
+    fail_internal(at + ": include-pad averages are rescaled in plain layout only");
   dnnl::algorithm alg = is_max ? dnnl::algorithm::pooling_max
                                : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                              : dnnl::algorithm::pooling_avg_exclude_padding;
@@ -128,7 +130,8 @@ std::unique_ptr<Kernel> make_global_pool(const Node& node, const KernelEnv& env,
   Dims kernel(x.begin() + 2, x.end()), ones(kernel.size(), 1), zeros(kernel.size(), 0);
   Dims y_view(x.begin(), x.begin() + 2);
   y_view.resize(x.size(), 1);
-  dnnl::memory::desc x_md = plain_md(x), y_md = plain_md(y_view);
+  dnnl::memory::desc x_md = blocked_md(x, input_at(node, 0)->channel_block);
+  dnnl::memory::desc y_md = pooled_md(y_view, output_at(node, 0), input_at(node, 0));
   dnnl::primitive_attr attr = user_scratchpad_attr();
   auto pd = make_pd(at, [&] {
     using fwd = dnnl::pooling_v2_forward;
@@ -214,7 +217,7 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env) 
            input_at(node, i)->type.shape_string() + ", expected [" + std::to_string(c) + "]");
   if (x.size() > 5) x = {x[0], x[1], product(x, 2)};
   const float eps = node.attr_float("epsilon", 1e-5f);
-  dnnl::memory::desc md = plain_md(x), param_md = plain_md({c});
+  dnnl::memory::desc md = blocked_md(x, input_at(node, 0)->channel_block), param_md = plain_md({c});
   dnnl::primitive_attr attr = user_scratchpad_attr();
   auto pd = make_pd(at, [&] {
     using fwd = dnnl::batch_normalization_forward;
@@ -253,7 +256,8 @@ std::unique_ptr<Kernel> make_lrn(const Node& node, const KernelEnv& env) {
   if (dims_of(output_at(node, 0)) != x) fail(at + ": output shape differs from the input's " + dims_string(x));
   const float alpha = node.attr_float("alpha", 1e-4f), beta = node.attr_float("beta", 0.75f),
               bias = node.attr_float("bias", 1.f);
-  dnnl::memory::desc md = plain_md({x[0], x[1], product(x, 2), 1});
+  const int block = input_at(node, 0)->channel_block;
+  dnnl::memory::desc md = block ? blocked_md(x, block) : plain_md({x[0], x[1], product(x, 2), 1});
   dnnl::primitive_attr attr = user_scratchpad_attr();
   auto pd = make_pd(at, [&] {
     using fwd = dnnl::lrn_forward;

@@ -1,0 +1,165 @@
+#include "passes/assign_layouts.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+
+namespace memplan {
+
+namespace {
+
+// How a node treats the layout of its data inputs and outputs.
+enum class Role {
+  Plain,      // needs plain inputs and writes plain outputs
+  Conv,       // reads input 0 in any layout (the kernel reorders if oneDNN prefers another),
+              // writes its output in any layout; a fused addend (input 3) shares the output's
+  Same,       // every data input and the output share one layout
+  ToPlain,    // reads a blocked input, writes a [N, C, 1, 1] output whose bytes are the same
+              // plain or blocked (global pools, pools down to one pixel)
+};
+
+bool is_4d_float(const Value* v) {
+  return v && v->type.dtype == DType::Float32 && v->type.is_static() && v->type.dims.size() == 4 && !v->shape_varies;
+}
+
+bool same_static_shape(const Value* a, const Value* b) {
+  return a->type.is_static() && b->type.is_static() && a->type.static_dims() == b->type.static_dims();
+}
+
+// Ops that touch each element on its own: their result is the same in any layout whose bytes
+// line up (all inputs and the output share one layout and one shape).
+bool elementwise(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Softplus",
+      "Softsign", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf", "Reciprocal", "Identity",
+      "Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean"};
+  return ops.count(op) > 0;
+}
+
+Role role_of(const Node& n) {
+  if (!n.domain.empty() || n.is_control_flow() || n.outputs.empty() || !is_4d_float(n.outputs[0])) return Role::Plain;
+  for (size_t k = 1; k < n.outputs.size(); ++k)
+    if (n.outputs[k]) return Role::Plain;  // MaxPool indices, BatchNormalization statistics, ...
+  const Value* y = n.outputs[0];
+  if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) ? Role::Conv : Role::Plain;
+  if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return Role::ToPlain;
+  const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";
+  if (pool && y->type.dims[2].value == 1 && y->type.dims[3].value == 1) return Role::ToPlain;
+  if (n.op_type == "MaxPool" || n.op_type == "LRN" || n.op_type == "BatchNormalization") return Role::Same;
+  // Averages that count padding past the end are rescaled afterwards in plain layout; without
+  // padding there is nothing to rescale.
+  if (n.op_type == "AveragePool") {
+    const std::vector<int64_t> pads = n.attr_ints("pads");
+    const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }) &&
+                          n.attr_int("ceil_mode", 0) == 0 &&
+                          (n.attr_string("auto_pad", "NOTSET") == "NOTSET" || n.attr_string("auto_pad", "") == "VALID");
+    return n.attr_int("count_include_pad", 0) == 0 || unpadded ? Role::Same : Role::Plain;
+  }
+  if (n.op_type == "Concat") {
+    const int64_t axis = n.attr_int("axis", n.opset < 4 ? 1 : 0);
+    if (axis != 1 && axis != -3) return Role::Plain;
+    for (const Value* in : n.inputs)
+      if (!is_4d_float(in) || in->is_constant()) return Role::Plain;
+    return Role::Same;
+  }
+  if (elementwise(n.op_type)) {
+    for (const Value* in : n.inputs)
+      if (!in || in->is_constant() || !same_static_shape(in, y)) return Role::Plain;  // no broadcasting
+    return Role::Same;
+  }
+  return Role::Plain;
+}
+
+// The data inputs whose layout the node's role constrains (weights and parameters are not).
+std::vector<const Value*> data_inputs(const Node& n, Role r) {
+  std::vector<const Value*> out;
+  if (r == Role::Conv) {
+    if (n.inputs.size() > 3 && n.inputs[3]) out.push_back(n.inputs[3]);  // the fused addend
+  } else if (r == Role::Same && n.op_type == "BatchNormalization") {
+    out.push_back(n.inputs[0]);
+  } else if (r == Role::Same) {
+    for (const Value* in : n.inputs) out.push_back(in);
+  }
+  return out;
+}
+
+// May `consumer` read `v` blocked?
+bool reads_blocked(const Node& consumer, const Value* v, const Graph& main) {
+  if (consumer.graph != &main) return false;  // read inside a subgraph
+  switch (role_of(consumer)) {
+    case Role::Plain: return false;
+    case Role::Conv: return consumer.inputs[0] == v || (consumer.inputs.size() > 3 && consumer.inputs[3] == v);
+    case Role::ToPlain: return consumer.inputs[0] == v;
+    case Role::Same:
+      return consumer.op_type != "BatchNormalization" || consumer.inputs[0] == v;
+  }
+  return false;
+}
+
+}  // namespace
+
+int assign_layouts(Model& model, int preferred_block) {
+  Graph& g = *model.main;
+  for (auto& v : g.values) v->channel_block = 0;
+  if (preferred_block != 8 && preferred_block != 16) return 0;
+
+  // Start from every candidate a blocked-capable node produces, then drop values until every
+  // constraint holds. Dropping only ever forces more values plain, so this ends.
+  std::set<Value*> blocked;
+  for (auto& n : g.nodes) {
+    Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
+    const Role r = role_of(*n);
+    if (r != Role::Conv && r != Role::Same) continue;
+    if (y->is_graph_output) continue;
+    const int64_t c = y->type.dims[1].value;
+    int block = c % preferred_block == 0 ? preferred_block : (c % 8 == 0 ? 8 : 0);
+    if (block == 0) continue;
+    y->channel_block = block;
+    blocked.insert(y);
+  }
+  auto unblock = [&](Value* v) {
+    v->channel_block = 0;
+    blocked.erase(v);
+  };
+  auto layout = [&](const Value* v) { return v ? v->channel_block : 0; };
+
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& n : g.nodes) {
+      const Role r = role_of(*n);
+      // A node that writes blocked needs its constrained inputs in the same layout, and every
+      // reader of its output must read blocked.
+      Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
+      if (!y || !blocked.count(y)) continue;
+      bool ok = true;
+      for (const Value* in : data_inputs(*n, r)) ok = ok && layout(in) == y->channel_block;
+      for (const Node* c : y->consumers) ok = ok && reads_blocked(*c, y, g);
+      // Same-role readers need all their constrained inputs alike, and an output that matches.
+      for (const Node* c : y->consumers) {
+        const Role cr = role_of(*c);
+        if (cr != Role::Same && !(cr == Role::Conv && c->inputs.size() > 3 && c->inputs[3] == y)) continue;
+        const Value* cy = c->outputs[0];
+        ok = ok && layout(cy) == y->channel_block;
+        for (const Value* in : data_inputs(*c, cr)) ok = ok && layout(in) == y->channel_block;
+      }
+      if (!ok) {
+        unblock(y);
+        changed = true;
+      }
+    }
+  }
+  return static_cast<int>(blocked.size());
+}
+
+int preferred_channel_block() {
+  if (const char* env = std::getenv("MEMPLAN_CHANNEL_BLOCK")) {
+    const std::string v = env;
+    if (v == "0" || v == "8" || v == "16") return std::stoi(v);
+  }
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  if (__builtin_cpu_supports("avx2")) return 8;
+  return 0;
+}
+
+}  // namespace memplan

@@ -1,0 +1,24 @@
+// Activation layouts, after fusion and before kernel selection: chains of convolutions, pools,
+// batch norms and elementwise ops keep their tensors channel-blocked (oneDNN's nChw16c/nChw8c),
+// where oneDNN's direct convolutions are several times faster than on plain NCHW. Everything
+// else (graph inputs and outputs, subgraphs, shape ops, any op that indexes its data) sees plain
+// row-major tensors.
+//
+// A value is blocked only when its block divides its channel count, so a blocked tensor is
+// exactly as large as a plain one: the planner, the verifier and the memory guard do not change,
+// and elementwise ops and channel Concat give the same bytes in either layout.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace memplan {
+
+// Sets Value::channel_block on main-graph values; `preferred_block` is 16 (AVX-512), 8 (AVX2)
+// or 0 (keep everything plain). Returns how many values are blocked.
+int assign_layouts(Model& model, int preferred_block);
+
+// 16 where the CPU has AVX-512, 8 with AVX2, else 0; the environment variable
+// MEMPLAN_CHANNEL_BLOCK=0|8|16 overrides it (0 keeps every tensor plain, to compare).
+int preferred_channel_block();
+
+}  // namespace memplan

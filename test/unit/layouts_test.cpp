@@ -1,0 +1,141 @@
+// Channel-blocked activations: which tensors the layout pass blocks on tiny hand-built graphs,
+// and that every layout gives the same answer through the public API.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "memplan/memplan.h"
+#include "passes/assign_layouts.h"
+#include "plan/compile.h"
+#include "support/model_builder.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& f : v) f = d(rng);
+  return v;
+}
+
+void add_conv(onnx::GraphProto& g, const std::string& name, const std::string& in, const std::string& out, int64_t cin,
+              int64_t cout, unsigned seed) {
+  add_initializer(g, tensor_f32(name + "_w", {cout, cin, 3, 3}, random_floats(static_cast<size_t>(cout * cin * 9), seed)));
+  attr_ints(add_node(g, "Conv", {in, name + "_w"}, {out}, name), "pads", {1, 1, 1, 1});
+}
+
+int block_of(const Model& m, const std::string& value) {
+  for (const auto& v : m.main->values)
+    if (v->name == value) return v->channel_block;
+  FAIL("no value " << value);
+  return -1;
+}
+
+// x[1,3,8,8] -> conv1(16) -> relu -> conv2(32) -> maxpool -> concat(with conv3(16) of the pool
+// input) -> GlobalAveragePool -> y; plus a side branch: conv2's output reshaped (a plain reader).
+ModelBuilder conv_chain(bool plain_reader) {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 3, 8, 8});
+  add_conv(g, "conv1", "x", "c1", 3, 16, 1);
+  add_node(g, "Relu", {"c1"}, {"r1"}, "relu1");
+  add_conv(g, "conv2", "r1", "c2", 16, 32, 2);
+  auto* pool = add_node(g, "MaxPool", {"c2"}, {"p"}, "pool");
+  attr_ints(pool, "kernel_shape", {2, 2});
+  attr_ints(pool, "strides", {2, 2});
+  add_conv(g, "conv3", "p", "c3", 32, 16, 3);
+  attr_int(add_node(g, "Concat", {"p", "c3"}, {"cat"}, "concat"), "axis", 1);
+  add_node(g, "GlobalAveragePool", {"cat"}, {"y"}, "gap");
+  add_output(g, "y", elem::kFloat, {1, 48, 1, 1});
+  if (plain_reader) {
+    add_initializer(g, tensor_i64("flat", {2}, {1, -1}));
+    add_node(g, "Reshape", {"c2", "flat"}, {"z"}, "reshape");
+    add_output(g, "z", elem::kFloat, {1, 32 * 64});
+  }
+  return mb;
+}
+
+}  // namespace
+
+TEST_CASE("layouts: conv, pool and concat chains stay blocked; inputs, outputs and plain readers do not", "[layouts]") {
+  SECTION("a pure chain") {
+    Model m = conv_chain(false).import();
+    prepare_model(m, {});
+    CHECK(assign_layouts(m, 16) == 5);  // r1 (conv1 with its Relu fused), c2, p, c3, cat
+    CHECK(block_of(m, "x") == 0);       // graph input
+    CHECK(block_of(m, "r1") == 16);     // conv1 + fused Relu
+    CHECK(block_of(m, "c2") == 16);
+    CHECK(block_of(m, "p") == 16);
+    CHECK(block_of(m, "c3") == 16);
+    CHECK(block_of(m, "cat") == 16);
+    CHECK(block_of(m, "y") == 0);  // graph output, same bytes as the blocked pool result
+  }
+  SECTION("a plain reader (Reshape) keeps its input plain, and with it the pool that reads it") {
+    Model m = conv_chain(true).import();
+    prepare_model(m, {});
+    assign_layouts(m, 16);
+    CHECK(block_of(m, "r1") == 16);
+    CHECK(block_of(m, "c2") == 0);
+    CHECK(block_of(m, "p") == 0);  // MaxPool: same layout in and out
+    CHECK(block_of(m, "c3") == 0);  // Concat with p: same layout for every input
+    CHECK(block_of(m, "cat") == 0);
+  }
+  SECTION("block 8 where 16 does not divide the channels; 0 turns the pass off") {
+    Model m = conv_chain(false).import();
+    prepare_model(m, {});
+    assign_layouts(m, 8);
+    CHECK(block_of(m, "c2") == 8);
+    CHECK(assign_layouts(m, 0) == 0);
+    CHECK(block_of(m, "c2") == 0);
+  }
+}
+
+TEST_CASE("layouts: broadcasting elementwise ops and odd channel counts stay plain", "[layouts]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 16, 4, 4});
+  add_conv(g, "conv1", "x", "c1", 16, 16, 1);
+  add_initializer(g, tensor_f32("s", {16, 1, 1}, random_floats(16, 9)));
+  add_node(g, "Div", {"c1", "s"}, {"d"}, "div");  // per-channel broadcast: not elementwise on bytes
+  add_conv(g, "conv2", "d", "c2", 16, 12, 2);     // 12 channels: neither 8 nor 16 divides
+  add_conv(g, "conv3", "c2", "y", 12, 16, 3);
+  add_output(g, "y", elem::kFloat, {1, 16, 4, 4});
+  Model m = mb.import();
+  prepare_model(m, {});
+  assign_layouts(m, 16);
+  CHECK(block_of(m, "c1") == 0);
+  CHECK(block_of(m, "d") == 0);
+  CHECK(block_of(m, "c2") == 0);
+  CHECK(assign_layouts(m, 16) == 0);
+}
+
+TEST_CASE("layouts: plain, nChw8c and nChw16c activations give the same outputs", "[layouts]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts.onnx").string();
+  std::ofstream(path, std::ios::binary) << conv_chain(false).bytes();
+  const std::vector<float> x = random_floats(3 * 64, 5);
+  auto run = [&](const char* block) {
+    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+    auto model = CompiledModel::compile(path, {});
+    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    Session s(model, SessionOptions{true});  // guard mode: no buffer clobbered in any layout
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, 3, 8, 8}, x.data(), x.size() * 4);
+    s.run();
+    const TensorRef y = s.output("y");
+    const float* p = static_cast<const float*>(y.data);
+    return std::vector<float>(p, p + y.bytes / 4);
+  };
+  const std::vector<float> plain = run("0"), b8 = run("8"), b16 = run("16");
+  REQUIRE(plain.size() == 48);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    CHECK(b8[i] == Approx(plain[i]).margin(1e-5));
+    CHECK(b16[i] == Approx(plain[i]).margin(1e-5));
+  }
+}
