@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ir/float16.h"
 #include "memplan/error.h"
 #include "util/checked.h"
 
@@ -50,6 +51,8 @@ double Tensor::float_at(uint64_t i) const {
     case DType::Uint32: return load<uint32_t>(p);
     case DType::Uint64: return static_cast<double>(load<uint64_t>(p));
     case DType::Bool: return load<uint8_t>(p) != 0;
+    case DType::Float16: return half_to_float(load<uint16_t>(p));
+    case DType::BFloat16: return bfloat16_to_float(load<uint16_t>(p));
     default: fail_unsupported("cannot read a " + dtype_name(dtype) + " constant as a number");
   }
 }
@@ -93,6 +96,8 @@ void store_number(std::byte* p, DType dtype, double v) {
     case DType::Uint32: put(static_cast<uint32_t>(v)); break;
     case DType::Uint64: put(static_cast<uint64_t>(v)); break;
     case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
+    case DType::Float16: put(half_from_double(v)); break;
+    case DType::BFloat16: put(bfloat16_from_double(v)); break;
     default: fail_internal("cannot store a number as " + dtype_name(dtype));
   }
 }

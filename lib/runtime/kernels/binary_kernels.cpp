@@ -1,19 +1,21 @@
 // Binary and variadic elementwise ops with numpy broadcasting: Add, Sub, Mul, Div, Max, Min, Sum,
-// Mean, Pow, PRelu. Float32 tensors of fixed shapes run as a chain of oneDNN binary primitives
-// (src1 broadcast only: commutative ops put a full-shaped input first); everything else, and the
-// int32/int64 arithmetic that shape computations use, runs as a plain broadcasting loop.
+// Mean, Pow, PRelu, BitShift. Float32 tensors of fixed shapes run as a chain of oneDNN binary
+// primitives (src1 broadcast only: commutative ops put a full-shaped input first); everything else
+// runs as a plain broadcasting loop per element type: float64, float16 and bfloat16 (computed as
+// float), and integers, whose arithmetic wraps.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <type_traits>
 
+#include "runtime/kernels/element_types.h"
 #include "runtime/kernels/elementwise_common.h"
 
 namespace memplan::rt::elt {
 namespace {
 
-enum class Bin { Add, Sub, Mul, Div, Max, Min, Pow, PRelu };
+enum class Bin { Add, Sub, Mul, Div, Max, Min, Pow, PRelu, ShiftLeft, ShiftRight };
 
 struct BinSpec {
   Bin op;
@@ -43,52 +45,110 @@ void apply2(const A* a, const Shape& sa, const B* b, const Shape& sb, O* out, co
   });
 }
 
-// Integer arithmetic wraps around (two's complement) instead of overflowing into undefined behaviour.
+// Integer arithmetic wraps around (two's complement) instead of overflowing into undefined
+// behaviour: it is done in an unsigned type at least as wide as unsigned int (narrower unsigned
+// types would promote to int, whose products can overflow), then truncated to T.
 template <typename T>
-using Unsigned = std::make_unsigned_t<T>;
+using Unsigned = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
 
+// out = a op b for one element type T (not Pow: pow_loop).
 template <typename T>
 void combine(Bin op, const T* a, const Shape& sa, const T* b, const Shape& sb, T* out, const Shape& so,
              const std::string& what) {
-  switch (op) {
-    case Bin::Add:
-      if constexpr (std::is_integral_v<T>)
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(Unsigned<T>(x) + Unsigned<T>(y)); });
-      else
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x + y; });
-      return;
-    case Bin::Sub:
-      if constexpr (std::is_integral_v<T>)
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(Unsigned<T>(x) - Unsigned<T>(y)); });
-      else
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x - y; });
-      return;
-    case Bin::Mul:
-      if constexpr (std::is_integral_v<T>)
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(Unsigned<T>(x) * Unsigned<T>(y)); });
-      else
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x * y; });
-      return;
-    case Bin::Div:
-      if constexpr (std::is_integral_v<T>)
-        apply2(a, sa, b, sb, out, so, [&what](T x, T y) {
+  if constexpr (is_float_like_v<T>) {
+    using C = compute_t<T>;
+    switch (op) {
+      case Bin::Add: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(C(x) + C(y)); });
+      case Bin::Sub: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(C(x) - C(y)); });
+      case Bin::Mul: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(C(x) * C(y)); });
+      case Bin::Div: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(C(x) / C(y)); });
+      case Bin::PRelu: return apply2(a, sa, b, sb, out, so, [](T x, T s) { return C(x) < 0 ? T(C(x) * C(s)) : x; });
+      default: break;
+    }
+  } else {
+    using U = Unsigned<T>;
+    switch (op) {
+      case Bin::Add: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(U(x) + U(y)); });
+      case Bin::Sub: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(U(x) - U(y)); });
+      case Bin::Mul: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return T(U(x) * U(y)); });
+      case Bin::PRelu:
+        if constexpr (std::is_signed_v<T>)
+          return apply2(a, sa, b, sb, out, so, [](T x, T s) { return x < 0 ? T(U(x) * U(s)) : x; });
+        else
+          return apply2(a, sa, b, sb, out, so, [](T x, T) { return x; });  // never negative
+      case Bin::Div:
+        return apply2(a, sa, b, sb, out, so, [&what](T x, T y) {
           if (y == 0) fail(what + ": integer division by zero");
-          if (y == T(-1)) return T(Unsigned<T>(0) - Unsigned<T>(x));  // the minimum divided by -1 wraps
+          if constexpr (std::is_signed_v<T>)
+            if (y == T(-1)) return T(U(0) - U(x));  // the minimum divided by -1 wraps
           return T(x / y);  // truncates toward zero, like C
         });
-      else
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return x / y; });
-      return;
-    case Bin::Max: apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::max(x, y); }); return;
-    case Bin::Min: apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::min(x, y); }); return;
-    case Bin::PRelu:
-      if constexpr (std::is_floating_point_v<T>)
-        apply2(a, sa, b, sb, out, so, [](T x, T s) { return x < 0 ? x * s : x; });
-      return;
-    case Bin::Pow:
-      if constexpr (std::is_floating_point_v<T>)
-        apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::pow(x, y); });
-      return;
+      // Unsigned only. A shift by the width or more gives 0 (in C++ it would be undefined).
+      case Bin::ShiftLeft:
+        if constexpr (std::is_unsigned_v<T>)
+          return apply2(a, sa, b, sb, out, so, [](T x, T y) { return y >= T(sizeof(T) * 8) ? T(0) : T(x << y); });
+        break;
+      case Bin::ShiftRight:
+        if constexpr (std::is_unsigned_v<T>)
+          return apply2(a, sa, b, sb, out, so, [](T x, T y) { return y >= T(sizeof(T) * 8) ? T(0) : T(x >> y); });
+        break;
+      default: break;
+    }
+  }
+  switch (op) {
+    case Bin::Max: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::max(x, y); });
+    case Bin::Min: return apply2(a, sa, b, sb, out, so, [](T x, T y) { return std::min(x, y); });
+    default: fail_internal(what + ": unexpected op for " + dtype_name(dtype_for<T>()));
+  }
+}
+
+// base^exponent for an integer base and an integer exponent: exact, wrapping like the other
+// integer ops; a negative exponent truncates 1 / base^-e toward zero.
+template <typename T, typename E>
+T int_pow(T base, E e, const std::string& what) {
+  if constexpr (std::is_signed_v<E>) {
+    if (e < 0) {
+      if (base == 0) fail(what + ": integer 0 raised to the negative power " + std::to_string(e));
+      if (base == 1) return 1;
+      if constexpr (std::is_signed_v<T>)
+        if (base == T(-1)) return (e % 2) ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  using U = Unsigned<T>;
+  U result = 1, b = static_cast<U>(base);
+  for (auto n = static_cast<std::make_unsigned_t<E>>(e); n; n >>= 1) {
+    if (n & 1) result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<T>(result);
+}
+
+// Pow with base type T and exponent type E (ONNX lets them differ; the output has T). Floats
+// compute in double and round once; an integer base with a float exponent converts the result
+// like Cast does (defined for every value).
+template <typename T, typename E>
+void pow_loop(const T* a, const Shape& sa, const E* b, const Shape& sb, T* out, const Shape& so, const std::string& what) {
+  if constexpr (is_float_like_v<T>)
+    apply2(a, sa, b, sb, out, so, [](T x, E y) { return T(std::pow(double(x), double(y))); });
+  else if constexpr (is_float_like_v<E>)
+    apply2(a, sa, b, sb, out, so, [](T x, E y) { return float_to_int<T>(std::pow(double(x), double(y))); });
+  else
+    apply2(a, sa, b, sb, out, so, [&what](T x, E y) { return int_pow(x, y, what); });
+}
+
+// The element types each op takes (by ONNX's type constraints).
+using PowBaseTypes = Types<float, double, Float16, BFloat16, int64_t, int32_t>;
+using PReluTypes = Types<float, double, Float16, BFloat16, int64_t, int32_t, uint64_t, uint32_t>;
+using ShiftTypes = Types<uint8_t, uint16_t, uint32_t, uint64_t>;
+
+bool takes(const BinSpec& spec, DType t) {
+  if (spec.mean) return one_of(t, AllFloatTypes{});
+  switch (spec.op) {
+    case Bin::Pow: return one_of(t, PowBaseTypes{});
+    case Bin::PRelu: return one_of(t, PReluTypes{});
+    case Bin::ShiftLeft: case Bin::ShiftRight: return one_of(t, ShiftTypes{});
+    default: return one_of(t, AllNumericTypes{});
   }
 }
 
@@ -109,7 +169,8 @@ class BinaryKernel final : public Kernel {
   BinaryKernel(const Node& n, const KernelEnv& env, BinSpec spec)
       : spec_(spec), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), exp_dtype_(dtype_) {
     if (spec.op == Bin::Pow) exp_dtype_ = n.inputs[1]->type.dtype;
-    if (dtype_ == DType::Float32 && spec.op != Bin::Pow && env.dnnl && all_fixed(n)) build_dnnl(n, *env.dnnl);
+    const bool dnnl_op = dnnl_alg(spec.op) != dnnl::algorithm::undef || spec.op == Bin::PRelu;
+    if (dtype_ == DType::Float32 && dnnl_op && env.dnnl && all_fixed(n)) build_dnnl(n, *env.dnnl);
   }
 
   void run(const KernelArgs& args) override {
@@ -212,24 +273,13 @@ class BinaryKernel final : public Kernel {
       if (y.data != args.inputs[0].data) std::memmove(y.data, args.inputs[0].data, y.byte_size());
       return;
     }
-    switch (dtype_) {
-      case DType::Float32:
-        if (spec_.op == Bin::Pow && exp_dtype_ != DType::Float32) return pow_mixed(args, out);
-        fold<float>(args, out);
-        if (spec_.mean) {
-          const float scale = 1.f / static_cast<float>(args.inputs.size());
-          float* p = y.as<float>();
-          for (uint64_t i = 0, n = out.count(); i < n; ++i) p[i] *= scale;
-        }
-        return;
-      case DType::Int64: return fold<int64_t>(args, out);
-      case DType::Int32: return fold<int32_t>(args, out);
-      default: fail_internal(where_ + ": unexpected dtype");
-    }
+    if (spec_.op == Bin::Pow) return pow_any(args, out);
+    if (!dispatch(dtype_, AllNumericTypes{}, [&](auto tag) { fold<decltype(tag)>(args, out); }))
+      fail_internal(where_ + ": unexpected dtype");
   }
 
   // out = in0 op in1 op in2 ... (broadcasting commutes with elementwise ops, so each step may
-  // broadcast both operands to the final shape).
+  // broadcast both operands to the final shape). Mean then scales by 1 / count.
   template <typename T>
   void fold(const KernelArgs& args, const Shape& out) const {
     T* y = args.outputs[0].as<T>();
@@ -237,17 +287,23 @@ class BinaryKernel final : public Kernel {
                Shape::of(args.inputs[1]), y, out, where_);
     for (size_t i = 2; i < args.inputs.size(); ++i)
       combine<T>(spec_.op, y, out, args.inputs[i].as<T>(), Shape::of(args.inputs[i]), y, out, where_);
+    if constexpr (is_float_like_v<T>) {
+      if (!spec_.mean) return;
+      using C = compute_t<T>;
+      const C scale = C(1) / static_cast<C>(args.inputs.size());
+      for (uint64_t i = 0, n = out.count(); i < n; ++i) y[i] = T(C(y[i]) * scale);
+    }
   }
 
-  void pow_mixed(const KernelArgs& args, const Shape& out) const {
+  void pow_any(const KernelArgs& args, const Shape& out) const {
     const TensorView &x = args.inputs[0], &e = args.inputs[1];
-    float* y = args.outputs[0].as<float>();
-    auto go = [&](const auto* ep) {
-      apply2(x.as<float>(), Shape::of(x), ep, Shape::of(e), y, out,
-             [](float b, auto p) { return std::pow(b, static_cast<float>(p)); });
-    };
-    if (exp_dtype_ == DType::Int64) go(e.as<int64_t>());
-    else go(e.as<int32_t>());
+    dispatch(dtype_, PowBaseTypes{}, [&](auto base) {
+      using T = decltype(base);
+      dispatch(exp_dtype_, AllNumericTypes{}, [&](auto exponent) {
+        using E = decltype(exponent);
+        pow_loop<T, E>(x.as<T>(), Shape::of(x), e.as<E>(), Shape::of(e), args.outputs[0].as<T>(), out, where_);
+      });
+    });
   }
 
   BinSpec spec_;
@@ -267,24 +323,24 @@ std::unique_ptr<Kernel> make_binary(const Node& n, const KernelEnv& env, BinSpec
   for (const Value* v : n.inputs)
     if (!v) fail(at + ": an input is missing");
   const DType dt = n.inputs[0]->type.dtype;
-  const bool int_ok = !spec.mean && spec.op != Bin::Pow && spec.op != Bin::PRelu;
-  if (dt != DType::Float32 && !((dt == DType::Int64 || dt == DType::Int32) && int_ok))
-    fail_unsupported(at + ": " + dtype_name(dt) + " inputs are not supported (float32" +
-                     (int_ok ? ", int32 and int64" : "") + " only)");
+  if (!takes(spec, dt)) fail_unsupported(at + ": inputs of type " + dtype_name(dt) + " are not supported");
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     const DType di = n.inputs[i]->type.dtype;
-    const bool pow_exp_ok = spec.op == Bin::Pow && (di == DType::Int64 || di == DType::Int32);
+    const bool pow_exp_ok = spec.op == Bin::Pow && one_of(di, AllNumericTypes{});  // any numeric exponent
     if (di != dt && !pow_exp_ok)
       fail(at + ": input '" + n.inputs[i]->name + "' is " + dtype_name(di) + ", input '" + n.inputs[0]->name +
            "' is " + dtype_name(dt));
   }
   if (n.outputs[0]->type.dtype != dt)
     fail(at + ": the output is " + dtype_name(n.outputs[0]->type.dtype) + ", the inputs " + dtype_name(dt));
-  if (spec.op == Bin::Pow) {
+  if (spec.op == Bin::Pow && one_of(dt, AllFloatTypes{})) {
+    // A constant scalar exponent that float holds exactly: the unary kernel (oneDNN for float32).
     const Value* e = n.inputs[1];
     if (e->constant && e->constant->element_count() == 1 && e->type.dims.size() <= n.inputs[0]->type.dims.size() &&
-        n.inputs[0]->type.has_rank)
-      return make_unary_pow(n, env, static_cast<float>(e->constant->float_at(0)));
+        n.inputs[0]->type.has_rank) {
+      const double p = e->constant->float_at(0);
+      if (static_cast<double>(static_cast<float>(p)) == p) return make_unary_pow(n, env, static_cast<float>(p));
+    }
   }
   return std::make_unique<BinaryKernel>(n, env, spec);
 }
@@ -292,6 +348,13 @@ std::unique_ptr<Kernel> make_binary(const Node& n, const KernelEnv& env, BinSpec
 template <Bin op, bool variadic = false, bool mean = false>
 std::unique_ptr<Kernel> factory(const Node& n, const KernelEnv& env) {
   return make_binary(n, env, BinSpec{op, variadic, mean});
+}
+
+std::unique_ptr<Kernel> bitshift(const Node& n, const KernelEnv& env) {
+  const std::string direction = n.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    fail(where(n, env) + ": direction must be \"LEFT\" or \"RIGHT\", not \"" + direction + "\"");
+  return make_binary(n, env, BinSpec{direction == "LEFT" ? Bin::ShiftLeft : Bin::ShiftRight});
 }
 
 }  // namespace
@@ -307,6 +370,7 @@ void register_binary_kernels(KernelRegistry& r) {
   r.add("Min", factory<Bin::Min, true>);
   r.add("Sum", factory<Bin::Add, true>);
   r.add("Mean", factory<Bin::Add, true, true>);
+  r.add("BitShift", bitshift);
 }
 
 }  // namespace memplan::rt::elt

@@ -89,6 +89,7 @@ class ReduceKernel final : public Kernel {
     }
     switch (dtype_) {
       case DType::Float32: return loop<float>(x, in, y.as<float>(), kept, args.scratchpad);
+      case DType::Float64: return loop<double>(x, in, y.as<double>(), kept, args.scratchpad);
       case DType::Int64: return loop<int64_t>(x, in, y.as<int64_t>(), kept, args.scratchpad);
       case DType::Int32: return loop<int32_t>(x, in, y.as<int32_t>(), kept, args.scratchpad);
       default: fail_internal(where_ + ": unexpected dtype");
@@ -185,8 +186,8 @@ std::unique_ptr<Kernel> make_reduce(const Node& n, const KernelEnv& env, Red op)
   if (n.outputs.empty() || !n.outputs[0]) fail(at + ": the output is missing");
   const DType dt = n.inputs[0]->type.dtype;
   const bool int_ok = op == Red::Sum || op == Red::Mean || op == Red::Max || op == Red::Min || op == Red::Prod;
-  if (dt != DType::Float32 && !((dt == DType::Int64 || dt == DType::Int32) && int_ok))
-    fail_unsupported(at + ": " + dtype_name(dt) + " input is not supported (float32" +
+  if (dt != DType::Float32 && dt != DType::Float64 && !((dt == DType::Int64 || dt == DType::Int32) && int_ok))
+    fail_unsupported(at + ": " + dtype_name(dt) + " input is not supported (float32, float64" +
                      (int_ok ? ", int32 and int64" : "") + " only)");
   if (n.outputs[0]->type.dtype != dt)
     fail(at + ": the output is " + dtype_name(n.outputs[0]->type.dtype) + ", the input " + dtype_name(dt));

@@ -20,39 +20,22 @@ struct Storage<BoolTag> {
 template <typename T>
 using storage_t = typename Storage<T>::type;
 
-// Float to integer conversions are defined for every input: in range they truncate toward zero;
-// NaN and values out of range give what x86 (and so onnxruntime) gives: the most negative
-// int64 or int32; types narrower than 32 bits go through int32 and wrap, as C casts compile.
-template <typename To>
-To float_to_int(double x) {
-  if constexpr (sizeof(To) == 8) {
-    if constexpr (std::is_unsigned_v<To>)
-      if (x >= 0x1p63 && x < 0x1p64) return static_cast<To>(x);
-    const int64_t i = x >= -0x1p63 && x < 0x1p63 ? static_cast<int64_t>(x) : std::numeric_limits<int64_t>::min();
-    return static_cast<To>(i);
-  } else if constexpr (std::is_same_v<To, uint32_t>) {
-    const int64_t i = x >= -0x1p63 && x < 0x1p63 ? static_cast<int64_t>(x) : std::numeric_limits<int64_t>::min();
-    return static_cast<To>(i);
-  } else {
-    const int32_t i = x > -0x1p31 - 1 && x < 0x1p31 ? static_cast<int32_t>(x) : std::numeric_limits<int32_t>::min();
-    return static_cast<To>(i);
-  }
-}
-
 template <typename To, typename From>
 storage_t<To> convert(storage_t<From> x) {
   if constexpr (std::is_same_v<To, BoolTag>) {
     return x != 0;  // NaN is true
   } else if constexpr (std::is_same_v<From, BoolTag>) {
     return static_cast<To>(x != 0 ? 1 : 0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    return float_to_int<To>(static_cast<double>(x));
+  } else if constexpr (is_float_like_v<From> && std::is_integral_v<To>) {
+    return float_to_int<To>(static_cast<double>(x));  // defined for NaN and out-of-range values
+  } else if constexpr (is_float16_v<From>) {
+    return static_cast<To>(static_cast<float>(x));  // exact; To rounds it (to nearest even) if narrower
   } else {
     return static_cast<To>(x);
   }
 }
 
-using CastTypes = Types<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t, BoolTag>;
+using CastTypes = Types<float, double, Float16, BFloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t, BoolTag>;
 
 template <typename From>
 Factory cast_from(DType to, const std::string& where, const Node& n) {

@@ -14,6 +14,7 @@
 
 #include "memplan/error.h"
 #include "runtime/kernel.h"
+#include "runtime/kernels/element_types.h"
 
 namespace memplan::rt::shape {
 
@@ -160,49 +161,11 @@ void for_each_broadcast(const Broadcast& b, F&& f) {
   }
 }
 
-// ---- Typed element access ----
-
-// Stands for bool in type lists; stored as a byte (0 or 1 written, non-zero read as true).
-struct BoolTag {};
+// ---- Typed element access (element_types.h: BoolTag, Types, dispatch, dispatch_size) ----
 
 template <typename T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, BoolTag>) return DType::Bool;
-  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::Uint8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::Uint16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::Uint32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DType::Uint64;
-  else return DType::Undefined;
-}
-
-template <typename... Ts>
-struct Types {};
-using FloatTypes = Types<float, double>;
-using IntTypes = Types<int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
-using NumericTypes = Types<float, double, int64_t, int32_t, int16_t, int8_t, uint8_t, uint16_t, uint32_t, uint64_t>;
-
-// Calls f(T{}) for the T of `t` in the list; false when `t` is not in it.
-template <typename F, typename... Ts>
-bool dispatch(DType t, Types<Ts...>, F&& f) {
-  return ((t == dtype_of<Ts>() ? (f(Ts{}), true) : false) || ...);
-}
-
-// Calls f(std::integral_constant<size_t, N>) for element sizes 1, 2, 4, 8; false otherwise.
-template <typename F>
-bool dispatch_size(uint32_t size, F&& f) {
-  switch (size) {
-    case 1: f(std::integral_constant<size_t, 1>{}); return true;
-    case 2: f(std::integral_constant<size_t, 2>{}); return true;
-    case 4: f(std::integral_constant<size_t, 4>{}); return true;
-    case 8: f(std::integral_constant<size_t, 8>{}); return true;
-    default: return false;
-  }
+  return dtype_for<T>();
 }
 
 // The element size of a byte-moving op's dtype; fails for strings and unknown types.
@@ -316,6 +279,7 @@ Factory make_range(const Node& n, const KernelEnv& env);
 // shape_math.cpp
 Factory make_mod(const Node& n, const KernelEnv& env);
 Factory make_rounding(const Node& n, const KernelEnv& env);  // Floor Ceil Round Sign
+Factory make_float_class(const Node& n, const KernelEnv& env);  // IsNaN IsInf
 Factory make_cumsum(const Node& n, const KernelEnv& env);
 // shape_arg_topk.cpp
 Factory make_arg(const Node& n, const KernelEnv& env);  // ArgMax ArgMin

@@ -73,7 +73,7 @@ Factory make_compare(const Node& n, const KernelEnv& env) {
     return make_binary<uint8_t, uint8_t>(where, n, [](uint8_t a, uint8_t b) -> uint8_t { return (a != 0) == (b != 0); });
   }
   Factory k;
-  dispatch(t, NumericTypes{}, [&](auto tag) { k = compare_for<decltype(tag)>(n.op_type, where, n); });
+  dispatch(t, AllNumericTypes{}, [&](auto tag) { k = compare_for<decltype(tag)>(n.op_type, where, n); });
   if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported");
   return k;
 }

@@ -26,6 +26,7 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("Range", make_range);
   r.add("Mod", make_mod);
   for (const char* op : {"Floor", "Ceil", "Round", "Sign"}) r.add(op, make_rounding);
+  for (const char* op : {"IsNaN", "IsInf"}) r.add(op, make_float_class);
   r.add("CumSum", make_cumsum);
   r.add("ArgMax", make_arg);
   r.add("ArgMin", make_arg);

@@ -1,4 +1,4 @@
-// Mod (broadcasting), Floor, Ceil, Round, Sign and CumSum.
+// Mod (broadcasting), Floor, Ceil, Round, Sign, IsNaN, IsInf and CumSum.
 #include <cmath>
 
 #include "runtime/kernels/shape_common.h"
@@ -13,8 +13,8 @@ namespace {
 template <typename T, bool Fmod>
 auto mod_of(std::string where) {
   return [where = std::move(where)](T u, T v) -> T {
-    if constexpr (std::is_floating_point_v<T>) {
-      return std::fmod(u, v);
+    if constexpr (is_float_like_v<T>) {
+      return static_cast<T>(std::fmod(static_cast<compute_t<T>>(u), static_cast<compute_t<T>>(v)));  // exact
     } else {
       if (v == 0) fail_at(where, "integer division by zero");
       if constexpr (std::is_signed_v<T>)
@@ -81,10 +81,10 @@ class CumSumKernel final : public Kernel {
 
 template <typename T>
 T sign_of(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_float_like_v<T>) {
     if (x != x) return x;  // NaN stays NaN
   }
-  if constexpr (std::is_signed_v<T>) return static_cast<T>(x > 0 ? 1 : x < 0 ? -1 : 0);
+  if constexpr (std::is_signed_v<T> || is_float_like_v<T>) return static_cast<T>(x > 0 ? 1 : x < 0 ? -1 : 0);
   else return static_cast<T>(x > 0 ? 1 : 0);
 }
 
@@ -103,9 +103,9 @@ Factory make_mod(const Node& n, const KernelEnv& env) {
   check_same_types(n, where);
   const DType t = n.inputs[0]->type.dtype;
   const bool fmod = n.attr_int("fmod", 0) != 0;
-  if ((t == DType::Float32 || t == DType::Float64) && !fmod) fail_at(where, "floating-point Mod requires fmod = 1");
+  if (one_of(t, AllFloatTypes{}) && !fmod) fail_at(where, "floating-point Mod requires fmod = 1");
   Factory k;
-  dispatch(t, NumericTypes{}, [&](auto tag) {
+  dispatch(t, AllNumericTypes{}, [&](auto tag) {
     using T = decltype(tag);
     if (fmod) k = make_binary<T, T>(where, n, mod_of<T, true>(where));
     else k = make_binary<T, T>(where, n, mod_of<T, false>(where));
@@ -121,18 +121,40 @@ Factory make_rounding(const Node& n, const KernelEnv& env) {
   const std::string& op = n.op_type;
   Factory k;
   if (op == "Sign") {
-    dispatch(t, NumericTypes{}, [&](auto tag) {
+    dispatch(t, AllNumericTypes{}, [&](auto tag) {
       using T = decltype(tag);
       k = make_unary<T, T>(where, n, [](T x) { return sign_of(x); });
     });
   } else {
-    dispatch(t, FloatTypes{}, [&](auto tag) {
+    dispatch(t, AllFloatTypes{}, [&](auto tag) {
       using T = decltype(tag);
-      if (op == "Floor") k = make_unary<T, T>(where, n, [](T x) { return std::floor(x); });
-      else if (op == "Ceil") k = make_unary<T, T>(where, n, [](T x) { return std::ceil(x); });
-      else if (op == "Round") k = make_unary<T, T>(where, n, [](T x) { return std::nearbyint(x); });  // half to even
+      using C = compute_t<T>;  // 16-bit floats round exactly through float
+      if (op == "Floor") k = make_unary<T, T>(where, n, [](T x) { return T(std::floor(C(x))); });
+      else if (op == "Ceil") k = make_unary<T, T>(where, n, [](T x) { return T(std::ceil(C(x))); });
+      else if (op == "Round") k = make_unary<T, T>(where, n, [](T x) { return T(std::nearbyint(C(x))); });  // half to even
     });
   }
+  if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported");
+  return k;
+}
+
+Factory make_float_class(const Node& n, const KernelEnv& env) {
+  std::string where = check_arity(n, env, 1, 1);
+  if (n.outputs[0]->type.dtype != DType::Bool)
+    fail_at(where, "output must be bool, not " + dtype_name(n.outputs[0]->type.dtype));
+  const DType t = n.inputs[0]->type.dtype;
+  const bool nan = n.op_type == "IsNaN";
+  const bool pos = n.attr_int("detect_positive", 1) != 0, neg = n.attr_int("detect_negative", 1) != 0;
+  Factory k;
+  dispatch(t, AllFloatTypes{}, [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    if (nan) k = make_unary<T, uint8_t>(where, n, [](T x) -> uint8_t { return std::isnan(C(x)); });
+    else
+      k = make_unary<T, uint8_t>(where, n, [pos, neg](T x) -> uint8_t {
+        return std::isinf(C(x)) && (C(x) > 0 ? pos : neg);
+      });
+  });
   if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported");
   return k;
 }
