@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "runtime/kernels/dnnl_common.h"
+#include "runtime/kernels/norm_loss.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -196,9 +197,11 @@ std::unique_ptr<Kernel> make_log_softmax(const Node& node, const KernelEnv& env)
   return make_softmax_like(node, env, true);
 }
 
-// Inference only: Y = scale * (X - mean) / sqrt(var + epsilon) + B, per channel (dim 1).
+// Inference: Y = scale * (X - mean) / sqrt(var + epsilon) + B, per channel (dim 1). Training mode
+// (opset 14+) is the plain loop of norm_kernels.cpp.
 std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env) {
   const std::string at = where(node, env);
+  if (node.opset >= 14 && node.attr_int("training_mode", 0) != 0) return norm::make_batch_norm_training(node, env);
   check_arity(node, env, 5, 5, 1);
   for (size_t i = 1; i < node.outputs.size(); ++i)
     if (node.outputs[i]) fail_unsupported(at + ": training-mode outputs (mean, var, ...) are not supported");

@@ -1,5 +1,6 @@
 // Reduce*: oneDNN reduction for float32 tensors of a fixed shape, a plain accumulating loop
-// otherwise (and always for ReduceLogSumExp, and for int32/int64 Sum, Mean, Max, Min, Prod).
+// otherwise (and always for ReduceLogSum and ReduceLogSumExp, for float64, and for int32/int64 Sum,
+// Mean, Max, Min, Prod).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,7 +23,7 @@ struct Wrapping<T, true> {
   using type = std::make_unsigned_t<T>;
 };
 
-enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, LogSumExp, SumSquare };
+enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
 std::optional<std::pair<dnnl::algorithm, float>> dnnl_alg(Red op) {
   using a = dnnl::algorithm;
@@ -35,6 +36,7 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnl_alg(Red op) {
     case Red::L1: return std::pair{a::reduction_norm_lp_sum, 1.f};
     case Red::L2: return std::pair{a::reduction_norm_lp_sum, 2.f};
     case Red::SumSquare: return std::pair{a::reduction_norm_lp_power_p_sum, 2.f};
+    case Red::LogSum:
     case Red::LogSumExp: return std::nullopt;
   }
   return std::nullopt;
@@ -138,7 +140,8 @@ class ReduceKernel final : public Kernel {
     using U = typename Wrapping<T>::type;
     switch (op_) {
       case Red::Sum:
-      case Red::Mean: accumulate([](T& acc, T v) { acc = T(U(acc) + U(v)); }); break;
+      case Red::Mean:
+      case Red::LogSum: accumulate([](T& acc, T v) { acc = T(U(acc) + U(v)); }); break;
       case Red::Prod: accumulate([](T& acc, T v) { acc = T(U(acc) * U(v)); }); break;
       case Red::Max: accumulate([](T& acc, T v) { acc = std::max(acc, v); }); break;
       case Red::Min: accumulate([](T& acc, T v) { acc = std::min(acc, v); }); break;
@@ -152,6 +155,8 @@ class ReduceKernel final : public Kernel {
     if constexpr (std::is_floating_point_v<T>) {
       if (op_ == Red::L2)
         for (uint64_t i = 0; i < n_out; ++i) out[i] = std::sqrt(out[i]);
+      if (op_ == Red::LogSum)
+        for (uint64_t i = 0; i < n_out; ++i) out[i] = std::log(out[i]);
       if (op_ == Red::LogSumExp) {
         // out holds the maxima; sum exp(x - max) in the scratchpad, then out = max + log(sum).
         T* sum = reinterpret_cast<T*>(scratch);
@@ -219,6 +224,7 @@ void register_reduce_kernels(KernelRegistry& r) {
   r.add("ReduceProd", factory<Red::Prod>);
   r.add("ReduceL1", factory<Red::L1>);
   r.add("ReduceL2", factory<Red::L2>);
+  r.add("ReduceLogSum", factory<Red::LogSum>);
   r.add("ReduceLogSumExp", factory<Red::LogSumExp>);
   r.add("ReduceSumSquare", factory<Red::SumSquare>);
 }

@@ -1,7 +1,7 @@
-// ArgMax, ArgMin and TopK. NaN ranks above every number (numpy's order): ArgMax and
+// ArgMax, ArgMin, Hardmax and TopK. NaN ranks above every number (numpy's order): ArgMax and
 // TopK(largest) pick NaNs first, ArgMin picks a NaN too (as numpy's argmin does), TopK(smallest)
 // puts them last. Ties go to the lower index (ArgMax/ArgMin: the higher one with
-// select_last_index).
+// select_last_index). Hardmax marks the element ArgMax picks with 1, the others 0.
 #include <algorithm>
 
 #include "runtime/kernels/shape_common.h"
@@ -23,7 +23,31 @@ bool greater(T a, T b) {
   return a > b;
 }
 
-// ---- ArgMax / ArgMin ----
+// ---- ArgMax / ArgMin / Hardmax ----
+
+// True when v replaces best as the row's pick (a later element, so ties keep best unless `last`).
+template <typename T, bool Max>
+bool better(T v, T best, bool last) {
+  if (is_nan(best)) return last && is_nan(v);
+  if (is_nan(v)) return true;
+  if constexpr (Max) return last ? v >= best : v > best;
+  else return last ? v <= best : v < best;
+}
+
+// The index of the pick among the `extent` (> 0) elements of a row, `stride` elements apart.
+template <typename T, bool Max>
+int64_t pick(const T* row, int64_t extent, uint64_t stride, bool last) {
+  T best = row[0];
+  int64_t at = 0;
+  for (int64_t k = 1; k < extent; ++k) {
+    const T v = row[static_cast<uint64_t>(k) * stride];
+    if (better<T, Max>(v, best, last)) {
+      best = v;
+      at = k;
+    }
+  }
+  return at;
+}
 
 template <typename T, bool Max>
 class ArgKernel final : public Kernel {
@@ -48,32 +72,47 @@ class ArgKernel final : public Kernel {
     const T* x = in.as<const T>();
     int64_t* y = a.outputs[0].as<int64_t>();
     for (uint64_t o = 0; o < s.outer; ++o)
+      for (uint64_t i = 0; i < s.inner; ++i)
+        y[o * s.inner + i] = pick<T, Max>(x + o * static_cast<uint64_t>(s.extent) * s.inner + i, s.extent, s.inner, last_);
+  }
+
+ private:
+  std::string where_;
+  int64_t axis_;
+  bool keepdims_, last_, dynamic_;
+};
+
+// Hardmax-13 works along `axis`; before opset 13 the input is seen as 2-D, [dims before axis,
+// dims from axis on], and the pick is along the second.
+template <typename T>
+class HardmaxKernel final : public Kernel {
+ public:
+  HardmaxKernel(std::string where, const Node& n)
+      : where_(std::move(where)), coerce_(n.opset < 13), axis_(n.attr_int("axis", coerce_ ? 1 : -1)), dynamic_(any_dynamic(n)) {}
+
+  void run(const KernelArgs& a) override {
+    const TensorView& in = a.inputs[0];
+    TensorView& out = a.outputs[0];
+    if (dynamic_) set_shape_like(out, in, where_);
+    const int axis = normalize_axis(axis_, in.rank, where_);
+    AxisSplit s = split_at(in, axis);
+    if (coerce_) s = {s.outer, static_cast<int64_t>(product(in.dims.data(), axis, in.rank)), 1};
+    const T* x = in.as<const T>();
+    T* y = out.as<T>();
+    std::fill(y, y + in.element_count(), T(0));
+    if (s.extent == 0) return;
+    for (uint64_t o = 0; o < s.outer; ++o)
       for (uint64_t i = 0; i < s.inner; ++i) {
-        const T* row = x + o * static_cast<uint64_t>(s.extent) * s.inner + i;
-        T best = row[0];
-        int64_t at = 0;
-        for (int64_t k = 1; k < s.extent; ++k) {
-          const T v = row[static_cast<uint64_t>(k) * s.inner];
-          if (better(v, best)) {
-            best = v;
-            at = k;
-          }
-        }
-        y[o * s.inner + i] = at;
+        const uint64_t base = o * static_cast<uint64_t>(s.extent) * s.inner + i;
+        y[base + static_cast<uint64_t>(pick<T, true>(x + base, s.extent, s.inner, false)) * s.inner] = T(1);
       }
   }
 
  private:
-  bool better(T v, T best) const {
-    if (is_nan(best)) return last_ && is_nan(v);
-    if (is_nan(v)) return true;
-    if constexpr (Max) return last_ ? v >= best : v > best;
-    else return last_ ? v <= best : v < best;
-  }
-
   std::string where_;
+  bool coerce_;
   int64_t axis_;
-  bool keepdims_, last_, dynamic_;
+  bool dynamic_;
 };
 
 // ---- TopK ----
@@ -155,6 +194,16 @@ Factory make_arg(const Node& n, const KernelEnv& env) {
     else k = std::make_unique<ArgKernel<T, false>>(where, n);
   });
   if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported");
+  return k;
+}
+
+Factory make_hardmax(const Node& n, const KernelEnv& env) {
+  std::string where = check_arity(n, env, 1, 1);
+  const DType t = n.inputs[0]->type.dtype;
+  if (n.outputs[0]->type.dtype != t) fail_at(where, "the output is not " + dtype_name(t));
+  Factory k;
+  dispatch(t, FloatTypes{}, [&](auto tag) { k = std::make_unique<HardmaxKernel<decltype(tag)>>(where, n); });
+  if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported (float32 and float64 only)");
   return k;
 }
 

@@ -283,6 +283,7 @@ Factory make_float_class(const Node& n, const KernelEnv& env);  // IsNaN IsInf
 Factory make_cumsum(const Node& n, const KernelEnv& env);
 // shape_arg_topk.cpp
 Factory make_arg(const Node& n, const KernelEnv& env);  // ArgMax ArgMin
+Factory make_hardmax(const Node& n, const KernelEnv& env);
 Factory make_topk(const Node& n, const KernelEnv& env);
 
 }  // namespace memplan::rt::shape

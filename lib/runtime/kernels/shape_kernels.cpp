@@ -30,6 +30,7 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("CumSum", make_cumsum);
   r.add("ArgMax", make_arg);
   r.add("ArgMin", make_arg);
+  r.add("Hardmax", make_hardmax);
   r.add("TopK", make_topk);
 }
 
