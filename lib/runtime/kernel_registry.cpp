@@ -10,6 +10,7 @@ const KernelRegistry& KernelRegistry::instance() {
     register_dnnl_kernels(r);
     register_elementwise_kernels(r);
     register_shape_kernels(r);
+    register_quantize_kernels(r);
     return r;
   }();
   return registry;

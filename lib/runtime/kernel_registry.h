@@ -24,5 +24,6 @@ class KernelRegistry {
 void register_dnnl_kernels(KernelRegistry& r);
 void register_elementwise_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
+void register_quantize_kernels(KernelRegistry& r);
 
 }  // namespace memplan::rt
