@@ -11,6 +11,7 @@ const KernelRegistry& KernelRegistry::instance() {
     register_elementwise_kernels(r);
     register_shape_kernels(r);
     register_norm_loss_kernels(r);
+    register_quantize_kernels(r);
     return r;
   }();
   return registry;

@@ -25,5 +25,6 @@ void register_dnnl_kernels(KernelRegistry& r);
 void register_elementwise_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_norm_loss_kernels(KernelRegistry& r);  // kernels/norm_loss_kernels.cpp
+void register_quantize_kernels(KernelRegistry& r);   // kernels/quantize_kernels.cpp
 
 }  // namespace memplan::rt

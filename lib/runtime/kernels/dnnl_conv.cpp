@@ -210,13 +210,17 @@ std::unique_ptr<Kernel> make_conv_transpose(const Node& node, const KernelEnv& e
     else if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower) target = in * st;
     else if (w.auto_pad == AutoPad::Valid) w.pads_begin[i] = w.pads_end[i] = 0;
     if (target >= 0) {
-      int64_t total = full - target;
-      if (total < 0)
-        fail_unsupported(at + ": output size " + std::to_string(target) + " exceeds the full transposed convolution (" +
-                         std::to_string(full) + ")");
-      int64_t half = total / 2;
-      w.pads_begin[i] = w.auto_pad == AutoPad::SameUpper ? half : total - half;
-      w.pads_end[i] = total - w.pads_begin[i];
+      const int64_t total = full - target;
+      if (total < 0) {
+        // An output_shape past the full transposed convolution: like onnxruntime (and ONNX's
+        // reference), no padding, and the outputs past the end get only the bias.
+        w.pads_begin[i] = 0;
+        w.pads_end[i] = total;
+      } else {
+        const int64_t half = total / 2;
+        w.pads_begin[i] = w.auto_pad == AutoPad::SameUpper ? half : total - half;
+        w.pads_end[i] = total - w.pads_begin[i];
+      }
     }
     expected.push_back(full - w.pads_begin[i] - w.pads_end[i]);
   }

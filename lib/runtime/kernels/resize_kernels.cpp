@@ -1,160 +1,346 @@
-// Resize (opsets 10, 11, 13) and Upsample (7, 9) on float32: nearest on any dims, linear on the
-// last two (bilinear on NCHW), with constant scales or sizes. Plain loops: oneDNN's resampling
-// does not cover ONNX's coordinate transformation modes.
+// Resize (opsets 10, 11, 13) and Upsample (7, 9) on float32: nearest, (n-)linear and cubic on any
+// dims, every coordinate_transformation_mode, with scales, sizes and roi fixed at load or read at
+// run time (the output shape is then set at run time, within the output's capacity). Plain loops:
+// oneDNN's resampling does not cover ONNX's coordinate transformation modes.
+//
+// Each output element is a weighted sum over the product of per-dimension taps (1 for nearest, 2
+// for linear, 4 for cubic), the separable form of ONNX's reference implementation.
 #include <algorithm>
 #include <cmath>
 
 #include "runtime/kernels/elementwise_common.h"
+#include "runtime/kernels/shape_common.h"
 
 namespace memplan::rt::elt {
 namespace {
 
-enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN };
+enum class Mode { Nearest, Linear, Cubic };
+enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCropAndResize };
 enum class Nearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil, Simple };
 
-float source_coord(Coord m, int64_t o, float scale, int64_t in_len, int64_t out_len) {
-  const float x = static_cast<float>(o);
+struct Params {
+  Mode mode = Mode::Nearest;
+  Coord coord = Coord::Asymmetric;
+  Nearest nearest = Nearest::Simple;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  float extrapolation = 0.f;
+};
+
+// One dimension's geometry for the current run. `resized` is ONNX's reference "output width",
+// in_len * scale, which differs from the integer output length when a scale is given.
+struct Axis {
+  int64_t in = 1, out = 1;
+  double scale = 1, resized = 1;
+  double roi_start = 0, roi_end = 1;
+  bool identity = false;  // output index o reads input o alone
+};
+
+// The input elements one output coordinate reads along one dimension, and their weights.
+struct Taps {
+  int n = 0;
+  bool outside = false;  // tf_crop_and_resize: the coordinate is outside the input
+  std::array<int64_t, 4> idx{};
+  std::array<double, 4> w{};
+};
+
+// ONNX's x_original for output index o.
+double source_coord(Coord m, int64_t o, const Axis& a) {
+  const double x = static_cast<double>(o);
   switch (m) {
-    case Coord::HalfPixel: return (x + 0.5f) / scale - 0.5f;
-    case Coord::PytorchHalfPixel: return out_len > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
+    case Coord::HalfPixel: return (x + 0.5) / a.scale - 0.5;
+    case Coord::PytorchHalfPixel: return a.resized > 1 ? (x + 0.5) / a.scale - 0.5 : -0.5;
     case Coord::AlignCorners:
-      return out_len == 1 ? 0.f : x * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
-    case Coord::Asymmetric: return x / scale;
-    case Coord::TfHalfPixelForNN: return (x + 0.5f) / scale;
+      return a.resized == 1 ? 0.0 : x * static_cast<double>(a.in - 1) / (a.resized - 1);
+    case Coord::Asymmetric: return x / a.scale;
+    case Coord::TfHalfPixelForNN: return (x + 0.5) / a.scale;
+    case Coord::TfCropAndResize: {
+      const double len = static_cast<double>(a.in - 1);
+      if (a.resized == 1) return (a.roi_end - a.roi_start) * len / 2 + a.roi_start * len;
+      return x * (a.roi_end - a.roi_start) * len / (a.resized - 1) + a.roi_start * len;
+    }
   }
   return x;
 }
 
-int64_t nearest_index(Nearest m, float x, float scale, int64_t in_len) {
-  int64_t i = 0;
+int64_t nearest_index(Nearest m, double x, double scale) {
   switch (m) {
     case Nearest::RoundPreferFloor:
-      i = x == std::floor(x) + 0.5f ? static_cast<int64_t>(std::floor(x)) : static_cast<int64_t>(std::round(x));
-      break;
-    case Nearest::RoundPreferCeil: i = static_cast<int64_t>(std::round(x)); break;  // clamped below, so -0.5 is fine
-    case Nearest::Floor: i = static_cast<int64_t>(std::floor(x)); break;
-    case Nearest::Ceil: i = static_cast<int64_t>(std::ceil(x)); break;
-    case Nearest::Simple: i = static_cast<int64_t>(scale < 1.f ? std::ceil(x) : std::floor(x)); break;
+      return x == std::floor(x) + 0.5 ? static_cast<int64_t>(std::floor(x)) : static_cast<int64_t>(std::round(x));
+    case Nearest::RoundPreferCeil: return static_cast<int64_t>(std::round(x));  // clamped later, so -0.5 is fine
+    case Nearest::Floor: return static_cast<int64_t>(std::floor(x));
+    case Nearest::Ceil: return static_cast<int64_t>(std::ceil(x));
+    case Nearest::Simple: return static_cast<int64_t>(scale < 1 ? std::ceil(x) : std::floor(x));
   }
-  return std::clamp<int64_t>(i, 0, in_len - 1);
+  return 0;
 }
+
+// Keys' cubic convolution weights of the four neighbours floor(x) - 1 .. floor(x) + 2 at
+// fraction t = x - floor(x) (ONNX's cubic_coeffs).
+void cubic_weights(double t, double A, std::array<double, 4>& w) {
+  auto far = [A](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };  // 1 <= d <= 2
+  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };        // 0 <= d <= 1
+  w = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+Taps taps_for(const Params& p, const Axis& a, int64_t o) {
+  Taps t;
+  if (a.identity) {
+    t.n = 1;
+    t.idx[0] = o;
+    t.w[0] = 1;
+    return t;
+  }
+  const double x = source_coord(p.coord, o, a);
+  if (p.coord == Coord::TfCropAndResize && (x < 0 || x > static_cast<double>(a.in - 1))) {
+    t.outside = true;
+    return t;
+  }
+  if (p.mode == Mode::Nearest) {
+    t.n = 1;
+    // x is within [-1, in] in every mode, so the cast is safe; the index is clamped like ONNX's.
+    t.idx[0] = std::clamp<int64_t>(nearest_index(p.nearest, x, a.scale), 0, a.in - 1);
+    t.w[0] = 1;
+    return t;
+  }
+  const double base = std::floor(x);
+  const double frac = x - base;
+  const int64_t i0 = static_cast<int64_t>(base);
+  if (p.mode == Mode::Linear) {
+    t.n = 2;
+    t.idx = {i0, i0 + 1, 0, 0};
+    t.w = {1 - frac, frac, 0, 0};
+  } else {
+    t.n = 4;
+    t.idx = {i0 - 1, i0, i0 + 1, i0 + 2};
+    cubic_weights(frac, p.cubic_a, t.w);
+  }
+  if (p.exclude_outside) {
+    double sum = 0;
+    for (int k = 0; k < t.n; ++k) {
+      if (t.idx[k] < 0 || t.idx[k] >= a.in) t.w[k] = 0;
+      sum += t.w[k];
+    }
+    if (sum != 0)
+      for (int k = 0; k < t.n; ++k) t.w[k] /= sum;
+  }
+  // Neighbours past the edge repeat the edge (ONNX pads the input with its edge values).
+  for (int k = 0; k < t.n; ++k) t.idx[k] = std::clamp<int64_t>(t.idx[k], 0, a.in - 1);
+  return t;
+}
+
+// A float list (scales, roi) fixed at load or read from an input at run time.
+struct Floats {
+  int size = 0;
+  std::array<double, 2 * kMaxRank> v{};
+};
+
+class FloatSource {
+ public:
+  static FloatSource from_input(const Node& n, size_t k, const std::string& where, const char* what) {
+    FloatSource s;
+    s.input_ = k;
+    s.what_ = what;
+    const Value* v = shape::input_or_null(n, k);
+    if (!v) return s;
+    s.present_ = true;
+    check_type(v->type.dtype, where, what);
+    if (v->constant) {
+      s.fixed_ = true;
+      const Tensor& t = *v->constant;
+      check_count(t.element_count(), where, what);
+      s.value_.size = static_cast<int>(t.element_count());
+      for (int i = 0; i < s.value_.size; ++i) s.value_.v[i] = t.float_at(static_cast<uint64_t>(i));
+    }
+    return s;
+  }
+  static FloatSource from_list(const std::vector<float>& values, const std::string& where, const char* what) {
+    FloatSource s;
+    s.present_ = s.fixed_ = true;
+    check_count(values.size(), where, what);
+    s.value_.size = static_cast<int>(values.size());
+    for (size_t i = 0; i < values.size(); ++i) s.value_.v[i] = values[i];
+    return s;
+  }
+  // The list (empty when absent or omitted); reads a run-time input into `scratch`.
+  const Floats& get(const KernelArgs& args, Floats& scratch, const std::string& where) const {
+    if (fixed_) return value_;
+    scratch.size = 0;
+    if (!present_ || input_ >= args.inputs.size() || !args.inputs[input_].data) return scratch;
+    const TensorView& t = args.inputs[input_];
+    check_type(t.dtype, where, what_);
+    check_count(t.element_count(), where, what_);
+    scratch.size = static_cast<int>(t.element_count());
+    for (int i = 0; i < scratch.size; ++i)
+      scratch.v[i] = t.dtype == DType::Float64 ? t.as<const double>()[i] : t.as<const float>()[i];
+    return scratch;
+  }
+
+ private:
+  static void check_type(DType t, const std::string& where, const char* what) {
+    if (t != DType::Float32 && t != DType::Float64)
+      fail_unsupported(where + ": " + what + " of type " + dtype_name(t) + " is not supported (float32, float64)");
+  }
+  static void check_count(uint64_t n, const std::string& where, const char* what) {
+    if (n > 2 * kMaxRank) fail(where + ": " + what + " has " + std::to_string(n) + " values, too many for any rank");
+  }
+  bool present_ = false, fixed_ = false;
+  size_t input_ = 0;
+  const char* what_ = "";
+  Floats value_;
+};
 
 class ResizeKernel final : public Kernel {
  public:
-  ResizeKernel(const Node& n, const KernelEnv& env, bool linear, Coord coord, Nearest nearest,
-               std::vector<float> scales, std::vector<int64_t> sizes)
-      : where_(where(n, env)), linear_(linear), coord_(coord), nearest_(nearest), scales_(std::move(scales)),
-        sizes_(std::move(sizes)) {}
+  ResizeKernel(std::string where, const Params& p, FloatSource scales, shape::IntsSource sizes, FloatSource roi)
+      : where_(std::move(where)), p_(p), scales_(std::move(scales)), sizes_(std::move(sizes)), roi_(std::move(roi)) {}
 
   void run(const KernelArgs& args) override {
     const TensorView& x = args.inputs[0];
     TensorView& y = args.outputs[0];
-    const Shape in = Shape::of(x);
-    const size_t given = sizes_.empty() ? scales_.size() : sizes_.size();
-    if (given != static_cast<size_t>(in.rank))
-      fail(where_ + ": " + std::to_string(given) + (sizes_.empty() ? " scales" : " sizes") + " for an input of rank " +
-           std::to_string(in.rank));
-    Shape out = in;
-    std::array<float, kMaxRank> scale{};
-    for (int d = 0; d < in.rank; ++d) {
-      if (sizes_.empty()) {
-        scale[d] = scales_[d];
-        out.dims[d] = static_cast<int64_t>(static_cast<float>(in.dims[d]) * scale[d]);
-      } else {
-        out.dims[d] = sizes_[d];
-        scale[d] = in.dims[d] ? static_cast<float>(out.dims[d]) / static_cast<float>(in.dims[d]) : 1.f;
-      }
-    }
-    set_output_shape(y, out, where_);
+    std::array<Axis, kMaxRank> axes;
+    Shape out = geometry(args, Shape::of(x), axes);
+    shape::set_shape(y, out.rank, out.dims.data(), where_);
     if (out.count() == 0) return;
-    if (in.count() == 0) fail(where_ + ": cannot resize an empty input to shape " + out.str());
-    if (linear_) return bilinear(x.as<float>(), in, y.as<float>(), out, scale);
-    nearest(x.as<float>(), in, y.as<float>(), out, scale);
+    if (Shape::of(x).count() == 0) fail(where_ + ": cannot resize an empty input to shape " + out.str());
+    resample(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
   }
 
  private:
-  int64_t src_index(int d, int64_t o, const Shape& in, const Shape& out, const std::array<float, kMaxRank>& scale) const {
-    // Unscaled dims map to themselves in every mode but tf_half_pixel_for_nn (o + 0.5).
-    if (in.dims[d] == out.dims[d] && scale[d] == 1.f && coord_ != Coord::TfHalfPixelForNN) return o;
-    return nearest_index(nearest_, source_coord(coord_, o, scale[d], in.dims[d], out.dims[d]), scale[d], in.dims[d]);
+  // The output shape and each dimension's geometry from scales or sizes (and roi).
+  Shape geometry(const KernelArgs& args, const Shape& in, std::array<Axis, kMaxRank>& axes) const {
+    Floats scale_buf, roi_buf;
+    shape::Ints size_buf;
+    const Floats& scales = scales_.get(args, scale_buf, where_);
+    const shape::Ints* sizes = scales.size > 0 ? nullptr : sizes_.get(args, size_buf, where_);
+    if (scales.size == 0 && (!sizes || sizes->size == 0)) fail(where_ + ": neither scales nor sizes is given");
+    const int given = scales.size > 0 ? scales.size : sizes->size;
+    if (given != in.rank)
+      fail(where_ + ": " + std::to_string(given) + (scales.size > 0 ? " scales" : " sizes") + " for an input of rank " +
+           std::to_string(in.rank));
+    const bool crop = p_.coord == Coord::TfCropAndResize;
+    const Floats& roi = crop ? roi_.get(args, roi_buf, where_) : roi_buf;
+    if (crop && roi.size != 2 * in.rank)
+      fail(where_ + ": tf_crop_and_resize needs a roi of " + std::to_string(2 * in.rank) + " values, got " +
+           std::to_string(roi.size));
+    Shape out = in;
+    for (int d = 0; d < in.rank; ++d) {
+      Axis& a = axes[d];
+      a.in = in.dims[d];
+      if (crop) {
+        a.roi_start = roi.v[d];
+        a.roi_end = roi.v[d + in.rank];
+        if (!std::isfinite(a.roi_start) || !std::isfinite(a.roi_end) || std::fabs(a.roi_end - a.roi_start) > 1e9)
+          fail(where_ + ": roi [" + std::to_string(a.roi_start) + ", " + std::to_string(a.roi_end) + "] of dimension " +
+               std::to_string(d) + " is not a finite range");
+      }
+      const double extent = crop ? a.roi_end - a.roi_start : 1.0;
+      if (scales.size > 0) {
+        a.scale = scales.v[d];
+        if (!(a.scale > 0) || !std::isfinite(a.scale))
+          fail(where_ + ": scales must be positive, got " + std::to_string(a.scale));
+        a.resized = static_cast<double>(a.in) * extent * a.scale;
+        if (!(a.resized < 4e18)) fail(where_ + ": scale " + std::to_string(a.scale) + " makes the output too large");
+        a.out = static_cast<int64_t>(std::max(0.0, std::floor(a.resized)));
+      } else {
+        a.out = (*sizes)[d];
+        if (a.out < 0) fail(where_ + ": sizes must not be negative, got " + std::to_string(a.out));
+        a.resized = static_cast<double>(a.out);
+        a.scale = a.in ? static_cast<double>(a.out) / static_cast<double>(a.in) : 1.0;
+      }
+      out.dims[d] = a.out;
+      // Unscaled dims map to themselves in every mode but tf_half_pixel_for_nn (o + 0.5) and
+      // tf_crop_and_resize (the roi moves them).
+      a.identity = a.in == a.out && a.scale == 1 && p_.coord != Coord::TfHalfPixelForNN && !crop;
+    }
+    return out;
   }
 
-  void nearest(const float* src, const Shape& in, float* dst, const Shape& out,
-               const std::array<float, kMaxRank>& scale) const {
+  void resample(const float* src, const Shape& in, float* dst, const Shape& out,
+                const std::array<Axis, kMaxRank>& axes) const {
     const auto st = row_major_strides(in);
-    const int last = in.rank - 1;
-    if (last < 0) {
+    const int r = in.rank;
+    if (r == 0) {
       dst[0] = src[0];
       return;
     }
     std::array<int64_t, kMaxRank> idx{};
-    for (;;) {
-      int64_t base = 0;
-      for (int d = 0; d < last; ++d) base += src_index(d, idx[d], in, out, scale) * st[d];
-      for (int64_t j = 0; j < out.dims[last]; ++j) *dst++ = src[base + src_index(last, j, in, out, scale)];
-      int d = last - 1;
-      while (d >= 0 && ++idx[d] == out.dims[d]) idx[d--] = 0;
+    std::array<Taps, kMaxRank> taps;
+    for (int d = 0; d < r; ++d) taps[d] = taps_for(p_, axes[d], 0);
+    for (uint64_t i = 0;; ++i) {
+      dst[i] = element(src, st, taps, r);
+      int d = r - 1;
+      while (d >= 0 && ++idx[d] == out.dims[d]) {
+        idx[d] = 0;
+        taps[d] = taps_for(p_, axes[d], 0);
+        --d;
+      }
       if (d < 0) return;
+      taps[d] = taps_for(p_, axes[d], idx[d]);
     }
   }
 
-  // Linear interpolation on the last two dims (the last one alone for rank 1); the leading dims
-  // must keep their size.
-  void bilinear(const float* src, const Shape& in, float* dst, const Shape& out,
-                const std::array<float, kMaxRank>& scale) const {
-    const int r = in.rank;
-    uint64_t planes = 1;
-    for (int d = 0; d + 2 < r; ++d) {
-      if (in.dims[d] != out.dims[d] || scale[d] != 1.f)
-        fail_unsupported(where_ + ": linear resize of dimension " + std::to_string(d) +
-                         " (only the last two dimensions are interpolated)");
-      planes *= static_cast<uint64_t>(in.dims[d]);
-    }
-    const int64_t ih = r >= 2 ? in.dims[r - 2] : 1, oh = r >= 2 ? out.dims[r - 2] : 1;
-    const int64_t iw = in.dims[r - 1], ow = out.dims[r - 1];
-    const float sh = r >= 2 ? scale[r - 2] : 1.f, sw = scale[r - 1];
-    auto axis = [&](int64_t o, float s, int64_t in_len, int64_t out_len, int64_t& i0, int64_t& i1, float& frac) {
-      float c = source_coord(coord_, o, s, in_len, out_len);
-      c = std::clamp(c, 0.f, static_cast<float>(in_len - 1));
-      i0 = std::min(static_cast<int64_t>(c), in_len - 1);
-      i1 = std::min(i0 + 1, in_len - 1);
-      frac = c - static_cast<float>(i0);
-    };
-    for (uint64_t p = 0; p < planes; ++p) {
-      const float* plane = src + p * static_cast<uint64_t>(ih * iw);
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        int64_t y0, y1;
-        float fy;
-        axis(oy, sh, ih, oh, y0, y1, fy);
-        const float* row0 = plane + y0 * iw;
-        const float* row1 = plane + y1 * iw;
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          int64_t x0, x1;
-          float fx;
-          axis(ox, sw, iw, ow, x0, x1, fx);
-          const float top = row0[x0] + (row0[x1] - row0[x0]) * fx;
-          const float bottom = row1[x0] + (row1[x1] - row1[x0]) * fx;
-          *dst++ = top + (bottom - top) * fy;
-        }
+  // The weighted sum over every combination of the dims' taps.
+  float element(const float* src, const std::array<int64_t, kMaxRank>& st, const std::array<Taps, kMaxRank>& taps,
+                int r) const {
+    for (int d = 0; d < r; ++d)
+      if (taps[d].outside) return p_.extrapolation;
+    std::array<int, kMaxRank> k{};
+    double sum = 0;
+    for (;;) {
+      double w = 1;
+      int64_t off = 0;
+      for (int d = 0; d < r; ++d) {
+        w *= taps[d].w[k[d]];
+        off += taps[d].idx[k[d]] * st[d];
       }
+      sum += w * static_cast<double>(src[off]);
+      int d = r - 1;
+      while (d >= 0 && ++k[d] == taps[d].n) k[d--] = 0;
+      if (d < 0) return static_cast<float>(sum);
     }
   }
 
   std::string where_;
-  bool linear_;
-  Coord coord_;
-  Nearest nearest_;
-  std::vector<float> scales_;  // empty when sizes_ is given
-  std::vector<int64_t> sizes_;
+  Params p_;
+  FloatSource scales_;
+  shape::IntsSource sizes_;
+  FloatSource roi_;
 };
 
-const Tensor* constant_input(const Node& n, const KernelEnv& env, size_t k, const char* what) {
-  if (n.inputs.size() <= k || !n.inputs[k]) return nullptr;
-  const Value* v = n.inputs[k];
-  if (!v->constant)
-    fail_unsupported(where(n, env) + ": " + what + " input '" + v->name +
-                     "' is computed at run time; only constant " + what + " are supported");
-  return v->constant.get();
+Params read_params(const Node& n, const std::string& at, bool v11) {
+  Params p;
+  const std::string mode = n.attr_string("mode", "nearest");
+  if (mode == "nearest") p.mode = Mode::Nearest;
+  else if (mode == "linear" || mode == "bilinear") p.mode = Mode::Linear;
+  else if (mode == "cubic" && v11) p.mode = Mode::Cubic;
+  else fail_unsupported(at + ": mode '" + mode + "' is not supported (nearest, linear" + (v11 ? ", cubic)" : ")"));
+  // Opset 10 Resize and Upsample: asymmetric coordinates, floor (ceil when shrinking) for nearest.
+  if (!v11) return p;
+  const std::string c = n.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (c == "half_pixel") p.coord = Coord::HalfPixel;
+  else if (c == "pytorch_half_pixel") p.coord = Coord::PytorchHalfPixel;
+  else if (c == "align_corners") p.coord = Coord::AlignCorners;
+  else if (c == "asymmetric") p.coord = Coord::Asymmetric;
+  else if (c == "tf_half_pixel_for_nn") p.coord = Coord::TfHalfPixelForNN;
+  else if (c == "tf_crop_and_resize") p.coord = Coord::TfCropAndResize;
+  else fail_unsupported(at + ": coordinate_transformation_mode '" + c + "' is not supported");
+  const std::string nm = n.attr_string("nearest_mode", "round_prefer_floor");
+  if (nm == "round_prefer_floor") p.nearest = Nearest::RoundPreferFloor;
+  else if (nm == "round_prefer_ceil") p.nearest = Nearest::RoundPreferCeil;
+  else if (nm == "floor") p.nearest = Nearest::Floor;
+  else if (nm == "ceil") p.nearest = Nearest::Ceil;
+  else fail_unsupported(at + ": nearest_mode '" + nm + "' is not supported");
+  p.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
+  p.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+  p.extrapolation = n.attr_float("extrapolation_value", 0.f);
+  // Opset 18's additions change the result: refuse them rather than ignore them.
+  if (n.attr_int("antialias", 0) != 0) fail_unsupported(at + ": antialias is not supported");
+  if (n.attr("axes")) fail_unsupported(at + ": the axes attribute is not supported");
+  if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+    fail_unsupported(at + ": keep_aspect_ratio_policy '" + n.attr_string("keep_aspect_ratio_policy", "") +
+                     "' is not supported (stretch)");
+  return p;
 }
 
 std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
@@ -164,47 +350,25 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   if (n.outputs.empty() || !n.outputs[0]) fail(at + ": the output is missing");
   const DType dt = n.inputs[0]->type.dtype;
   if (dt != DType::Float32) fail_unsupported(at + ": " + dtype_name(dt) + " input is not supported (float32 only)");
-  const std::string mode = n.attr_string("mode", "nearest");
-  const bool linear = mode == "linear" || mode == "bilinear";
-  if (!linear && mode != "nearest") fail_unsupported(at + ": mode '" + mode + "' is not supported (nearest, linear)");
-
-  // Opset 10 Resize and Upsample: asymmetric coordinates, floor (ceil when shrinking) for nearest.
-  Coord coord = Coord::Asymmetric;
-  Nearest nearest = Nearest::Simple;
   const bool v11 = !upsample && n.opset >= 11;
-  if (v11) {
-    const std::string c = n.attr_string("coordinate_transformation_mode", "half_pixel");
-    if (c == "half_pixel") coord = Coord::HalfPixel;
-    else if (c == "pytorch_half_pixel") coord = Coord::PytorchHalfPixel;
-    else if (c == "align_corners") coord = Coord::AlignCorners;
-    else if (c == "asymmetric") coord = Coord::Asymmetric;
-    else if (c == "tf_half_pixel_for_nn") coord = Coord::TfHalfPixelForNN;
-    else fail_unsupported(at + ": coordinate_transformation_mode '" + c + "' is not supported");
-    const std::string nm = n.attr_string("nearest_mode", "round_prefer_floor");
-    if (nm == "round_prefer_floor") nearest = Nearest::RoundPreferFloor;
-    else if (nm == "round_prefer_ceil") nearest = Nearest::RoundPreferCeil;
-    else if (nm == "floor") nearest = Nearest::Floor;
-    else if (nm == "ceil") nearest = Nearest::Ceil;
-    else fail_unsupported(at + ": nearest_mode '" + nm + "' is not supported");
-  }
+  const Params p = read_params(n, at, v11);
 
-  std::vector<float> scales;
-  std::vector<int64_t> sizes;
+  // Inputs: Upsample-7 none (scales attribute); Upsample-9 and Resize-10 X, scales; Resize-11+
+  // X, roi, scales, sizes.
+  FloatSource scales, roi;
+  shape::IntsSource sizes;
   if (upsample && n.opset < 9) {
-    scales = n.attr(std::string("scales")) ? n.attr("scales")->floats : std::vector<float>{};
+    const Attribute* a = n.attr("scales");
+    if (!a) fail(at + ": the scales attribute is missing");
+    scales = FloatSource::from_list(a->floats, at, "scales");
   } else {
-    const Tensor* s = constant_input(n, env, v11 ? 2 : 1, "scales");
-    if (s)
-      for (uint64_t i = 0; i < s->element_count(); ++i) scales.push_back(static_cast<float>(s->float_at(i)));
-    if (scales.empty() && v11)
-      if (const Tensor* z = constant_input(n, env, 3, "sizes")) sizes = z->to_ints();
+    scales = FloatSource::from_input(n, v11 ? 2 : 1, at, "scales");
+    if (v11) {
+      sizes = shape::IntsSource::from_input(n, 3, at, "sizes");
+      roi = FloatSource::from_input(n, 1, at, "roi");
+    }
   }
-  if (scales.empty() && sizes.empty()) fail(at + ": neither scales nor sizes is given");
-  for (float s : scales)
-    if (!(s > 0)) fail(at + ": scales must be positive, got " + std::to_string(s));
-  for (int64_t s : sizes)
-    if (s < 0) fail(at + ": sizes must not be negative, got " + std::to_string(s));
-  return std::make_unique<ResizeKernel>(n, env, linear, coord, nearest, std::move(scales), std::move(sizes));
+  return std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi));
 }
 
 }  // namespace
