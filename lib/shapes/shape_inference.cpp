@@ -8,6 +8,7 @@
 #include "shapes/constant_folding.h"
 #include "shapes/control_flow_shapes.h"
 #include "shapes/onnx_inference.h"
+#include "shapes/runtime_bounds.h"
 #include "util/checked.h"
 
 namespace memplan {
@@ -87,6 +88,7 @@ class ShapeInference {
     }
     rebuild_uses(*model_.main);
     for_each_graph(*model_.main, [&](Graph& g) { drop_unread_optional_outputs(g); });
+    for_each_graph(*model_.main, [&](Graph& g) { bound_by_consumers(g, opts_.bounds); });
     for_each_graph(*model_.main, [&](Graph& g) { size_values(g); });
     for (const auto& [name, dims] : opts_.bounds)
       if (!used_bounds_.count(name))
@@ -139,23 +141,7 @@ class ShapeInference {
       return;
     }
     infer_with_onnx(n, model_.path);
-    bound_by_input(n);
-  }
-
-  // Ops whose output never holds more than their data input (Slice with run-time starts/ends)
-  // are bounded by that input: the documented upper bound, with the shape as run-time metadata.
-  static void bound_by_input(Node& n) {
-    if (n.op_type != "Slice" || !n.domain.empty() || n.outputs.empty() || !n.outputs[0]) return;
-    Value* out = n.outputs[0];
-    const Value* data = n.inputs.empty() ? nullptr : n.inputs[0];
-    if (!data || out->type.is_static() || !data->type.is_static() || data->shape_varies) return;
-    out->capacity_bytes = checked_mul(checked_element_count(data->type.static_dims(), n.describe()),
-                                      dtype_size(data->type.dtype), n.describe());
-    out->capacity_known = true;
-    out->shape_varies = true;
-    out->type.dtype = data->type.dtype;
-    out->type.has_rank = true;
-    out->type.dims.assign(data->type.dims.size(), Dim{});
+    bound_by_inputs(n, opts_.bounds);
   }
 
   // Optional outputs nobody reads (Dropout's mask, ...) are dropped, as if the model omitted them,

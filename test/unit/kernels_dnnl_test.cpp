@@ -782,14 +782,16 @@ TEST_CASE("MaxPool auto_pad SAME_UPPER", "[kernels][dnnl]") {
   require_close(c.result_as<float>(0), naive_pool2d(x, {1, 1, 5, 5}, p, 3, 3));
 }
 
-TEST_CASE("MaxPool refuses the Indices output", "[kernels][dnnl]") {
+TEST_CASE("MaxPool with the Indices output runs the plain kernel", "[kernels][dnnl]") {  // more in kernels_index_test.cpp
   KernelCase c("MaxPool");
-  c.input("X", F32, {1, 1, 4, 4}, Floats(16, 0.f));
+  c.input("X", F32, {1, 1, 4, 4}, Floats{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15});
   c.output("Y", F32, {1, 1, 2, 2});
   c.output("Indices", DType::Int64, {1, 1, 2, 2});
   c.attr("kernel_shape", Dims{2, 2});
   c.attr("strides", Dims{2, 2});
-  require_error(c, ErrorKind::Unsupported, {"MaxPool node 'MaxPool_under_test'", "Indices"});
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == Floats{5, 7, 13, 15});
+  CHECK(c.result_as<int64_t>(1) == std::vector<int64_t>{5, 7, 13, 15});
 }
 
 TEST_CASE("GlobalMaxPool and GlobalAveragePool reduce every spatial position", "[kernels][dnnl]") {

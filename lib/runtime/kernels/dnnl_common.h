@@ -28,6 +28,7 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_max_pool(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_average_pool(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_max_pool_with_indices(const Node& node, const KernelEnv& env);  // MaxPool with Indices
 std::unique_ptr<Kernel> make_global_max_pool(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_global_average_pool(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_lrn(const Node& node, const KernelEnv& env);
@@ -91,6 +92,10 @@ Window read_window(const Node& node, const std::string& where, size_t spatial, c
 
 // For Conv and pooling: replaces pads according to auto_pad (SAME_*: output = ceil(in / stride)).
 void resolve_forward_pads(Window& w, const Dims& in_spatial);
+
+// For pooling: checks the output's spatial sizes (x, y: [N, C, spatial...]) against the window
+// and returns the end pads that give exactly them (grown for ceil_mode windows).
+Dims pool_end_pads(const Window& w, const Dims& x, const Dims& y, bool ceil_mode, const std::string& at);
 
 inline int64_t effective_kernel(const Window& w, size_t i) { return (w.kernel[i] - 1) * w.dilations[i] + 1; }
 

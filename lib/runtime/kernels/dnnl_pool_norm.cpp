@@ -30,28 +30,14 @@ class AvgPoolKernel final : public PrimitiveKernel {
   std::vector<std::pair<int64_t, float>> fixes_;  // (position in an output plane, factor)
 };
 
-std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool is_max) {
-  const std::string at = where(node, env);
-  check_arity(node, env, 1, 1, 1);
-  if (is_max && output_at(node, 1)) fail_unsupported(at + ": the Indices output of MaxPool is not supported");
-  if (node.outputs.size() > (is_max ? 2u : 1u)) fail(at + ": has too many outputs");
-  require_float32_static(node, env);
-  if (empty_output(node)) return std::make_unique<NoopKernel>();
-  Dims x = dims_of(input_at(node, 0)), y = dims_of(output_at(node, 0));
-  if (x.size() < 3 || x.size() > 5)
-    fail_unsupported(at + ": pooling a rank-" + std::to_string(x.size()) + " input is not supported (1-D, 2-D and 3-D only)");
-  const size_t spatial = x.size() - 2;
-  Window w = read_window(node, at, spatial, {});
-  const bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
-  const bool include_pad = !is_max && node.attr_int("count_include_pad", 0) != 0;
-  if (!is_max && std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; }))
-    fail_unsupported(at + ": AveragePool with dilations is not supported");
-  Dims in_spatial(x.begin() + 2, x.end());
-  resolve_forward_pads(w, in_spatial);
+}  // namespace
 
-  // Output sizes: floor, or with ceil_mode anything up to the ceiling (shape inference may have
-  // dropped a last window that starts in the padding). oneDNN needs pads that give exactly that
-  // size, so the end padding grows to cover ceil_mode windows.
+// Output sizes: floor, or with ceil_mode anything up to the ceiling (shape inference may have
+// dropped a last window that starts in the padding). oneDNN needs pads that give exactly that
+// size, so the end padding grows to cover ceil_mode windows.
+Dims pool_end_pads(const Window& w, const Dims& x, const Dims& y, bool ceil_mode, const std::string& at) {
+  const size_t spatial = x.size() - 2;
+  const Dims in_spatial(x.begin() + 2, x.end());
   if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1])
     fail(at + ": output shape " + dims_string(y) + " does not fit input " + dims_string(x));
   Dims pad_r = w.pads_end;
@@ -71,6 +57,31 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
     }
     pad_r[i] = std::max(w.pads_end[i], (out - 1) * w.strides[i] + effective_kernel(w, i) - in_spatial[i] - w.pads_begin[i]);
   }
+  return pad_r;
+}
+
+namespace {
+
+std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool is_max) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 1, 1, 1);
+  if (is_max && output_at(node, 1)) return make_max_pool_with_indices(node, env);  // plain C++ (maxpool_indices.cpp)
+  if (node.outputs.size() > (is_max ? 2u : 1u)) fail(at + ": has too many outputs");
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  Dims x = dims_of(input_at(node, 0)), y = dims_of(output_at(node, 0));
+  if (x.size() < 3 || x.size() > 5)
+    fail_unsupported(at + ": pooling a rank-" + std::to_string(x.size()) + " input is not supported (1-D, 2-D and 3-D only)");
+  const size_t spatial = x.size() - 2;
+  Window w = read_window(node, at, spatial, {});
+  const bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  const bool include_pad = !is_max && node.attr_int("count_include_pad", 0) != 0;
+  if (!is_max && std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; }))
+    fail_unsupported(at + ": AveragePool with dilations is not supported");
+  Dims in_spatial(x.begin() + 2, x.end());
+  resolve_forward_pads(w, in_spatial);
+
+  const Dims pad_r = pool_end_pads(w, x, y, ceil_mode, at);
 
   // Rescaling for include-pad averages whose window passes the end padding.
   std::vector<std::pair<int64_t, float>> fixes;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
 #include <type_traits>
 
 #include "runtime/kernels/elementwise_common.h"
@@ -44,15 +45,16 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnl_alg(Red op) {
 
 class ReduceKernel final : public Kernel {
  public:
-  ReduceKernel(const Node& n, const KernelEnv& env, Red op, std::vector<int64_t> axes)
-      : op_(op), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), axes_(std::move(axes)),
+  // `runtime_axes`: the axes are input 1, read at each run (then the output shape varies too).
+  ReduceKernel(const Node& n, const KernelEnv& env, Red op, std::vector<int64_t> axes, bool runtime_axes)
+      : op_(op), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), axes_(std::move(axes)), runtime_axes_(runtime_axes),
         keepdims_(n.attr_int("keepdims", 1) != 0), noop_(n.attr_int("noop_with_empty_axes", 0) != 0) {
     if (op == Red::LogSumExp) scratch_ = n.outputs[0]->capacity_bytes;
     const auto alg = dnnl_alg(op);
-    if (dtype_ != DType::Float32 || !alg || !env.dnnl || !all_fixed(n)) return;
+    if (dtype_ != DType::Float32 || !alg || !env.dnnl || !all_fixed(n) || runtime_axes_) return;
     compiled_ = static_shape(n.inputs[0]);
     Shape kept;
-    if (!reduced_shape(compiled_, kept) || compiled_ == kept || compiled_.count() == 0) return;
+    if (!reduced_shape(compiled_, axes_, kept) || compiled_ == kept || compiled_.count() == 0) return;
     try {
       const auto src = plain_md(compiled_, dnnl::memory::data_type::f32);
       const auto dst = plain_md(kept, dnnl::memory::data_type::f32);
@@ -70,8 +72,11 @@ class ReduceKernel final : public Kernel {
     const TensorView& x = args.inputs[0];
     TensorView& y = args.outputs[0];
     const Shape in = Shape::of(x);
+    std::array<int64_t, kMaxRank> runtime{};
+    std::span<const int64_t> axes = axes_;
+    if (runtime_axes_) axes = read_axes(args.inputs[1], in.rank, runtime);
     Shape kept;
-    if (!reduced_shape(in, kept)) {  // noop_with_empty_axes and no axes: the input unchanged
+    if (!reduced_shape(in, axes, kept)) {  // noop_with_empty_axes and no axes: the input unchanged
       set_output_shape(y, in, where_);
       if (y.data != x.data) std::memmove(y.data, x.data, x.byte_size());
       return;
@@ -103,10 +108,10 @@ class ReduceKernel final : public Kernel {
  private:
   // Marks the reduced axes of `in` and gives its shape with 1 on them; false when nothing is
   // reduced because the axes are empty and noop_with_empty_axes is set.
-  bool reduced_shape(const Shape& in, Shape& kept) {
-    reduced_.fill(axes_.empty());
-    if (axes_.empty() && noop_) return false;
-    for (int64_t a : axes_) {
+  bool reduced_shape(const Shape& in, std::span<const int64_t> axes, Shape& kept) {
+    reduced_.fill(axes.empty());
+    if (axes.empty() && noop_) return false;
+    for (int64_t a : axes) {
       if (a < -in.rank || a >= in.rank)
         fail(where_ + ": axis " + std::to_string(a) + " is out of range for an input of rank " +
              std::to_string(in.rank));
@@ -116,6 +121,28 @@ class ReduceKernel final : public Kernel {
     for (int d = 0; d < in.rank; ++d)
       if (reduced_[d]) kept.dims[d] = 1;
     return true;
+  }
+
+  // Run-time axes (int64 or int32) copied into `buf`; more than `rank` of them must repeat one.
+  std::span<const int64_t> read_axes(const TensorView& t, int rank, std::array<int64_t, kMaxRank>& buf) const {
+    if (t.rank > 1) fail(where_ + ": axes must be a 1-D tensor");
+    const uint64_t n = t.element_count();
+    if (n > static_cast<uint64_t>(rank)) fail(where_ + ": " + std::to_string(n) + " axes for an input of rank " + std::to_string(rank));
+    for (uint64_t i = 0; i < n; ++i) {
+      int64_t a;
+      if (t.dtype == DType::Int32) {
+        int32_t v;
+        std::memcpy(&v, t.data + i * 4, 4);
+        a = v;
+      } else {
+        std::memcpy(&a, t.data + i * 8, 8);
+      }
+      const int64_t norm = a < 0 ? a + rank : a;
+      for (uint64_t j = 0; j < i; ++j)
+        if ((buf[j] < 0 ? buf[j] + rank : buf[j]) == norm) fail(where_ + ": axes repeat");
+      buf[i] = a;
+    }
+    return {buf.data(), static_cast<size_t>(n)};
   }
 
   template <typename T>
@@ -177,6 +204,7 @@ class ReduceKernel final : public Kernel {
   std::string where_;
   DType dtype_;
   std::vector<int64_t> axes_;
+  bool runtime_axes_;
   bool keepdims_, noop_;
   std::array<bool, kMaxRank> reduced_{};
   uint64_t scratch_ = 0;
@@ -197,16 +225,18 @@ std::unique_ptr<Kernel> make_reduce(const Node& n, const KernelEnv& env, Red op)
   if (n.outputs[0]->type.dtype != dt)
     fail(at + ": the output is " + dtype_name(n.outputs[0]->type.dtype) + ", the input " + dtype_name(dt));
   std::vector<int64_t> axes = n.attr_ints("axes");
+  bool runtime_axes = false;
   if (n.inputs.size() > 1 && n.inputs[1]) {  // ReduceSum-13 (and every Reduce* from opset 18)
     const Value* a = n.inputs[1];
-    if (!a->constant)
-      fail_unsupported(at + ": axes input '" + a->name + "' is computed at run time; only constant axes are supported");
-    axes = a->constant->to_ints();
+    if (a->type.dtype != DType::Int64 && a->type.dtype != DType::Int32)
+      fail(at + ": axes must be int64, not " + dtype_name(a->type.dtype));
+    if (a->constant) axes = a->constant->to_ints();
+    else runtime_axes = true;
   }
   std::vector<int64_t> sorted = axes;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) fail(at + ": axes repeat");
-  return std::make_unique<ReduceKernel>(n, env, op, std::move(axes));
+  return std::make_unique<ReduceKernel>(n, env, op, std::move(axes), runtime_axes);
 }
 
 template <Red op>

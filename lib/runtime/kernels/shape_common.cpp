@@ -33,6 +33,16 @@ std::string check_arity(const Node& n, const KernelEnv& env, size_t min_in, size
   return where;
 }
 
+void check_indices_type(const Value* v, const std::string& where) {
+  if (v->type.dtype != DType::Int64 && v->type.dtype != DType::Int32)
+    fail_at(where, "indices must be int64 or int32, not " + dtype_name(v->type.dtype));
+}
+
+void index_out_of_range(const std::string& where, int64_t idx, int axis, int64_t extent) {
+  fail_at(where, "index " + std::to_string(idx) + " is out of range for axis " + std::to_string(axis) + " of size " +
+                     std::to_string(extent));
+}
+
 bool shape_is_dynamic(const Value* v) { return v && (v->shape_varies || !v->type.is_static()); }
 
 bool any_dynamic(const Node& n) {

@@ -45,6 +45,17 @@ void check_rank(int rank, const std::string& where);
 // Axis in [-rank, rank - 1] -> [0, rank - 1].
 int normalize_axis(int64_t axis, int rank, const std::string& where);
 
+// ---- Indices read from data (Gather*, Scatter*) ----
+
+// Fails at load unless the indices value is int64 or int32.
+void check_indices_type(const Value* v, const std::string& where);
+[[noreturn]] void index_out_of_range(const std::string& where, int64_t idx, int axis, int64_t extent);
+// An index in [-extent, extent - 1] made non-negative; anything else fails naming the node.
+inline int64_t wrap_index(int64_t i, int64_t extent, int axis, const std::string& where) {
+  if (i < -extent || i >= extent) index_out_of_range(where, i, axis, extent);
+  return i < 0 ? i + extent : i;
+}
+
 // ---- Integer lists (axes, pads, starts, shapes) ----
 
 struct Ints {
@@ -168,6 +179,11 @@ constexpr DType dtype_of() {
   return dtype_for<T>();
 }
 
+// The unsigned integer of N bytes: elements moved or tested as raw bits.
+template <size_t N>
+using uint_of_size =
+    std::conditional_t<N == 1, uint8_t, std::conditional_t<N == 2, uint16_t, std::conditional_t<N == 4, uint32_t, uint64_t>>>;
+
 // The element size of a byte-moving op's dtype; fails for strings and unknown types.
 uint32_t movable_size(DType t, const std::string& where);
 
@@ -285,5 +301,31 @@ Factory make_cumsum(const Node& n, const KernelEnv& env);
 Factory make_arg(const Node& n, const KernelEnv& env);  // ArgMax ArgMin
 Factory make_hardmax(const Node& n, const KernelEnv& env);
 Factory make_topk(const Node& n, const KernelEnv& env);
+// shape_gather_nd.cpp
+Factory make_gather_nd(const Node& n, const KernelEnv& env);
+// shape_scatter.cpp
+Factory make_scatter_elements(const Node& n, const KernelEnv& env);  // ScatterElements Scatter
+Factory make_scatter_nd(const Node& n, const KernelEnv& env);
+// shape_onehot.cpp
+Factory make_onehot(const Node& n, const KernelEnv& env);
+// shape_space_depth.cpp
+Factory make_space_depth(const Node& n, const KernelEnv& env);  // DepthToSpace SpaceToDepth
+// shape_reverse_sequence.cpp
+Factory make_reverse_sequence(const Node& n, const KernelEnv& env);
+// shape_select.cpp (data-dependent output sizes)
+Factory make_compress(const Node& n, const KernelEnv& env);
+Factory make_nonzero(const Node& n, const KernelEnv& env);
+// shape_unique.cpp
+Factory make_unique_op(const Node& n, const KernelEnv& env);
+// detection_kernels.cpp
+Factory make_non_max_suppression(const Node& n, const KernelEnv& env);
+// roi_align.cpp
+Factory make_roi_align(const Node& n, const KernelEnv& env);
+// max_unpool.cpp
+Factory make_max_unpool(const Node& n, const KernelEnv& env);
+// grid_sample.cpp
+Factory make_grid_sample(const Node& n, const KernelEnv& env);
+// signal_window.cpp
+Factory make_window(const Node& n, const KernelEnv& env);  // HannWindow HammingWindow BlackmanWindow
 
 }  // namespace memplan::rt::shape

@@ -7,16 +7,6 @@
 namespace memplan::rt::shape {
 namespace {
 
-[[noreturn]] void index_out_of_range(const std::string& where, int64_t idx, int axis, int64_t extent) {
-  fail_at(where, "index " + std::to_string(idx) + " is out of range for axis " + std::to_string(axis) + " of size " +
-                     std::to_string(extent));
-}
-
-void check_indices_type(const Value* v, const std::string& where) {
-  if (v->type.dtype != DType::Int64 && v->type.dtype != DType::Int32)
-    fail_at(where, "indices must be int64 or int32, not " + dtype_name(v->type.dtype));
-}
-
 // ---- Gather ----
 
 struct GatherPlan {
@@ -63,9 +53,7 @@ class GatherKernel final : public Kernel {
     for (uint64_t o = 0; o < p->split.outer; ++o) {
       const std::byte* src = data.data + o * static_cast<uint64_t>(extent) * block;
       for (uint64_t k = 0; k < p->n_idx; ++k, out += block) {
-        int64_t i = int_at(idx, k);
-        if (i < -extent || i >= extent) index_out_of_range(where_, i, p->axis, extent);
-        if (i < 0) i += extent;
+        const int64_t i = wrap_index(int_at(idx, k), extent, p->axis, where_);
         std::memcpy(out, src + static_cast<uint64_t>(i) * block, block);
       }
     }
@@ -111,9 +99,7 @@ void gather_elements(const GatherElementsPlan& p, const TensorView& data, const 
   std::array<int64_t, kMaxRank> coord{};
   int64_t base = 0;  // data offset of coord with the axis coordinate at 0
   for (uint64_t k = 0;; ++k) {
-    int64_t i = int_at(idx, k);
-    if (i < -extent || i >= extent) index_out_of_range(where, i, p.axis, extent);
-    if (i < 0) i += extent;
+    const int64_t i = wrap_index(int_at(idx, k), extent, p.axis, where);
     std::memcpy(out + k * ES, data.data + static_cast<uint64_t>(base + i * axis_stride) * ES, ES);
     int d = p.rank - 1;
     for (; d >= 0; --d) {

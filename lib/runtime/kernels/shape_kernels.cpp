@@ -32,6 +32,22 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("ArgMin", make_arg);
   r.add("Hardmax", make_hardmax);
   r.add("TopK", make_topk);
+  r.add("GatherND", make_gather_nd);
+  r.add("ScatterElements", make_scatter_elements);
+  r.add("Scatter", make_scatter_elements);
+  r.add("ScatterND", make_scatter_nd);
+  r.add("OneHot", make_onehot);
+  r.add("DepthToSpace", make_space_depth);
+  r.add("SpaceToDepth", make_space_depth);
+  r.add("ReverseSequence", make_reverse_sequence);
+  r.add("Compress", make_compress);
+  r.add("NonZero", make_nonzero);
+  r.add("Unique", make_unique_op);
+  r.add("NonMaxSuppression", make_non_max_suppression);
+  r.add("GridSample", make_grid_sample);
+  r.add("RoiAlign", make_roi_align);
+  r.add("MaxUnpool", make_max_unpool);
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) r.add(op, make_window);
 }
 
 }  // namespace memplan::rt
