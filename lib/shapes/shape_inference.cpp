@@ -109,8 +109,14 @@ class ShapeInference {
       ++i;
     }
     std::erase_if(g.nodes, [](const std::unique_ptr<Node>& n) {
-      return !n->is_control_flow() && std::all_of(n->outputs.begin(), n->outputs.end(),
-                                                  [](const Value* v) { return !v || v->constant; });
+      const bool folded = !n->is_control_flow() && std::all_of(n->outputs.begin(), n->outputs.end(),
+                                                               [](const Value* v) { return !v || v->constant; });
+      // The outputs live on as constants; they must not point at the node deleted here (a Loop's
+      // body condition is followed through Identity producers after its body is inferred).
+      if (folded)
+        for (Value* v : n->outputs)
+          if (v) v->producer = nullptr;
+      return folded;
     });
   }
 

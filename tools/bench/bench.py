@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Benchmarks memplan against ONNX Runtime on folders of models and writes docs/BENCHMARKS.md.
+
+Usage: bench.py --memplan BIN --node-modules DIR [options] "TITLE=DIR" ...
+
+Each DIR holds model folders (model.onnx + test_data_set_0/input_N.pb, output_N.pb) and becomes one
+table titled TITLE. For every model: memplan compile (time and memory report), memplan run and
+ONNX Runtime at 1 and 2 threads on the same inputs, peak RSS of both, and the outputs compared with
+each other and with the expected ones. A model that a runtime cannot run stays in the table with the
+reason. Options:
+  --repeat N            timed inferences per model and thread count (default 10)
+  --compile-repeat K    memplan compile runs, the fastest is kept (default 3)
+  --filter REGEX        only models whose name matches
+  --out FILE            the markdown (default docs/BENCHMARKS.md)
+  --work DIR            inputs and outputs (default build/bench/work)
+  --results FILE        also write the raw results as JSON (default <work>/results.json)
+  --from-results FILE   write the markdown from a results file, running nothing
+  --node NODE           the node binary (default node)
+  --command TEXT        the command named in the markdown as the one that made it
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+
+import bench_models
+import bench_report
+from bench_run import Memplan, OnnxRuntime, RunFailed, dims_text, peak_rss_kb
+
+BOUND_HINT = re.compile(r"--bound (\S+)=<dims>")
+
+
+def baseline_kb(cmd, env=None):
+    return min(peak_rss_kb(cmd, env) for _ in range(3))
+
+
+def compile_with_bounds(memplan, case, repeat):
+    """memplan compile; when it asks for a --bound on a graph output, retries with the expected
+    output's shape (as a user would). Returns (report, fastest seconds, bounds)."""
+    bounds = {}
+    while True:
+        try:
+            report, best = memplan.compile(case, bounds)
+            break
+        except RunFailed as e:
+            hint = BOUND_HINT.search(str(e))
+            if not hint or hint.group(1) not in case.expected or hint.group(1) in bounds:
+                raise
+            bounds[hint.group(1)] = case.expected[hint.group(1)].shape
+    for _ in range(repeat - 1):
+        best = min(best, memplan.compile(case, bounds)[1])
+    return report, best, bounds
+
+
+def _without_path(error, case):
+    return str(error).replace(case.model + ": ", "")
+
+
+def bench_memplan(memplan, case, work, args, r, base_kb):
+    try:
+        report, r["compile_s"], bounds = compile_with_bounds(memplan, case, args.compile_repeat)
+    except RunFailed as e:
+        r["notes"].append(f"memplan compile: {_without_path(e, case)}")
+        return
+    if bounds:
+        r["notes"].append("memplan: " + ", ".join(f"--bound {k}={dims_text(v)}" for k, v in bounds.items()))
+    for key in ("arena_bytes", "lower_bound_bytes", "naive_bytes", "weights_bytes"):
+        r[key] = report[key]
+    try:
+        for t in ("1", "2"):
+            out = os.path.join(work, f"memplan_{t}")
+            rep = memplan.run(case, bounds, int(t), args.repeat + 1, out)
+            r["memplan_ms"][t] = rep["run_ms"]["median"]
+        cmd = memplan.run_cmd(case, bounds, 1, 1, os.path.join(work, "memplan_rss"))
+        r["memplan_rss_bytes"] = (peak_rss_kb(cmd) - base_kb) * 1024
+        r["diff_vs_expected"] = bench_models.max_abs_diff(os.path.join(work, "memplan_1"), case.expected)
+    except (RunFailed, ValueError) as e:
+        r["notes"].append(f"memplan run: {_without_path(e, case)}")
+
+
+def bench_ort(ort, case, work, args, r, base_kb):
+    try:
+        for t in ("1", "2"):
+            rep = ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None)
+            r["ort_ms"][t] = rep["run_ms"]["median"]
+        r["ort_rss_bytes"] = (peak_rss_kb(ort.run_cmd(case, 1, 0, None), ort.env) - base_kb) * 1024
+    except RunFailed as e:
+        r["notes"].append(f"ONNX Runtime: {e}")
+
+
+def bench_case(folder, memplan, ort, bases, args):
+    work = os.path.join(args.work, os.path.basename(folder))
+    shutil.rmtree(work, ignore_errors=True)
+    case = bench_models.prepare(folder, os.path.join(work, "inputs"))
+    r = {"name": case.name, "nodes": case.nodes, "weights_bytes": case.weights_bytes, "notes": [],
+         "memplan_ms": {}, "ort_ms": {}}
+    bench_memplan(memplan, case, work, args, r, bases["memplan"])
+    bench_ort(ort, case, work, args, r, bases["ort"])
+    if r["memplan_ms"].get("1") is not None and r["ort_ms"].get("1") is not None:
+        try:
+            ort_outputs = bench_models.load_outputs(os.path.join(work, "ort_1"))
+            r["diff_vs_ort"] = bench_models.max_abs_diff(os.path.join(work, "memplan_1"), ort_outputs)
+        except ValueError as e:
+            r["notes"].append(f"memplan vs ONNX Runtime: {e}")
+    return r
+
+
+def parse_args():
+    p = argparse.ArgumentParser(usage=__doc__)
+    p.add_argument("sets", nargs="*")
+    p.add_argument("--memplan")
+    p.add_argument("--node-modules")
+    p.add_argument("--node", default="node")
+    p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--compile-repeat", type=int, default=3)
+    p.add_argument("--filter", default="")
+    p.add_argument("--out", default="docs/BENCHMARKS.md")
+    p.add_argument("--work", default="build/bench/work")
+    p.add_argument("--results")
+    p.add_argument("--from-results")
+    p.add_argument("--command", default="tools/benchmark.sh")
+    a = p.parse_args()
+    if not a.from_results and not (a.memplan and a.node_modules and a.sets):
+        p.error("give --memplan, --node-modules and at least one TITLE=DIR (or --from-results)")
+    return a
+
+
+def main():
+    args = parse_args()
+    if args.from_results:
+        with open(args.from_results) as f:
+            saved = json.load(f)
+        bench_report.write(args.out, saved["machine"], saved["groups"], saved["repeat"], args.command)
+        return
+    memplan, ort = Memplan(args.memplan), OnnxRuntime(args.node_modules, args.node)
+    print(f"bench: load average {os.getloadavg()[0]:.2f} at the start (timings need an idle machine)", flush=True)
+    bases = {"memplan": baseline_kb(memplan.baseline_cmd()), "ort": baseline_kb(ort.baseline_cmd(), ort.env)}
+    print(f"bench: empty-process peak RSS: memplan {bases['memplan']} KiB, node + ONNX Runtime {bases['ort']} KiB",
+          flush=True)
+    groups = []
+    for spec in args.sets:
+        title, _, folder = spec.rpartition("=")
+        results = []
+        for model_dir in bench_models.find_models([folder]):
+            if args.filter and not re.search(args.filter, os.path.basename(model_dir)):
+                continue
+            print(f"bench: {model_dir}", flush=True)
+            r = bench_case(model_dir, memplan, ort, bases, args)
+            print("  " + " | ".join(bench_report.row(r)), flush=True)
+            results.append(r)
+        groups.append((title or folder, results))
+    info = bench_report.machine(memplan.version, ort.version, ort.node_version)
+    results_path = args.results or os.path.join(args.work, "results.json")
+    with open(results_path, "w") as f:
+        json.dump({"machine": info, "groups": groups, "repeat": args.repeat, "baselines_kib": bases}, f, indent=1)
+    bench_report.write(args.out, info, groups, args.repeat, args.command)
+    print(f"bench: wrote {args.out} and {results_path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

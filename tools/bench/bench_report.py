@@ -1,0 +1,163 @@
+"""Writes docs/BENCHMARKS.md from the benchmark's results: the machine, the method of every column,
+one table per model set, and a summary of geometric means."""
+import datetime
+import math
+import os
+import platform
+import subprocess
+
+MB = 1e6
+
+
+def _cmd(args):
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        return ""
+
+
+def _deb_version(package):
+    return _cmd(["dpkg-query", "-W", "-f=${Version}", package]) or "not installed"
+
+
+def machine(memplan_version, ort_version, node_version):
+    """name -> value, describing where the numbers were taken."""
+    cpu = next((l.split(":", 1)[1].strip() for l in _cmd(["lscpu"]).splitlines() if l.startswith("Model name")), "?")
+    with open("/proc/meminfo") as f:
+        ram_kb = int(next(l for l in f if l.startswith("MemTotal")).split()[1])
+    os_name = "?"
+    if os.path.exists("/etc/os-release"):
+        with open("/etc/os-release") as f:
+            os_name = next((l.split("=", 1)[1].strip().strip('"') for l in f if l.startswith("PRETTY_NAME")), "?")
+    return {
+        "CPU": f"{cpu}, {os.cpu_count()} logical CPUs",
+        "memory": f"{ram_kb / 1024 / 1024:.1f} GiB",
+        "OS": f"{os_name}, Linux {platform.release()}",
+        "memplan": f"{memplan_version} (oneDNN {_deb_version('libdnnl2')} from Debian)",
+        "ONNX Runtime": f"{ort_version} (npm onnxruntime-node, CPU execution provider, Node {node_version})",
+        "torch (exports, expected outputs)": f"{_deb_version('python3-torch')}, torchvision {_deb_version('python3-torchvision')} (Debian)",
+        "date": datetime.date.today().isoformat(),
+        "load average (1 min) at the end of the run": f"{os.getloadavg()[0]:.2f} (timings are only meaningful on an idle machine)",
+    }
+
+
+def _mb(b):
+    if b is None:
+        return "—"
+    if b == 0:
+        return "0"
+    x = b / MB
+    return f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 10 else f"{x:.2f}" if x >= 0.01 else f"{x:.2g}"
+
+
+def _ms(x):
+    return "—" if x is None else f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 1 else f"{x:.2g}"
+
+
+def _ratio(a, b):
+    if a is None or b is None or b <= 0:
+        return "—"
+    return f"{a / b:.0f}" if a / b >= 100 else f"{a / b:.2f}"
+
+
+def _diff(x):
+    return "—" if x is None else "0" if x == 0 else f"{x:.1e}"
+
+
+COLUMNS = ["model", "nodes", "weights MB", "naive MB", "lower bound MB", "memplan arena MB", "arena / lower bound",
+           "peak RSS memplan MB", "peak RSS ORT MB", "memplan 1T ms", "ORT 1T ms", "memplan / ORT 1T",
+           "memplan 2T ms", "ORT 2T ms", "memplan / ORT 2T", "max abs diff vs ORT", "max abs diff vs expected",
+           "compile s", "notes"]
+
+
+def row(r):
+    mp, ort = r.get("memplan_ms", {}), r.get("ort_ms", {})
+    return [r["name"], str(r["nodes"]), _mb(r.get("weights_bytes")), _mb(r.get("naive_bytes")),
+            _mb(r.get("lower_bound_bytes")), _mb(r.get("arena_bytes")),
+            _ratio(r.get("arena_bytes"), r.get("lower_bound_bytes")),
+            _mb(r.get("memplan_rss_bytes")), _mb(r.get("ort_rss_bytes")),
+            _ms(mp.get("1")), _ms(ort.get("1")), _ratio(mp.get("1"), ort.get("1")),
+            _ms(mp.get("2")), _ms(ort.get("2")), _ratio(mp.get("2"), ort.get("2")),
+            _diff(r.get("diff_vs_ort")), _diff(r.get("diff_vs_expected")),
+            "—" if r.get("compile_s") is None else f"{r['compile_s']:.2f}",
+            "; ".join(r.get("notes", [])).replace("|", "\\|")]
+
+
+def _geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
+
+
+def summary(results):
+    ok = [r for r in results if r.get("arena_bytes") is not None]
+    ran = sum(1 for r in results if r.get("memplan_ms", {}).get("1") is not None)
+    lines = [f"- memplan compiled {len(ok)} of {len(results)} models and ran {ran}."]
+
+    def add(label, pairs):
+        g = _geomean([a / b for a, b in pairs if a is not None and b])
+        if g is not None:
+            lines.append(f"- {label}: {g:.2f} (geometric mean over {len(pairs)} models)")
+
+    add("arena / lower bound", [(r["arena_bytes"], r["lower_bound_bytes"]) for r in ok])
+    add("arena / naive sum", [(r["arena_bytes"], r["naive_bytes"]) for r in ok])
+    both = [r for r in results if r.get("memplan_rss_bytes") and r.get("ort_rss_bytes")]
+    add("peak RSS over baseline, memplan / ONNX Runtime", [(r["memplan_rss_bytes"], r["ort_rss_bytes"]) for r in both])
+    for t in ("1", "2"):
+        timed = [r for r in results if r.get("memplan_ms", {}).get(t) and r.get("ort_ms", {}).get(t)]
+        label = f"latency at {t} thread{'s' if t != '1' else ''}, memplan / ONNX Runtime (below 1: memplan is faster)"
+        add(label, [(r["memplan_ms"][t], r["ort_ms"][t]) for r in timed])
+        # Toy models take microseconds, where a runtime's fixed cost per call decides the ratio.
+        add(label + ", models where ONNX Runtime takes 1 ms or more at 1 thread",
+            [(r["memplan_ms"][t], r["ort_ms"][t]) for r in timed if r["ort_ms"]["1"] >= 1])
+    return lines
+
+
+METHOD = """\
+How each column is measured (MB = 10^6 bytes; ms = milliseconds of one inference):
+
+- **nodes**: ONNX nodes in the file, subgraphs of If/Loop/Scan included.
+- **weights MB**: memplan's `weights_bytes` (read-only constants outside the arena, after constant
+  folding; `ConstantOfShape`-made weights of the light_* models count); the file's initializers
+  when memplan cannot compile the model.
+- **naive MB, lower bound MB, memplan arena MB**: `memplan compile --report json` (`naive_bytes`:
+  every intermediate tensor its own memory; `lower_bound_bytes`: the most bytes live at any step;
+  `arena_bytes`: the one planned arena, kernel scratchpads included), for the test input's shapes.
+- **peak RSS**: the process's peak resident set (`ru_maxrss` from `wait4`, read by GNU time) over
+  loading the model and one inference at 1 thread, minus the peak of an empty process of the same
+  runtime (memplan: `memplan --version`; ONNX Runtime: node loading onnxruntime-node). It holds
+  the weights, the inputs and outputs, the runtime's working memory and code pages touched; for
+  memplan also the compilation, which `memplan run` does in the same process. ONNX
+  Runtime does not report its arena, so this is the one number measured the same way for both.
+- **1T / 2T ms**: median inference time at 1 and 2 threads, inputs already in memory. memplan:
+  `memplan run --threads T --repeat N+1` (oneDNN over OpenMP), the median of all runs including the
+  first; ONNX Runtime: `tools/bench/ort_bench.js` (intraOpNumThreads T, interOpNumThreads 1,
+  sequential execution, default graph optimizations and memory arena), one warm-up and N timed runs.
+  Both runtimes get the same .npy inputs. **memplan / ORT** below 1 means memplan is faster.
+- **max abs diff vs ORT**: largest absolute difference between memplan's and ONNX Runtime's outputs
+  (1 thread). **vs expected**: against the data set's `output_N.pb`: torch's outputs for the zoo,
+  ONNX Runtime 1.30 (graph optimizations off) for shared/models, the numpy reference for models/.
+- **compile s**: wall time of `memplan compile` (process start, import, shape inference, kernel
+  selection, planning with every strategy, verification), the fastest of the runs.
+- **notes**: why a column is empty (the runtime's one-line error).
+"""
+
+
+def write(path, info, groups, repeat, command):
+    """groups: [(title, [result...])]."""
+    out = ["# Benchmarks", "",
+           "memplan against ONNX Runtime on the same machine, in the same run, on the same inputs. Generated by",
+           f"`{command}`; do not edit by hand.", "", "## Machine", ""]
+    out += [f"- **{k}**: {v}" for k, v in info.items()]
+    out += [f"- **timed runs per model and thread count**: {repeat}", "", "## Method", "", METHOD]
+    everything = []
+    for title, results in groups:
+        everything += results
+        out += [f"## {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        out += ["| " + " | ".join(row(r)) + " |" for r in results]
+        out.append("")
+    out += ["## Summary", ""] + summary(everything) + [""]
+    tmp = path + ".tmp"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(tmp, "w") as f:
+        f.write("\n".join(out))
+    os.replace(tmp, path)

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The benchmark: memplan against ONNX Runtime on every model, written to docs/BENCHMARKS.md.
+# Sets up (apt, npm), builds memplan, exports the zoo (torchvision CNNs and torch.jit.script
+# control-flow models) into BUILD/zoo, then runs tools/bench/bench.py on the zoo, ../shared/models
+# and models/.
+#
+# Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
+#   --repeat N      timed inferences per model and thread count (default 20)
+#   --filter REGEX  only models whose folder name matches; the table then goes to
+#                   BUILD/bench/BENCHMARKS.md unless --out is given
+#   --out FILE      where the markdown goes (default docs/BENCHMARKS.md)
+#   --build DIR     build folder (default build)
+#   --shared DIR    the shared model folder (default ../shared/models; skipped when missing)
+#   --no-setup      skip apt, npm and the build (for quick reruns)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$here/build
+shared=$here/../shared/models
+repeat=20
+filter=""
+out=""
+setup=1
+command_line="tools/benchmark.sh${*:+ $*}"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --repeat) repeat=$2; shift 2 ;;
+    --filter) filter=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --shared) shared=$2; shift 2 ;;
+    --no-setup) setup=0; shift ;;
+    *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
+  esac
+done
+[ -n "$out" ] || { [ -z "$filter" ] && out=$here/docs/BENCHMARKS.md || out=$build/bench/BENCHMARKS.md; }
+
+if [ "$setup" = 1 ]; then
+  "$here/tools/setup.sh"
+  "$here/tools/bench/setup_bench.sh" "$build"
+  "$here/tools/build.sh" "$build"
+fi
+/usr/bin/python3 "$here/tools/bench/export_zoo.py" "$build/zoo"
+
+sets=("Zoo: torchvision CNNs and torch.jit.script control flow (expected outputs: torch)=$build/zoo")
+if [ -d "$shared" ]; then
+  sets+=("shared/models (expected outputs: ONNX Runtime 1.30, optimizations off)=$(cd "$shared" && pwd)")
+else
+  echo "benchmark: no $shared, skipping the shared models" >&2
+fi
+sets+=("models/ (expected outputs: the numpy reference of make_models.py)=$here/models")
+
+/usr/bin/python3 "$here/tools/bench/bench.py" --memplan "$build/tools/memplan" \
+  --node-modules "$build/bench/node_modules" --repeat "$repeat" --filter "$filter" --out "$out" \
+  --work "$build/bench/work" --command "$command_line" "${sets[@]}"
