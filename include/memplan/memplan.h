@@ -117,6 +117,7 @@ class Session {
   TensorRef output(const std::string& name) const;
   // Per compiled node (subgraph nodes included); empty unless SessionOptions::profile was set.
   std::vector<NodeProfile> profile() const;
+  void reset_profile();  // start counting again (after warm-up runs)
 
   struct Impl;
 

@@ -15,12 +15,30 @@ enum class Role {
   Conv,       // reads input 0 in any layout (the kernel reorders if oneDNN prefers another),
               // writes its output in any layout; a fused addend (input 3) shares the output's
   Same,       // every data input and the output share one layout
+  Broadcast,  // a binary op whose full-shape input shares the output's layout; the other input
+              // is per-channel ([N, C, 1, 1], the same bytes in either layout) or a scalar
   ToPlain,    // reads a blocked input, writes a [N, C, 1, 1] output whose bytes are the same
               // plain or blocked (global pools, pools down to one pixel)
 };
 
 bool is_4d_float(const Value* v) {
   return v && v->type.dtype == DType::Float32 && v->type.is_static() && v->type.dims.size() == 4 && !v->shape_varies;
+}
+
+// A [N, C, 1, 1] tensor has the same bytes blocked or plain; it stays plain.
+bool one_pixel(const Value* v) { return v->type.dims[2].value == 1 && v->type.dims[3].value == 1; }
+
+// `v` broadcasts against the [N, C, H, W] `y` per channel or as a scalar.
+bool per_channel_or_scalar(const Value* v, const Value* y) {
+  if (!v || !v->type.is_static() || v->type.dims.size() > 4) return false;
+  const std::vector<int64_t> d = v->type.static_dims();
+  const size_t pad = 4 - d.size();
+  for (size_t k = 0; k < d.size(); ++k) {
+    const size_t axis = pad + k;
+    const bool ok = d[k] == 1 || (axis == 1 && d[k] == y->type.dims[1].value) || (axis == 0 && d[k] == y->type.dims[0].value);
+    if (!ok) return false;
+  }
+  return true;
 }
 
 bool same_static_shape(const Value* a, const Value* b) {
@@ -37,12 +55,33 @@ bool elementwise(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// For a binary op oneDNN runs with its second input broadcast: the index of the full-shape input.
+int broadcast_input(const Node& n) {
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  static const std::set<std::string> commutative = {"Add", "Mul", "Max", "Min"};
+  if (!binary.count(n.op_type) || n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[1]) return -1;
+  const Value* y = n.outputs[0];
+  for (int full = 0; full < 2; ++full) {
+    if (full == 1 && !commutative.count(n.op_type)) break;  // oneDNN broadcasts its second operand only
+    const Value* a = n.inputs[static_cast<size_t>(full)];
+    const Value* b = n.inputs[static_cast<size_t>(1 - full)];
+    if (!a->is_constant() && same_static_shape(a, y) && per_channel_or_scalar(b, y) && !same_static_shape(b, y))
+      return full;
+  }
+  return -1;
+}
+
 Role role_of(const Node& n) {
   if (!n.domain.empty() || n.is_control_flow() || n.outputs.empty() || !is_4d_float(n.outputs[0])) return Role::Plain;
   for (size_t k = 1; k < n.outputs.size(); ++k)
     if (n.outputs[k]) return Role::Plain;  // MaxPool indices, BatchNormalization statistics, ...
   const Value* y = n.outputs[0];
-  if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) ? Role::Conv : Role::Plain;
+  if (n.op_type == "Conv") {
+    // oneDNN has blocked kernels for dense and depthwise convolutions, not for other groups.
+    const int64_t group = n.attr_int("group", 1);
+    const bool depthwise = is_4d_float(n.inputs[0]) && group == n.inputs[0]->type.dims[1].value;
+    return is_4d_float(n.inputs[0]) && (group == 1 || depthwise) ? Role::Conv : Role::Plain;
+  }
   if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return Role::ToPlain;
   const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";
   if (pool && y->type.dims[2].value == 1 && y->type.dims[3].value == 1) return Role::ToPlain;
@@ -64,9 +103,10 @@ Role role_of(const Node& n) {
     return Role::Same;
   }
   if (elementwise(n.op_type)) {
-    for (const Value* in : n.inputs)
-      if (!in || in->is_constant() || !same_static_shape(in, y)) return Role::Plain;  // no broadcasting
-    return Role::Same;
+    bool same = true;
+    for (const Value* in : n.inputs) same = same && in && !in->is_constant() && same_static_shape(in, y);
+    if (same) return Role::Same;
+    if (broadcast_input(n) >= 0) return Role::Broadcast;
   }
   return Role::Plain;
 }
@@ -76,6 +116,8 @@ std::vector<const Value*> data_inputs(const Node& n, Role r) {
   std::vector<const Value*> out;
   if (r == Role::Conv) {
     if (n.inputs.size() > 3 && n.inputs[3]) out.push_back(n.inputs[3]);  // the fused addend
+  } else if (r == Role::Broadcast) {
+    out.push_back(n.inputs[static_cast<size_t>(broadcast_input(n))]);
   } else if (r == Role::Same && n.op_type == "BatchNormalization") {
     out.push_back(n.inputs[0]);
   } else if (r == Role::Same) {
@@ -91,6 +133,7 @@ bool reads_blocked(const Node& consumer, const Value* v, const Graph& main) {
     case Role::Plain: return false;
     case Role::Conv: return consumer.inputs[0] == v || (consumer.inputs.size() > 3 && consumer.inputs[3] == v);
     case Role::ToPlain: return consumer.inputs[0] == v;
+    case Role::Broadcast: return consumer.inputs[static_cast<size_t>(broadcast_input(consumer))] == v;
     case Role::Same:
       return consumer.op_type != "BatchNormalization" || consumer.inputs[0] == v;
   }
@@ -110,8 +153,8 @@ int assign_layouts(Model& model, int preferred_block) {
   for (auto& n : g.nodes) {
     Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
     const Role r = role_of(*n);
-    if (r != Role::Conv && r != Role::Same) continue;
-    if (y->is_graph_output) continue;
+    if (r != Role::Conv && r != Role::Same && r != Role::Broadcast) continue;
+    if (y->is_graph_output || one_pixel(y)) continue;
     const int64_t c = y->type.dims[1].value;
     int block = c % preferred_block == 0 ? preferred_block : (c % 8 == 0 ? 8 : 0);
     if (block == 0) continue;
@@ -132,13 +175,16 @@ int assign_layouts(Model& model, int preferred_block) {
       // reader of its output must read blocked.
       Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
       if (!y || !blocked.count(y)) continue;
-      bool ok = true;
+      // oneDNN broadcasts fast only over the CPU's own block (nChw16c on AVX-512).
+      bool ok = r != Role::Broadcast || y->channel_block == preferred_block;
       for (const Value* in : data_inputs(*n, r)) ok = ok && layout(in) == y->channel_block;
       for (const Node* c : y->consumers) ok = ok && reads_blocked(*c, y, g);
       // Same-role readers need all their constrained inputs alike, and an output that matches.
       for (const Node* c : y->consumers) {
         const Role cr = role_of(*c);
-        if (cr != Role::Same && !(cr == Role::Conv && c->inputs.size() > 3 && c->inputs[3] == y)) continue;
+        const bool constrained = cr == Role::Same || (cr == Role::Broadcast && c->inputs[static_cast<size_t>(broadcast_input(*c))] == y) ||
+                                 (cr == Role::Conv && c->inputs.size() > 3 && c->inputs[3] == y);
+        if (!constrained) continue;
         const Value* cy = c->outputs[0];
         ok = ok && layout(cy) == y->channel_block;
         for (const Value* in : data_inputs(*c, cr)) ok = ok && layout(in) == y->channel_block;

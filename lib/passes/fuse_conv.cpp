@@ -184,6 +184,8 @@ bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   clip.kind = Attribute::Kind::Floats;
   if (act->op_type == "Relu") {
     fused.i = 1;
+  } else if (act->op_type == "HardSwish") {
+    fused.i = 4;
   } else if (act->op_type == "Clip") {
     float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
     if (act->opset < 11) {
@@ -212,6 +214,36 @@ bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   return true;
 }
 
+// Conv -> Sigmoid, Mul(conv, sigmoid)  ==>  Conv with a Swish (SiLU) post-op (EfficientNet).
+bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  Value* y = conv.outputs[0];
+  if (conv.attr("memplan_fused_activation") || y->is_graph_output || y->consumers.size() != 2) return false;
+  Node* sig = nullptr;
+  Node* mul = nullptr;
+  for (Node* c : y->consumers) {
+    if (c->graph != &g || !c->domain.empty()) return false;
+    if (c->op_type == "Sigmoid" && c->inputs.size() == 1 && c->outputs.size() == 1 && c->outputs[0]) sig = c;
+    if (c->op_type == "Mul" && c->inputs.size() == 2 && c->outputs.size() == 1 && c->outputs[0]) mul = c;
+  }
+  if (!sig || !mul || sole_consumer(sig->outputs[0]) != mul) return false;
+  const bool pairs = (mul->inputs[0] == y && mul->inputs[1] == sig->outputs[0]) ||
+                     (mul->inputs[1] == y && mul->inputs[0] == sig->outputs[0]);
+  if (!pairs) return false;
+  Attribute fused;
+  fused.name = "memplan_fused_activation";
+  fused.kind = Attribute::Kind::Int;
+  fused.i = 3;
+  conv.attributes.push_back(fused);
+  Value* sig_out = sig->outputs[0];
+  conv.outputs[0] = mul->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  dead.insert(sig);
+  dead.insert(mul);
+  g.release_value(y);
+  g.release_value(sig_out);
+  return true;
+}
+
 }  // namespace
 
 int fuse_conv(Model& model) {
@@ -228,7 +260,7 @@ int fuse_conv(Model& model) {
       if (n->outputs[0]->type.dtype != DType::Float32) continue;
       fold_batch_norm(g, *n, dead);
       fuse_add(g, *n, dead, position);
-      fuse_activation(g, *n, dead);
+      if (!fuse_swish(g, *n, dead)) fuse_activation(g, *n, dead);
     }
     removed += static_cast<int>(dead.size());
     std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });

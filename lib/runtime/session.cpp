@@ -182,6 +182,11 @@ TensorRef Session::output(const std::string& name) const {
   fail(impl_->m.model.path + ": the model has no output named '" + name + "'");
 }
 
+void Session::reset_profile() {
+  std::fill(impl_->profile_calls.begin(), impl_->profile_calls.end(), 0);
+  std::fill(impl_->profile_ns.begin(), impl_->profile_ns.end(), 0);
+}
+
 std::vector<NodeProfile> Session::profile() const {
   std::vector<NodeProfile> out;
   const auto& m = impl_->m;

@@ -71,7 +71,7 @@ def bench_memplan(memplan, case, work, args, r, base_kb):
     try:
         for t in ("1", "2"):
             out = os.path.join(work, f"memplan_{t}")
-            rep = memplan.run(case, bounds, int(t), args.repeat + 1, out)
+            rep = memplan.run(case, bounds, int(t), args.repeat, out)
             r["memplan_ms"][t] = rep["run_ms"]["median"]
         cmd = memplan.run_cmd(case, bounds, 1, 1, os.path.join(work, "memplan_rss"))
         r["memplan_rss_bytes"] = (peak_rss_kb(cmd) - base_kb) * 1024

@@ -80,7 +80,7 @@ class Memplan:
         return run_json(cmd)
 
     def run_cmd(self, case, bounds, threads, repeat, out_dir):
-        cmd = [self.binary, "run", case.model, "--threads", str(threads), "--repeat", str(repeat),
+        cmd = [self.binary, "run", case.model, "--threads", str(threads), "--warmup", "1", "--repeat", str(repeat),
                "--output-dir", out_dir, "--report", "json"] + _bound_args(bounds)
         for name, npy, _ in case.inputs:
             cmd += ["--input", f"{name}={npy}"]

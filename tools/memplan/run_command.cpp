@@ -1,5 +1,5 @@
 // memplan run MODEL --input x.npy | --input NAME=x.npy ... [--plan P.mplan] [--output-dir DIR]
-//                   [--threads N] [--repeat N] [--check-memory] [--profile] [--report text|json]
+//                   [--threads N] [--warmup N] [--repeat N] [--check-memory] [--profile] [--report text|json]
 #include <omp.h>
 
 #include <algorithm>
@@ -21,7 +21,7 @@ namespace {
 struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
-  int threads = 0, repeat = 1;
+  int threads = 0, repeat = 1, warmup = 0;
   bool check_memory = false, profile = false;
   ShapeArgs shapes;
 };
@@ -95,6 +95,8 @@ void register_run(CLI::App& app) {
   sub->add_option("--threads", a->threads, "oneDNN threads (default: all cores)")->check(CLI::Range(1, 1024));
   sub->add_option("--repeat", a->repeat, "Run this many inferences and report min/median/max time")
       ->check(CLI::Range(1, 1000000));
+  sub->add_option("--warmup", a->warmup, "Run this many untimed inferences first (not in the times or the profile)")
+      ->check(CLI::Range(0, 1000000));
   sub->add_flag("--check-memory", a->check_memory, "Guard mode: detect any buffer clobbered while live");
   sub->add_flag("--profile", a->profile, "Time every node (subgraphs included) and print the totals by op type");
   sub->add_option("--report", a->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
@@ -131,6 +133,11 @@ void register_run(CLI::App& app) {
         io::read_npy_data(f.path, f.info, slot, f.info.data_bytes);
       }
     };
+    for (int r = 0; r < a->warmup; ++r) {
+      load_inputs();
+      session.run();
+    }
+    if (a->profile) session.reset_profile();
     std::vector<double> times;
     for (int r = 0; r < a->repeat; ++r) {
       load_inputs();

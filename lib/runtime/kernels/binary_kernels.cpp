@@ -164,16 +164,27 @@ dnnl::algorithm dnnl_alg(Bin op) {
   }
 }
 
+// A 4-D float32 tensor in the channel-blocked layout `block` (nChw8c / nChw16c).
+dnnl::memory::desc blocked_md(const Shape& s, int block) {
+  using tag = dnnl::memory::format_tag;
+  return dnnl::memory::desc(dnnl::memory::dims(s.dims.begin(), s.dims.begin() + 4), dnnl::memory::data_type::f32,
+                            block == 16 ? tag::nChw16c : tag::nChw8c);
+}
+
 class BinaryKernel final : public Kernel {
  public:
   BinaryKernel(const Node& n, const KernelEnv& env, BinSpec spec)
-      : spec_(spec), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), exp_dtype_(dtype_) {
+      : spec_(spec), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), exp_dtype_(dtype_),
+        block_(n.outputs[0] ? n.outputs[0]->channel_block : 0) {
     if (spec.op == Bin::Pow) exp_dtype_ = n.inputs[1]->type.dtype;
     const bool dnnl_op = dnnl_alg(spec.op) != dnnl::algorithm::undef || spec.op == Bin::PRelu;
     if (dtype_ == DType::Float32 && dnnl_op && env.dnnl && all_fixed(n)) build_dnnl(n, *env.dnnl);
+    // The loops index plain tensors; a blocked one (assign_layouts) needs oneDNN.
+    if (block_ && steps_.empty()) fail_internal(where_ + ": a channel-blocked output needs oneDNN's binary primitive");
   }
 
   void run(const KernelArgs& args) override {
+    if (block_ && !shapes_match(args)) fail(where_ + ": the run-time shapes differ from the compile-time shapes");
     if (!steps_.empty() && shapes_match(args)) {
       for (const Step& s : steps_) {
         s.prim.bind(s.src0, s.in0 < 0 ? args.outputs[0].data : args.inputs[s.in0].data);
@@ -215,7 +226,15 @@ class BinaryKernel final : public Kernel {
       std::rotate(order.begin(), full, full + 1);
     }
     const auto f32 = dnnl::memory::data_type::f32;
-    const auto out_md = plain_md(out, f32);
+    const auto out_md = block_ ? blocked_md(out, block_) : plain_md(out, f32);
+    // With a blocked output, a full-shape operand is blocked too; a per-channel [N, C, 1, 1] one
+    // has the same bytes either way, and oneDNN's fast kernels want it tagged alike.
+    auto operand_md = [&](const Shape& s) {
+      if (!block_) return plain_md(s, f32);
+      if (s == out) return out_md;
+      const bool per_channel = s.rank == 4 && s.dims[1] == out.dims[1] && s.dims[2] == 1 && s.dims[3] == 1;
+      return per_channel ? blocked_md(s, block_) : plain_md(s, f32);
+    };
     try {
       if (spec_.op == Bin::PRelu) {
         const auto w_md = plain_md(pad_rank(compiled_[1], out.rank), f32);
@@ -229,7 +248,7 @@ class BinaryKernel final : public Kernel {
         return;
       }
       for (size_t k = 1; k < count; ++k) {
-        const auto src1_md = plain_md(pad_rank(compiled_[static_cast<size_t>(order[k])], out.rank), f32);
+        const auto src1_md = operand_md(pad_rank(compiled_[static_cast<size_t>(order[k])], out.rank));
         dnnl::binary::desc d(dnnl_alg(spec_.op), out_md, src1_md, out_md);
         dnnl::primitive_attr attr = user_scratchpad_attr();
         if (spec_.mean && k + 1 == count) {
@@ -309,6 +328,7 @@ class BinaryKernel final : public Kernel {
   BinSpec spec_;
   std::string where_;
   DType dtype_, exp_dtype_;
+  int block_ = 0;  // the output's Value::channel_block
   std::vector<Shape> compiled_;
   std::vector<Step> steps_;
 };

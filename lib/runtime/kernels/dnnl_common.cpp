@@ -223,22 +223,52 @@ void PrimitiveKernel::bind_output(int arg, size_t output_index, const dnnl::memo
   slots_.push_back(std::move(s));
 }
 
-void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user,
-                                        const dnnl::memory::desc& want) {
-  if (user == want) return bind_input(arg, input_index, user);
-  if (!primitive_)
-    fail_internal(where_ + ": staged inputs are bound after set_primitive");
+void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
+                                  const dnnl::memory::desc& want) {
+  if (user == want) return output ? bind_output(arg, index, user) : bind_input(arg, index, user);
+  if (!primitive_) fail_internal(where_ + ": staged tensors are bound after set_primitive");
   Staged st;
   st.user = dnnl::memory(user, ctx_->engine, nullptr);
   st.staged = dnnl::memory(want, ctx_->engine, nullptr);
-  st.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
-  st.index = input_index;
+  st.reorder = output ? dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, want, ctx_->engine, user))
+                      : dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
+  st.output = output;
+  st.index = index;
   st.user_bytes = user.get_size();
   // Staging buffers follow the primitive's own scratchpad, 64-byte aligned.
   st.offset = (scratchpad_bytes_ + staged_bytes_ + 63) / 64 * 64;
   staged_bytes_ = st.offset + want.get_size() - scratchpad_bytes_;
   exec_args_.push_back({arg, st.staged.get()});
   staged_.push_back(std::move(st));
+}
+
+void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user,
+                                        const dnnl::memory::desc& want) {
+  bind_staged(arg, false, input_index, user, want);
+}
+
+void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user,
+                                         const dnnl::memory::desc& want) {
+  bind_staged(arg, true, output_index, user, want);
+}
+
+void PrimitiveKernel::reorder_staged(const KernelArgs& args, bool outputs) {
+  for (Staged& st : staged_) {
+    if (st.output != outputs) continue;
+    std::span<const TensorView> views = st.output ? std::span<const TensorView>(args.outputs) : args.inputs;
+    if (st.index >= views.size()) fail_internal(where_ + ": the executor passed too few tensors");
+    const TensorView& v = views[st.index];
+    if (v.byte_size() != st.user_bytes || (st.output && v.capacity < st.user_bytes))
+      fail(where_ + ": the run-time shape of " + (st.output ? "output " : "input ") + std::to_string(st.index) +
+           " differs from its compile-time shape");
+    if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
+    dnnl_memory_set_data_handle_v2(st.user.get(), v.data, nullptr);
+    dnnl_memory_set_data_handle_v2(st.staged.get(), args.scratchpad + st.offset, nullptr);
+    dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? st.staged.get() : st.user.get()},
+                                       {DNNL_ARG_TO, st.output ? st.user.get() : st.staged.get()}};
+    if (dnnl_primitive_execute(st.reorder.get(), ctx_->stream.get(), 2, reorder_args) != dnnl_success)
+      fail_internal(where_ + ": a oneDNN reorder failed");
+  }
 }
 
 void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
@@ -263,23 +293,13 @@ void PrimitiveKernel::run(const KernelArgs& args) {
     if (dnnl_memory_set_data_handle_v2(scratchpad_.get(), args.scratchpad, nullptr) != dnnl_success)
       fail_internal(where_ + ": could not set the scratchpad handle");
   }
-  for (Staged& st : staged_) {
-    if (st.index >= args.inputs.size()) fail_internal(where_ + ": the executor passed too few tensors");
-    const TensorView& v = args.inputs[st.index];
-    if (v.byte_size() != st.user_bytes)
-      fail(where_ + ": the run-time shape of input " + std::to_string(st.index) + " differs from its compile-time shape");
-    if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
-    dnnl_memory_set_data_handle_v2(st.user.get(), v.data, nullptr);
-    dnnl_memory_set_data_handle_v2(st.staged.get(), args.scratchpad + st.offset, nullptr);
-    dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.user.get()}, {DNNL_ARG_TO, st.staged.get()}};
-    if (dnnl_primitive_execute(st.reorder.get(), ctx_->stream.get(), 2, reorder_args) != dnnl_success)
-      fail_internal(where_ + ": a oneDNN reorder failed");
-  }
+  reorder_staged(args, false);
   before_execute(args);
   dnnl_status_t st = dnnl_primitive_execute(primitive_.get(), ctx_->stream.get(), static_cast<int>(exec_args_.size()),
                                             exec_args_.data());
   if (st == dnnl_success) st = dnnl_stream_wait(ctx_->stream.get());
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
+  reorder_staged(args, true);
   after_execute(args);
 }
 

@@ -116,10 +116,11 @@ class PrimitiveKernel : public Kernel {
   void bind_input(int arg, size_t input_index, const dnnl::memory::desc& md);
   void bind_output(int arg, size_t output_index, const dnnl::memory::desc& md);
   void bind_memory(int arg, dnnl::memory m);  // a constant the kernel owns
-  // An input the primitive wants in another layout (`want`) than the tensor's (`user`): each run
-  // reorders it into the kernel's scratchpad first. Same as bind_input when the two agree.
-  // Call after set_primitive.
+  // A tensor the primitive wants in another layout (`want`) than the tensor's (`user`): each run
+  // reorders an input into the kernel's scratchpad first, or an output out of it afterwards.
+  // Same as bind_input / bind_output when the two agree. Call after set_primitive.
   void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
 
   DnnlContext& ctx() const { return *ctx_; }
   const std::string& where() const { return where_; }
@@ -136,9 +137,13 @@ class PrimitiveKernel : public Kernel {
     size_t index = 0;
     uint64_t bytes = 0;
   };
+  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  void reorder_staged(const KernelArgs& args, bool outputs);
+
   struct Staged {
     dnnl::memory user, staged;
     dnnl::primitive reorder;
+    bool output = false;
     size_t index = 0;
     uint64_t user_bytes = 0, offset = 0;  // offset into the scratchpad
   };

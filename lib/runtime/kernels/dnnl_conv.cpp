@@ -78,7 +78,8 @@ void check_bias(const Node& node, const std::string& where, int64_t channels) {
          std::to_string(channels) + "]");
 }
 
-// The fused activation (memplan_fused_activation / memplan_fused_clip) as a post-op.
+// The fused activation (memplan_fused_activation: 1 Relu, 2 Clip with memplan_fused_clip, 3 Swish,
+// 4 HardSwish) as a post-op.
 void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
   int64_t act = node.attr_int("memplan_fused_activation", 0);
   switch (act) {
@@ -94,7 +95,9 @@ void append_activation(dnnl::post_ops& po, const Node& node, const std::string& 
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
       return;
     }
-    default: fail(where + ": memplan_fused_activation " + std::to_string(act) + " is not one of 0, 1, 2");
+    case 3: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
+    case 4: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
+    default: fail(where + ": memplan_fused_activation " + std::to_string(act) + " is not one of 0 to 4");
   }
 }
 
@@ -166,6 +169,19 @@ std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
   auto is_ref = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("ref", 0) == 0; };
   if (xv->channel_block != 0 && is_ref(pd)) pd = make(any_md(s.x));
   if (xv->channel_block != 0 && is_ref(pd)) pd = make(plain_md(s.x));
+  // Grouped (depthwise) convolutions as GEMMs are slow too. Where the given layouts have no fast
+  // kernel, the output is computed in oneDNN's choice of layout and reordered (not with a fused
+  // Add, which accumulates in place).
+  auto is_slow = [&](const dnnl::primitive_desc& p) {
+    return is_ref(p) || (s.group > 1 && std::string(p.impl_info_str()).find("gemm") != std::string::npos);
+  };
+  const dnnl::memory::desc y_md = dst_md;
+  if (!addend && is_slow(pd)) {
+    dst_md = any_md(s.y);
+    auto staged = make(any_md(s.x));
+    if (is_slow(staged)) dst_md = y_md;  // no better kernel: keep the given layouts
+    else pd = staged;
+  }
 
   auto k = std::make_unique<ConvKernel>(node, env, addend != nullptr);
   k->set_primitive(pd);
@@ -173,7 +189,7 @@ std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
   if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
   else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md);
   bind_bias(*k, node, pd);
-  k->bind_output(DNNL_ARG_DST, 0, dst_md);
+  k->bind_output_staged(DNNL_ARG_DST, 0, y_md, pd.dst_desc());
   return k;
 }
 
