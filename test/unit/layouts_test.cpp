@@ -98,23 +98,27 @@ TEST_CASE("layouts: conv, pool and concat chains stay blocked; inputs, outputs a
   }
 }
 
-TEST_CASE("layouts: broadcasting elementwise ops and odd channel counts stay plain", "[layouts]") {
-  ModelBuilder mb;
-  auto& g = mb.graph();
-  add_input(g, "x", elem::kFloat, {1, 16, 4, 4});
-  add_conv(g, "conv1", "x", "c1", 16, 16, 1);
-  add_initializer(g, tensor_f32("s", {16, 1, 1}, random_floats(16, 9)));
-  add_node(g, "Div", {"c1", "s"}, {"d"}, "div");  // per-channel broadcast: not elementwise on bytes
-  add_conv(g, "conv2", "d", "c2", 16, 12, 2);     // 12 channels: neither 8 nor 16 divides
-  add_conv(g, "conv3", "c2", "y", 12, 16, 3);
-  add_output(g, "y", elem::kFloat, {1, 16, 4, 4});
-  Model m = mb.import();
-  prepare_model(m, {});
-  assign_layouts(m, 16);
-  CHECK(block_of(m, "c1") == 0);
-  CHECK(block_of(m, "d") == 0);
-  CHECK(block_of(m, "c2") == 0);
-  CHECK(assign_layouts(m, 16) == 0);
+TEST_CASE("layouts: per-channel broadcasts stay blocked; other broadcasts and odd channel counts do not", "[layouts]") {
+  for (const bool per_channel : {true, false}) {
+    INFO("per_channel " << per_channel);
+    ModelBuilder mb;
+    auto& g = mb.graph();
+    add_input(g, "x", elem::kFloat, {1, 16, 4, 4});
+    add_conv(g, "conv1", "x", "c1", 16, 16, 1);
+    if (per_channel) add_initializer(g, tensor_f32("s", {16, 1, 1}, random_floats(16, 9)));
+    else add_initializer(g, tensor_f32("s", {4, 1}, random_floats(4, 9)));  // varies along H
+    add_node(g, "Div", {"c1", "s"}, {"d"}, "div");
+    add_conv(g, "conv2", "d", "c2", 16, 12, 2);  // 12 channels: neither 8 nor 16 divides
+    add_conv(g, "conv3", "c2", "y", 12, 16, 3);
+    add_output(g, "y", elem::kFloat, {1, 16, 4, 4});
+    Model m = mb.import();
+    prepare_model(m, {});
+    assign_layouts(m, 16);
+    CHECK(block_of(m, "c1") == (per_channel ? 16 : 0));
+    CHECK(block_of(m, "d") == (per_channel ? 16 : 0));
+    CHECK(block_of(m, "c2") == 0);
+    CHECK(assign_layouts(m, 8) == (per_channel ? 2 : 0));
+  }
 }
 
 TEST_CASE("layouts: plain, nChw8c and nChw16c activations give the same outputs", "[layouts]") {
@@ -137,5 +141,65 @@ TEST_CASE("layouts: plain, nChw8c and nChw16c activations give the same outputs"
   for (size_t i = 0; i < plain.size(); ++i) {
     CHECK(b8[i] == Approx(plain[i]).margin(1e-5));
     CHECK(b16[i] == Approx(plain[i]).margin(1e-5));
+  }
+}
+
+namespace {
+
+// Plain NCHW convolution with groups and padding 1, 3x3 kernels: the reference.
+std::vector<float> reference_conv(const std::vector<float>& x, const std::vector<float>& w, int c, int m, int groups, int hw) {
+  std::vector<float> y(static_cast<size_t>(m * hw * hw), 0.f);
+  const int cg = c / groups, mg = m / groups;
+  for (int o = 0; o < m; ++o)
+    for (int i = 0; i < hw; ++i)
+      for (int j = 0; j < hw; ++j) {
+        float s = 0;
+        for (int ci = 0; ci < cg; ++ci)
+          for (int ki = 0; ki < 3; ++ki)
+            for (int kj = 0; kj < 3; ++kj) {
+              const int yy = i + ki - 1, xx = j + kj - 1;
+              if (yy < 0 || xx < 0 || yy >= hw || xx >= hw) continue;
+              const int cin = (o / mg) * cg + ci;
+              s += x[static_cast<size_t>((cin * hw + yy) * hw + xx)] * w[static_cast<size_t>(((o * cg + ci) * 3 + ki) * 3 + kj)];
+            }
+        y[static_cast<size_t>((o * hw + i) * hw + j)] = s;
+      }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("layouts: grouped and depthwise convolutions, run in oneDNN's own layouts, match a plain reference", "[layouts]") {
+  constexpr int C = 32, HW = 6;
+  const std::vector<float> x = random_floats(C * HW * HW, 11), w1 = random_floats(C * (C / 2) * 9, 12),
+                           w2 = random_floats(C * 9, 13);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, C, HW, HW});
+  add_initializer(g, tensor_f32("w1", {C, C / 2, 3, 3}, w1));
+  add_initializer(g, tensor_f32("w2", {C, 1, 3, 3}, w2));
+  auto* grouped = add_node(g, "Conv", {"x", "w1"}, {"a"}, "grouped");
+  attr_ints(grouped, "pads", {1, 1, 1, 1});
+  attr_int(grouped, "group", 2);
+  auto* depthwise = add_node(g, "Conv", {"a", "w2"}, {"y"}, "depthwise");
+  attr_ints(depthwise, "pads", {1, 1, 1, 1});
+  attr_int(depthwise, "group", C);
+  add_output(g, "y", elem::kFloat, {1, C, HW, HW});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_grouped.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  const std::vector<float> want = reference_conv(reference_conv(x, w1, C, C, 2, HW), w2, C, C, C, HW);
+
+  for (const char* block : {"0", "8", "16"}) {
+    INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
+    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+    auto model = CompiledModel::compile(path, {});
+    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    Session s(model, SessionOptions{true});
+    for (int run = 0; run < 2; ++run) {  // guard mode, twice: staged buffers live in the scratchpad
+      s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
+      s.run();
+      const float* y = static_cast<const float*>(s.output("y").data);
+      for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
+    }
   }
 }

@@ -252,9 +252,8 @@ void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnn
   bind_staged(arg, true, output_index, user, want);
 }
 
-void PrimitiveKernel::reorder_staged(const KernelArgs& args, bool outputs) {
+void PrimitiveKernel::point_staged(const KernelArgs& args) {
   for (Staged& st : staged_) {
-    if (st.output != outputs) continue;
     std::span<const TensorView> views = st.output ? std::span<const TensorView>(args.outputs) : args.inputs;
     if (st.index >= views.size()) fail_internal(where_ + ": the executor passed too few tensors");
     const TensorView& v = views[st.index];
@@ -264,6 +263,12 @@ void PrimitiveKernel::reorder_staged(const KernelArgs& args, bool outputs) {
     if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
     dnnl_memory_set_data_handle_v2(st.user.get(), v.data, nullptr);
     dnnl_memory_set_data_handle_v2(st.staged.get(), args.scratchpad + st.offset, nullptr);
+  }
+}
+
+void PrimitiveKernel::reorder_staged(bool outputs) {
+  for (Staged& st : staged_) {
+    if (st.output != outputs) continue;
     dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? st.staged.get() : st.user.get()},
                                        {DNNL_ARG_TO, st.output ? st.user.get() : st.staged.get()}};
     if (dnnl_primitive_execute(st.reorder.get(), ctx_->stream.get(), 2, reorder_args) != dnnl_success)
@@ -293,13 +298,14 @@ void PrimitiveKernel::run(const KernelArgs& args) {
     if (dnnl_memory_set_data_handle_v2(scratchpad_.get(), args.scratchpad, nullptr) != dnnl_success)
       fail_internal(where_ + ": could not set the scratchpad handle");
   }
-  reorder_staged(args, false);
+  point_staged(args);
+  reorder_staged(false);
   before_execute(args);
   dnnl_status_t st = dnnl_primitive_execute(primitive_.get(), ctx_->stream.get(), static_cast<int>(exec_args_.size()),
                                             exec_args_.data());
   if (st == dnnl_success) st = dnnl_stream_wait(ctx_->stream.get());
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
-  reorder_staged(args, true);
+  reorder_staged(true);
   after_execute(args);
 }
 

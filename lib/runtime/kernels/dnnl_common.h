@@ -138,7 +138,8 @@ class PrimitiveKernel : public Kernel {
     uint64_t bytes = 0;
   };
   void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
-  void reorder_staged(const KernelArgs& args, bool outputs);
+  void point_staged(const KernelArgs& args);  // staged memories at their tensors and scratchpad
+  void reorder_staged(bool outputs);
 
   struct Staged {
     dnnl::memory user, staged;
