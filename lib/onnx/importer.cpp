@@ -33,7 +33,9 @@ class Importer {
   Importer(std::string file, fs::path dir, const std::map<std::string, int64_t>& opsets)
       : file_(std::move(file)), dir_(std::move(dir)), opsets_(opsets) {}
 
-  void import_graph(const onnx::GraphProto& gp, Graph& g, int depth) {
+  // `owned`, when given, is `gp` itself, to release each initializer's bytes once the IR holds
+  // them: the model's weights are then in memory once, not twice.
+  void import_graph(const onnx::GraphProto& gp, Graph& g, int depth, onnx::GraphProto* owned = nullptr) {
     g.name = gp.name();
     g.depth = depth;
     if (gp.sparse_initializer_size() > 0)
@@ -50,12 +52,14 @@ class Importer {
       v->is_graph_input = true;
       g.inputs.push_back(v);
     }
-    for (const auto& t : gp.initializer()) {
+    for (int i = 0; i < gp.initializer_size(); ++i) {
+      const onnx::TensorProto& t = gp.initializer(i);
       Value* v = g.add_value(t.name());
       auto tensor = std::make_shared<Tensor>(tensor_from_proto(t, dir_, where(g) + ": initializer '" + t.name() + "'"));
       v->type = type_of(*tensor);
       v->constant = std::move(tensor);
       g.initializers.push_back(v);
+      if (owned && owned->initializer(i).has_raw_data()) delete owned->mutable_initializer(i)->release_raw_data();
     }
 
     // Every local name first, so inputs resolve to this scope before enclosing ones (shadowing).
@@ -230,16 +234,9 @@ void silence_protobuf_logging() {
 
 }  // namespace
 
-Model import_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (!in && !in.eof()) fail(path + ": cannot read");
-  return import_model_bytes(buf.str(), path);
-}
+namespace {
 
-Model import_model_bytes(const std::string& bytes, const std::string& path) {
+onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) {
   silence_protobuf_logging();
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
     fail_unsupported(path + ": models over 2 GiB must keep their weights in external data files");
@@ -250,6 +247,38 @@ Model import_model_bytes(const std::string& bytes, const std::string& path) {
   if (!mp.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     fail(path + ": not a valid ONNX model (protobuf parse failed: the file is truncated, corrupt, not ONNX, "
                 "or nested too deeply)");
+  return mp;
+}
+
+Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string& path);
+
+}  // namespace
+
+Model import_model(const std::string& path) {
+  onnx::ModelProto mp;
+  std::string sha;
+  {  // the file's bytes are dropped once parsed
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) fail(path + ": cannot open: " + std::strerror(errno));
+    const std::streamoff size = in.tellg();
+    if (size < 0) fail(path + ": cannot read");
+    std::string bytes(static_cast<size_t>(size), '\0');
+    in.seekg(0);
+    if (!in.read(bytes.data(), size)) fail(path + ": cannot read");
+    mp = parse_model(bytes, path);
+    sha = sha256_hex(bytes);
+  }
+  return import_parsed(mp, std::move(sha), path);
+}
+
+Model import_model_bytes(const std::string& bytes, const std::string& path) {
+  onnx::ModelProto mp = parse_model(bytes, path);
+  return import_parsed(mp, sha256_hex(bytes), path);
+}
+
+namespace {
+
+Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string& path) {
   if (!mp.has_graph() || mp.ir_version() <= 0)
     fail(path + ": not a valid ONNX model (no graph or no ir_version)");
   if (mp.ir_version() > kMaxIrVersion)
@@ -261,7 +290,7 @@ Model import_model_bytes(const std::string& bytes, const std::string& path) {
   model.path = path;
   model.ir_version = mp.ir_version();
   model.producer = mp.producer_name();
-  model.sha256 = sha256_hex(bytes);
+  model.sha256 = std::move(sha256);
   for (const auto& op : mp.opset_import()) model.opsets[canonical_domain(op.domain())] = op.version();
   if (!model.opsets.count("")) {
     if (mp.opset_import_size() == 0) fail(path + ": the model declares no opset_import");
@@ -275,7 +304,7 @@ Model import_model_bytes(const std::string& bytes, const std::string& path) {
   model.main = std::make_unique<Graph>();
   const fs::path dir = fs::path(path).parent_path();
   Importer importer(path, dir, model.opsets);
-  importer.import_graph(mp.graph(), *model.main, 0);
+  importer.import_graph(mp.graph(), *model.main, 0, mp.mutable_graph());
 
   rebuild_uses(*model.main);
   try {
@@ -285,5 +314,7 @@ Model import_model_bytes(const std::string& bytes, const std::string& path) {
   }
   return model;
 }
+
+}  // namespace
 
 }  // namespace memplan

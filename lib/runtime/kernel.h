@@ -51,6 +51,9 @@ class Kernel {
   virtual void run(const KernelArgs& args) = 0;
   // Temporary memory the planner reserves for this node for the duration of its step.
   virtual uint64_t scratchpad_bytes() const { return 0; }
+  // Whether run() reads input i through its view. A kernel that copied a constant input at load
+  // (oneDNN weights, reordered) says no, and the model then keeps no other copy of it.
+  virtual bool reads_at_run_time(size_t /*input*/) const { return true; }
 };
 
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)

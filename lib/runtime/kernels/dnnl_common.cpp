@@ -276,6 +276,14 @@ void PrimitiveKernel::reorder_staged(bool outputs) {
   }
 }
 
+bool PrimitiveKernel::reads_at_run_time(size_t input) const {
+  for (const Slot& s : slots_)
+    if (!s.output && s.index == input) return true;
+  for (const Staged& st : staged_)
+    if (!st.output && st.index == input) return true;
+  return false;  // a constant reordered at load, or an input the primitive does not take
+}
+
 void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
   exec_args_.push_back({arg, m.get()});
   owned_.push_back(std::move(m));

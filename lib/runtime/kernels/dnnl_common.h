@@ -109,6 +109,7 @@ class PrimitiveKernel : public Kernel {
   PrimitiveKernel(const Node& node, const KernelEnv& env);
   void run(const KernelArgs& args) final;
   uint64_t scratchpad_bytes() const override { return scratchpad_bytes_ + staged_bytes_; }
+  bool reads_at_run_time(size_t input) const override;
 
   // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
   // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.
