@@ -244,6 +244,31 @@ bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
   return true;
 }
 
+// BatchNormalization -> Relu  ==>  BatchNormalization with oneDNN's fused ReLU (DenseNet's
+// pre-activations, which no Conv precedes).
+bool fuse_batch_norm_relu(Graph& g, Node& bn, std::unordered_set<const Node*>& dead) {
+  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.attr("memplan_fused_activation") ||
+      bn.outputs.empty() || !bn.outputs[0] || bn.attr_int("training_mode", 0) != 0 ||
+      bn.outputs[0]->type.dtype != DType::Float32)  // only oneDNN's float32 batch norm fuses it
+    return false;
+  for (size_t k = 1; k < bn.outputs.size(); ++k)
+    if (bn.outputs[k]) return false;
+  Node* relu = sole_consumer(bn.outputs[0]);
+  if (!relu || relu->op_type != "Relu" || !relu->domain.empty() || relu->outputs.size() != 1 || !relu->outputs[0])
+    return false;
+  Attribute fused;
+  fused.name = "memplan_fused_activation";
+  fused.kind = Attribute::Kind::Int;
+  fused.i = 1;
+  bn.attributes.push_back(fused);
+  Value* old_out = bn.outputs[0];
+  bn.outputs[0] = relu->outputs[0];
+  bn.outputs[0]->producer = &bn;
+  dead.insert(relu);
+  g.release_value(old_out);
+  return true;
+}
+
 }  // namespace
 
 int fuse_conv(Model& model) {
@@ -262,6 +287,8 @@ int fuse_conv(Model& model) {
       fuse_add(g, *n, dead, position);
       if (!fuse_swish(g, *n, dead)) fuse_activation(g, *n, dead);
     }
+    for (auto& n : g.nodes)  // the batch norms no Conv absorbed
+      if (!dead.count(n.get())) fuse_batch_norm_relu(g, *n, dead);
     removed += static_cast<int>(dead.size());
     std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
   });

@@ -1,7 +1,8 @@
 // Conv fusions, before kernel selection: a per-channel Mul/Add after a BatchNormalization folded
 // into its scale and shift, BatchNormalization folded into the Conv weights, a
 // following Add (of a same-shaped tensor) taken as a oneDNN sum post-op, then a following Relu,
-// Clip, HardSwish or Sigmoid-times-input (Swish) as an eltwise post-op. Each removes an intermediate
+// Clip, HardSwish or Sigmoid-times-input (Swish) as an eltwise post-op; a Relu after a batch norm
+// that stays on its own is fused into it. Each removes an intermediate
 // tensor (less memory) and a pass over it (less time).
 #pragma once
 

@@ -5,6 +5,7 @@
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "passes/assign_layouts.h"
+#include "passes/drop_noops.h"
 #include "passes/fuse_conv.h"
 #include "plan/verifier.h"
 
@@ -48,6 +49,8 @@ planfile::Plan plan_and_verify(const Model& model, const ShapeOptions& shapes, c
 void prepare_model(Model& model, const ShapeOptions& shapes) {
   infer_shapes(model, shapes);
   spdlog::debug("shapes fixed");
+  const int dropped = drop_noops(model);
+  spdlog::debug("{} no-op nodes removed", dropped);
   const int fused = fuse_conv(model);
   spdlog::debug("Conv fusions removed {} nodes", fused);
   const int blocked = assign_layouts(model, preferred_channel_block());

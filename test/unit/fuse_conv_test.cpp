@@ -205,3 +205,33 @@ TEST_CASE("BatchNormalization -> Mul -> Add with per-channel constants becomes o
       CHECK(y[c * 4 + i] == Approx(n * m[c] + a[c]).margin(1e-5));
     }
 }
+
+TEST_CASE("a BatchNormalization no Conv absorbs takes the following Relu", "[passes][fusion]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 2, 1, 2});
+  add_initializer(g, tensor_f32("scale", {2}, {2.f, -1.f}));
+  add_initializer(g, tensor_f32("beta", {2}, {0.5f, 0.f}));
+  add_initializer(g, tensor_f32("mean", {2}, {0.f, 1.f}));
+  add_initializer(g, tensor_f32("var", {2}, {1.f, 1.f}));
+  attr_float(add_node(g, "BatchNormalization", {"x", "scale", "beta", "mean", "var"}, {"n"}, "bn"), "epsilon", 0.f);
+  add_node(g, "Relu", {"n"}, {"y"}, "relu");
+  add_output(g, "y", elem::kFloat, {1, 2, 1, 2});
+  const std::string path = (std::filesystem::temp_directory_path() / "fuse_bn_relu.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->attr_int("memplan_fused_activation", 0) == 1);
+
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  const std::vector<float> x = {1.f, -1.f, 3.f, -2.f};
+  s.set_input("x", kFloat32, std::vector<int64_t>{1, 2, 1, 2}, x.data(), 16);
+  s.run();
+  const float* y = static_cast<const float*>(s.output("y").data);
+  // channel 0: 2x + 0.5; channel 1: -(x - 1); then Relu
+  CHECK(y[0] == Approx(2.5f));
+  CHECK(y[1] == Approx(0.f));
+  CHECK(y[2] == Approx(0.f));
+  CHECK(y[3] == Approx(3.f));
+}
