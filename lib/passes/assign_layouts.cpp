@@ -86,14 +86,12 @@ Role role_of(const Node& n) {
   const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";
   if (pool && y->type.dims[2].value == 1 && y->type.dims[3].value == 1) return Role::ToPlain;
   if (n.op_type == "MaxPool" || n.op_type == "LRN" || n.op_type == "BatchNormalization") return Role::Same;
-  // Averages that count padding past the end are rescaled afterwards in plain layout; without
-  // padding there is nothing to rescale.
+  // Averages that count padding are rescaled afterwards in plain layout where a window passes
+  // the end padding (ceil_mode, SAME_*); with explicit pads and floor sizes there is nothing to do.
   if (n.op_type == "AveragePool") {
-    const std::vector<int64_t> pads = n.attr_ints("pads");
-    const bool unpadded = std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }) &&
-                          n.attr_int("ceil_mode", 0) == 0 &&
-                          (n.attr_string("auto_pad", "NOTSET") == "NOTSET" || n.attr_string("auto_pad", "") == "VALID");
-    return n.attr_int("count_include_pad", 0) == 0 || unpadded ? Role::Same : Role::Plain;
+    const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+    const bool exact = n.attr_int("ceil_mode", 0) == 0 && (auto_pad == "NOTSET" || auto_pad == "VALID");
+    return n.attr_int("count_include_pad", 0) == 0 || exact ? Role::Same : Role::Plain;
   }
   if (n.op_type == "Concat") {
     const int64_t axis = n.attr_int("axis", n.opset < 4 ? 1 : 0);

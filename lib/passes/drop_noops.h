@@ -1,6 +1,7 @@
-// Ops that do nothing, removed before layouts and planning: a Pad of zeros (PyTorch exports one
-// before every AvgPool2d) would otherwise copy its input and, as a plain-layout reader, keep a
-// whole chain of convolutions out of the fast blocked layout.
+// Pads that need no op of their own, removed before layouts and planning: a Pad of zeros
+// (PyTorch exports one before every AvgPool2d), and a zero-filling spatial Pad before a Conv or an
+// AveragePool that counts padding (folded into its pads). Each would otherwise copy its input
+// and, as a plain-layout reader, keep a whole chain of convolutions out of the blocked layout.
 #pragma once
 
 #include "ir/graph.h"
