@@ -71,17 +71,28 @@ int broadcast_input(const Node& n) {
   return -1;
 }
 
+// oneDNN has blocked kernels for dense and depthwise convolutions, and for other groups when the
+// block divides each group's channels: the largest block (16) that may then divide the output's
+// channels per group, 0 when none can.
+int group_block_limit(const Node& conv) {
+  const int64_t group = conv.attr_int("group", 1);
+  const Value* x = conv.inputs.empty() ? nullptr : conv.inputs[0];
+  const Value* y = conv.outputs.empty() ? nullptr : conv.outputs[0];
+  if (group == 1 || !x || !y || x->type.dims.size() != 4 || y->type.dims.size() != 4) return 16;
+  const int64_t c = x->type.dims[1].value, m = y->type.dims[1].value;
+  if (group == c) return 16;  // depthwise
+  if (group <= 0 || c % group != 0 || m % group != 0) return 0;
+  for (int b : {16, 8})
+    if ((c / group) % b == 0 && (m / group) % b == 0) return b;
+  return 0;
+}
+
 Role role_of(const Node& n) {
   if (!n.domain.empty() || n.is_control_flow() || n.outputs.empty() || !is_4d_float(n.outputs[0])) return Role::Plain;
   for (size_t k = 1; k < n.outputs.size(); ++k)
     if (n.outputs[k]) return Role::Plain;  // MaxPool indices, BatchNormalization statistics, ...
   const Value* y = n.outputs[0];
-  if (n.op_type == "Conv") {
-    // oneDNN has blocked kernels for dense and depthwise convolutions, not for other groups.
-    const int64_t group = n.attr_int("group", 1);
-    const bool depthwise = is_4d_float(n.inputs[0]) && group == n.inputs[0]->type.dims[1].value;
-    return is_4d_float(n.inputs[0]) && (group == 1 || depthwise) ? Role::Conv : Role::Plain;
-  }
+  if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) && group_block_limit(n) > 0 ? Role::Conv : Role::Plain;
   if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return Role::ToPlain;
   const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";
   if (pool && y->type.dims[2].value == 1 && y->type.dims[3].value == 1) return Role::ToPlain;
@@ -153,8 +164,10 @@ int assign_layouts(Model& model, int preferred_block) {
     const Role r = role_of(*n);
     if (r != Role::Conv && r != Role::Same && r != Role::Broadcast) continue;
     if (y->is_graph_output || one_pixel(y)) continue;
-    const int64_t c = y->type.dims[1].value;
+    // A grouped Conv's output block must also divide each group's channels.
+    const int64_t c = y->type.dims[1].value / (r == Role::Conv && group_block_limit(*n) < 16 ? n->attr_int("group", 1) : 1);
     int block = c % preferred_block == 0 ? preferred_block : (c % 8 == 0 ? 8 : 0);
+    if (r == Role::Conv) block = std::min(block, group_block_limit(*n));
     if (block == 0) continue;
     y->channel_block = block;
     blocked.insert(y);
