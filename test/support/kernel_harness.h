@@ -160,3 +160,26 @@ inline void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::
 }
 
 }  // namespace memplan::test
+
+// The short names kernel tests write their cases in: `using namespace memplan::test::kernel_names;`.
+namespace memplan::test::kernel_names {
+using memplan::DType;
+using memplan::Error;
+using memplan::ErrorKind;
+using memplan::Value;
+using memplan::test::KernelCase;
+using memplan::test::require_error;
+using Dims = std::vector<int64_t>;
+using Floats = std::vector<float>;
+using Doubles = std::vector<double>;
+using I64 = std::vector<int64_t>;
+using I32 = std::vector<int32_t>;
+using Bytes = std::vector<uint8_t>;
+constexpr DType F32 = DType::Float32;
+constexpr DType F64 = DType::Float64;
+constexpr DType INT64 = DType::Int64;
+constexpr DType INT32 = DType::Int32;
+constexpr DType INT8 = DType::Int8;
+constexpr DType UINT8 = DType::Uint8;
+constexpr DType BOOL = DType::Bool;
+}  // namespace memplan::test::kernel_names

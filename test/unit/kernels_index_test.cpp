@@ -17,19 +17,8 @@
 
 namespace {
 
-using memplan::DType;
-using memplan::ErrorKind;
-using memplan::Value;
-using memplan::test::KernelCase;
-using memplan::test::require_error;
-using Dims = std::vector<int64_t>;
-using Floats = std::vector<float>;
-using I64 = std::vector<int64_t>;
+using namespace memplan::test::kernel_names;
 
-constexpr DType F32 = DType::Float32;
-constexpr DType INT64 = DType::Int64;
-constexpr DType INT32 = DType::Int32;
-constexpr DType BOOL = DType::Bool;
 
 Dims dims_of(const memplan::rt::TensorView& v) { return Dims(v.dims.begin(), v.dims.begin() + v.rank); }
 

@@ -14,20 +14,8 @@
 
 namespace {
 
-using memplan::DType;
-using memplan::ErrorKind;
-using memplan::Value;
-using memplan::test::KernelCase;
-using memplan::test::require_error;
-using Dims = std::vector<int64_t>;
-using Floats = std::vector<float>;
-using Doubles = std::vector<double>;
-using I64 = std::vector<int64_t>;
+using namespace memplan::test::kernel_names;
 
-constexpr DType F32 = DType::Float32;
-constexpr DType F64 = DType::Float64;
-constexpr DType INT64 = DType::Int64;
-constexpr DType INT32 = DType::Int32;
 
 template <typename T>
 void require_close(const std::vector<T>& got, const std::vector<T>& want, double tol = 1e-5) {

@@ -15,25 +15,9 @@
 
 namespace {
 
-using memplan::DType;
-using memplan::Error;
-using memplan::ErrorKind;
+using namespace memplan::test::kernel_names;
 using memplan::Tensor;
-using memplan::Value;
-using memplan::test::KernelCase;
-using Dims = std::vector<int64_t>;
-using Floats = std::vector<float>;
-using I64 = std::vector<int64_t>;
-using I32 = std::vector<int32_t>;
-using Bytes = std::vector<uint8_t>;
 
-constexpr DType F32 = DType::Float32;
-constexpr DType F64 = DType::Float64;
-constexpr DType INT64 = DType::Int64;
-constexpr DType INT32 = DType::Int32;
-constexpr DType INT8 = DType::Int8;
-constexpr DType UINT8 = DType::Uint8;
-constexpr DType BOOL = DType::Bool;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();

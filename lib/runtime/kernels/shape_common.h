@@ -266,6 +266,17 @@ inline AxisSplit split_at(const TensorView& t, int axis) {
   return {product(t.dims.data(), 0, axis), t.dims[axis], product(t.dims.data(), axis + 1, t.rank)};
 }
 
+// Compress and Unique: around `axis` when the node has one (set to its normalized value), else
+// over the whole tensor flattened (axis 0 of a 1-D view).
+inline AxisSplit split_optional_axis(const TensorView& t, bool has_axis, int64_t axis_attr, const std::string& where,
+                                     int& axis) {
+  axis = 0;
+  if (!has_axis) return {1, static_cast<int64_t>(t.element_count()), 1};
+  if (t.rank == 0) fail_at(where, "the input must have rank 1 or more");
+  axis = normalize_axis(axis_attr, t.rank, where);
+  return split_at(t, axis);
+}
+
 // ---- Factories (one per op family file) ----
 
 using Factory = std::unique_ptr<Kernel>;

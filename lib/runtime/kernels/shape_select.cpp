@@ -18,13 +18,8 @@ class CompressKernel final : public Kernel {
     const TensorView &x = a.inputs[0], &cond = a.inputs[1];
     if (cond.rank != 1) fail_at(where_, "condition must be 1-D");
     TensorView& out = a.outputs[0];
-    AxisSplit s{1, static_cast<int64_t>(x.element_count()), 1};
     int axis = 0;
-    if (has_axis_) {
-      if (x.rank == 0) fail_at(where_, "the input must have rank 1 or more");
-      axis = normalize_axis(axis_, x.rank, where_);
-      s = split_at(x, axis);
-    }
+    const AxisSplit s = split_optional_axis(x, has_axis_, axis_, where_, axis);
     // Entries past the axis are ignored, as numpy does for false ones; a true one is out of range.
     const uint64_t n = cond.element_count(), used = std::min<uint64_t>(n, static_cast<uint64_t>(s.extent));
     const uint8_t* c = cond.as<const uint8_t>();

@@ -47,13 +47,8 @@ class UniqueKernel final : public Kernel {
 
   void run(const KernelArgs& a) override {
     const TensorView& x = a.inputs[0];
-    AxisSplit s{1, static_cast<int64_t>(x.element_count()), 1};
     int axis = 0;
-    if (has_axis_) {
-      if (x.rank == 0) fail_at(where_, "the input must have rank 1 or more");
-      axis = normalize_axis(axis_, x.rank, where_);
-      s = split_at(x, axis);
-    }
+    const AxisSplit s = split_optional_axis(x, has_axis_, axis_, where_, axis);
     const uint64_t n = static_cast<uint64_t>(s.extent);
     if (n > scratch_ / (kScratchArrays * sizeof(int64_t)))
       fail_at(where_, std::to_string(n) + " positions exceed the planned scratchpad");
