@@ -129,8 +129,8 @@ How each column is measured (MB = 10^6 bytes; ms = milliseconds of one inference
   memplan also the compilation, which `memplan run` does in the same process. ONNX
   Runtime does not report its arena, so this is the one number measured the same way for both.
 - **1T / 2T ms**: median inference time at 1 and 2 threads, inputs already in memory. memplan:
-  `memplan run --threads T --repeat N+1` (oneDNN over OpenMP), the median of all runs including the
-  first; ONNX Runtime: `tools/bench/ort_bench.js` (intraOpNumThreads T, interOpNumThreads 1,
+  `memplan run --threads T --warmup 1 --repeat N` (oneDNN over OpenMP), one warm-up and the median
+  of N timed runs; ONNX Runtime: `tools/bench/ort_bench.js` (intraOpNumThreads T, interOpNumThreads 1,
   sequential execution, default graph optimizations and memory arena), one warm-up and N timed runs.
   Both runtimes get the same .npy inputs. **memplan / ORT** below 1 means memplan is faster.
 - **max abs diff vs ORT**: largest absolute difference between memplan's and ONNX Runtime's outputs
