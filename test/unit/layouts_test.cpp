@@ -203,3 +203,37 @@ TEST_CASE("layouts: grouped and depthwise convolutions, run in oneDNN's own layo
     }
   }
 }
+
+TEST_CASE("layouts: a small-group convolution with a fused Add matches a plain reference", "[layouts]") {
+  // 4 groups of 3 channels: no fast grouped kernel, so the Conv may run as one dense convolution
+  // with block-diagonal weights, its output staged and preloaded with the Add's other input.
+  constexpr int C = 12, HW = 6, G = 4;
+  const std::vector<float> x = random_floats(C * HW * HW, 21), skip = random_floats(C * HW * HW, 22),
+                           w = random_floats(C * (C / G) * 9, 23);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, C, HW, HW});
+  add_input(g, "skip", elem::kFloat, {1, C, HW, HW});
+  add_initializer(g, tensor_f32("w", {C, C / G, 3, 3}, w));
+  auto* conv = add_node(g, "Conv", {"x", "w"}, {"c"}, "grouped");
+  attr_ints(conv, "pads", {1, 1, 1, 1});
+  attr_int(conv, "group", G);
+  add_node(g, "Add", {"c", "skip"}, {"y"}, "add");
+  add_output(g, "y", elem::kFloat, {1, C, HW, HW});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_small_groups.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  std::vector<float> want = reference_conv(x, w, C, C, G, HW);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += skip[i];
+
+  Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);  // the Add is the Conv's sum post-op
+  auto model = CompiledModel::compile(path, {});
+  Session s(model, SessionOptions{true});
+  for (int run = 0; run < 2; ++run) {
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
+    s.set_input("skip", kFloat32, std::vector<int64_t>{1, C, HW, HW}, skip.data(), skip.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
+  }
+}

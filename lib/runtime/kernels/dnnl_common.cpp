@@ -106,16 +106,20 @@ std::vector<float> constant_floats(const Value* v, const std::string& where) {
   return out;
 }
 
-dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
-                             DnnlContext& ctx, const std::string& where) {
-  std::vector<std::byte> bytes = constant_bytes(v, where);
-  if (user.get_size() > bytes.size())
-    fail_internal(where + ": constant '" + v->name + "' is smaller than its memory descriptor");
-  dnnl::memory src(user, ctx.engine, bytes.data());
+dnnl::memory reordered_memory(const void* data, uint64_t bytes, const dnnl::memory::desc& user,
+                              const dnnl::memory::desc& want, DnnlContext& ctx, const std::string& what) {
+  if (user.get_size() > bytes) fail_internal(what + " is smaller than its memory descriptor");
+  dnnl::memory src(user, ctx.engine, const_cast<void*>(data));
   dnnl::memory dst(want, ctx.engine);  // owns its buffer
   dnnl::reorder(src, dst).execute(ctx.stream, src, dst);
   ctx.stream.wait();
   return dst;
+}
+
+dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                             DnnlContext& ctx, const std::string& where) {
+  std::vector<std::byte> bytes = constant_bytes(v, where);
+  return reordered_memory(bytes.data(), bytes.size(), user, want, ctx, where + ": constant '" + v->name + "'");
 }
 
 Window read_window(const Node& node, const std::string& where, size_t spatial, const Dims& kernel_fallback) {
@@ -224,7 +228,7 @@ void PrimitiveKernel::bind_output(int arg, size_t output_index, const dnnl::memo
 }
 
 void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
-                                  const dnnl::memory::desc& want) {
+                                  const dnnl::memory::desc& want, int preload_input) {
   if (user == want) return output ? bind_output(arg, index, user) : bind_input(arg, index, user);
   if (!primitive_) fail_internal(where_ + ": staged tensors are bound after set_primitive");
   Staged st;
@@ -234,6 +238,11 @@ void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl
                       : dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
   st.output = output;
   st.index = index;
+  if (output && preload_input >= 0) {
+    st.preload = preload_input;
+    st.preload_user = dnnl::memory(user, ctx_->engine, nullptr);
+    st.preload_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
+  }
   st.user_bytes = user.get_size();
   // Staging buffers follow the primitive's own scratchpad, 64-byte aligned.
   st.offset = (scratchpad_bytes_ + staged_bytes_ + 63) / 64 * 64;
@@ -244,12 +253,12 @@ void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl
 
 void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user,
                                         const dnnl::memory::desc& want) {
-  bind_staged(arg, false, input_index, user, want);
+  bind_staged(arg, false, input_index, user, want, -1);
 }
 
 void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user,
-                                         const dnnl::memory::desc& want) {
-  bind_staged(arg, true, output_index, user, want);
+                                         const dnnl::memory::desc& want, int preload_input) {
+  bind_staged(arg, true, output_index, user, want, preload_input);
 }
 
 void PrimitiveKernel::point_staged(const KernelArgs& args) {
@@ -263,11 +272,22 @@ void PrimitiveKernel::point_staged(const KernelArgs& args) {
     if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
     dnnl_memory_set_data_handle_v2(st.user.get(), v.data, nullptr);
     dnnl_memory_set_data_handle_v2(st.staged.get(), args.scratchpad + st.offset, nullptr);
+    if (st.preload >= 0) {
+      const auto p = static_cast<size_t>(st.preload);
+      if (p >= args.inputs.size() || args.inputs[p].byte_size() != st.user_bytes)
+        fail(where_ + ": input " + std::to_string(p) + " does not have the output's shape");
+      dnnl_memory_set_data_handle_v2(st.preload_user.get(), args.inputs[p].data, nullptr);
+    }
   }
 }
 
 void PrimitiveKernel::reorder_staged(bool outputs) {
   for (Staged& st : staged_) {
+    if (!outputs && st.preload >= 0) {
+      dnnl_exec_arg_t preload_args[2] = {{DNNL_ARG_FROM, st.preload_user.get()}, {DNNL_ARG_TO, st.staged.get()}};
+      if (dnnl_primitive_execute(st.preload_reorder.get(), ctx_->stream.get(), 2, preload_args) != dnnl_success)
+        fail_internal(where_ + ": a oneDNN reorder failed");
+    }
     if (st.output != outputs) continue;
     dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? st.staged.get() : st.user.get()},
                                        {DNNL_ARG_TO, st.output ? st.user.get() : st.staged.get()}};

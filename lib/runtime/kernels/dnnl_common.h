@@ -73,6 +73,9 @@ dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x
 // describes the constant's bytes (row-major, or a strided view of them). Reorders once.
 dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
                              DnnlContext& ctx, const std::string& where);
+// A memory the kernel owns holding `bytes` of data described by `user`, reordered to `want`.
+dnnl::memory reordered_memory(const void* data, uint64_t bytes, const dnnl::memory::desc& user,
+                              const dnnl::memory::desc& want, DnnlContext& ctx, const std::string& what);
 // The constant's float32 values (splats expanded).
 std::vector<float> constant_floats(const Value* v, const std::string& where);
 
@@ -121,7 +124,10 @@ class PrimitiveKernel : public Kernel {
   // reorders an input into the kernel's scratchpad first, or an output out of it afterwards.
   // Same as bind_input / bind_output when the two agree. Call after set_primitive.
   void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
-  void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  // `preload_input` >= 0: the staged output starts as that input (same shape and layout as the
+  // output), for primitives that accumulate into their destination (a Conv's fused Add).
+  void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                          int preload_input = -1);
 
   DnnlContext& ctx() const { return *ctx_; }
   const std::string& where() const { return where_; }
@@ -138,7 +144,8 @@ class PrimitiveKernel : public Kernel {
     size_t index = 0;
     uint64_t bytes = 0;
   };
-  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                   int preload_input);
   void point_staged(const KernelArgs& args);  // staged memories at their tensors and scratchpad
   void reorder_staged(bool outputs);
 
@@ -146,6 +153,9 @@ class PrimitiveKernel : public Kernel {
     dnnl::memory user, staged;
     dnnl::primitive reorder;
     bool output = false;
+    int preload = -1;  // output: the input copied (reordered) into the staged buffer first
+    dnnl::memory preload_user;
+    dnnl::primitive preload_reorder;
     size_t index = 0;
     uint64_t user_bytes = 0, offset = 0;  // offset into the scratchpad
   };

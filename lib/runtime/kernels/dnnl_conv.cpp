@@ -8,7 +8,8 @@ namespace memplan::rt::dnnl_kernels {
 namespace {
 
 // Conv whose result is added to input 3 (oneDNN sum post-op): the primitive accumulates into
-// dst, so dst must hold the addend before the primitive runs.
+// dst, so dst must hold the addend before the primitive runs (a staged dst is preloaded with it
+// by PrimitiveKernel; `fused_add` is for the output written in place).
 class ConvKernel final : public PrimitiveKernel {
  public:
   ConvKernel(const Node& node, const KernelEnv& env, bool fused_add)
@@ -170,26 +171,59 @@ std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
   if (xv->channel_block != 0 && is_ref(pd)) pd = make(any_md(s.x));
   if (xv->channel_block != 0 && is_ref(pd)) pd = make(plain_md(s.x));
   // Grouped (depthwise) convolutions as GEMMs are slow too. Where the given layouts have no fast
-  // kernel, the output is computed in oneDNN's choice of layout and reordered (not with a fused
-  // Add, which accumulates in place).
+  // kernel, the output is computed in oneDNN's choice of layout and reordered (a fused Add's
+  // addend is reordered in first).
   auto is_slow = [&](const dnnl::primitive_desc& p) {
     return is_ref(p) || (s.group > 1 && std::string(p.impl_info_str()).find("gemm") != std::string::npos);
   };
   const dnnl::memory::desc y_md = dst_md;
-  if (!addend && is_slow(pd)) {
+  if (is_slow(pd)) {
     dst_md = any_md(s.y);
     auto staged = make(any_md(s.x));
     if (is_slow(staged)) dst_md = y_md;  // no better kernel: keep the given layouts
     else pd = staged;
   }
+  // A few groups with odd channel counts (ShuffleNet) as one dense convolution with block-diagonal
+  // weights: `group` times the arithmetic, yet faster than oneDNN's per-group GEMMs.
+  std::vector<float> dense;
+  if (is_slow(pd) && wv->is_constant() && s.group > 1 && s.group <= 8 && s.group != c) {
+    const std::vector<float> grouped = constant_floats(wv, at);
+    const int64_t cg = c / s.group, mg = m / s.group, taps = product(w.kernel);
+    dense.assign(static_cast<size_t>(m * c * taps), 0.f);
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t i = 0; i < cg; ++i)
+        std::copy_n(grouped.begin() + (o * cg + i) * taps, taps, dense.begin() + (o * c + (o / mg) * cg + i) * taps);
+    const Dims grouped_dims = wdims;
+    const int64_t group = s.group;
+    wdims = weight_dims(1, m, c, w.kernel);
+    user_w_md = plain_md(wdims);
+    w_md = any_md(wdims);
+    dst_md = any_md(s.y);
+    s.group = 1;
+    auto dense_pd = make(any_md(s.x));
+    const std::string impl = dense_pd.impl_info_str();
+    if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) {
+      dense.clear();  // no faster after all: keep the grouped primitive and its weights
+      s.group = group;
+      wdims = grouped_dims;
+      user_w_md = plain_md(wdims);
+      dst_md = y_md;
+    } else {
+      pd = dense_pd;
+    }
+  }
 
-  auto k = std::make_unique<ConvKernel>(node, env, addend != nullptr);
+  const bool staged_out = !(y_md == pd.dst_desc());
+  auto k = std::make_unique<ConvKernel>(node, env, addend != nullptr && !staged_out);
   k->set_primitive(pd);
   k->bind_input_staged(DNNL_ARG_SRC, 0, x_md, pd.src_desc());
-  if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
+  if (!dense.empty())
+    k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(dense.data(), dense.size() * sizeof(float), user_w_md,
+                                                      pd.weights_desc(), k->ctx(), at + ": block-diagonal weights"));
+  else if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
   else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md);
   bind_bias(*k, node, pd);
-  k->bind_output_staged(DNNL_ARG_DST, 0, y_md, pd.dst_desc());
+  k->bind_output_staged(DNNL_ARG_DST, 0, y_md, pd.dst_desc(), addend ? 3 : -1);
   return k;
 }
 
