@@ -4,6 +4,11 @@
 // or a hang is a failure, not the end of the run. A committed list names the tests that must pass.
 //
 //   memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT] [--timeout S]
+//                       [--require-all]
+//
+// SUITE_DIR is the generated suite (its node/ folder holds the tests) or any folder of model
+// folders laid out the same way (model.onnx, test_data_set_K/{input,output}_N.pb), such as
+// ../shared/models. --require-all fails the run unless every test passes (no skips).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -220,14 +225,25 @@ std::string skip_kind(const std::string& why) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT]\n";
+    std::cerr << "usage: memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT] "
+                 "[--timeout S] [--require-all]\n";
     return 2;
   }
-  const fs::path suite = fs::path(argv[1]) / "node";
+  const fs::path suite = fs::is_directory(fs::path(argv[1]) / "node") ? fs::path(argv[1]) / "node" : fs::path(argv[1]);
   std::string must_pass_file, write_file, filter;
   int timeout_s = 60;
-  for (int i = 2; i + 1 < argc; i += 2) {
+  bool require_all = false;
+  for (int i = 2; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--require-all") {
+      require_all = true;
+      --i;  // takes no value
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::cerr << "memplan_conformance: " << flag << " needs a value\n";
+      return 2;
+    }
     if (flag == "--must-pass") must_pass_file = argv[i + 1];
     else if (flag == "--write-passing") write_file = argv[i + 1];
     else if (flag == "--filter") filter = argv[i + 1];
@@ -303,6 +319,10 @@ int main(int argc, char** argv) {
     std::ofstream out(write_file);
     out << "# ONNX node tests that must pass (generated with memplan_conformance --write-passing)\n";
     for (const auto& t : passing) out << t << "\n";
+  }
+  if (require_all && (failed > 0 || skipped > 0 || tests.empty())) {
+    std::cout << "--require-all: " << (tests.empty() ? "no tests found" : "not every test passed") << "\n";
+    exit_code = 1;
   }
   std::printf("conformance time: %.1f s for %zu tests\n", seconds, tests.size());
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
