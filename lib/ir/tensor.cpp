@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ir/float16.h"
+#include "ir/float_to_int.h"
 #include "memplan/error.h"
 #include "util/checked.h"
 
@@ -87,14 +88,14 @@ void store_number(std::byte* p, DType dtype, double v) {
   switch (dtype) {
     case DType::Float32: put(static_cast<float>(v)); break;
     case DType::Float64: put(v); break;
-    case DType::Int64: put(static_cast<int64_t>(v)); break;
-    case DType::Int32: put(static_cast<int32_t>(v)); break;
-    case DType::Int16: put(static_cast<int16_t>(v)); break;
-    case DType::Int8: put(static_cast<int8_t>(v)); break;
-    case DType::Uint8: put(static_cast<uint8_t>(v)); break;
-    case DType::Uint16: put(static_cast<uint16_t>(v)); break;
-    case DType::Uint32: put(static_cast<uint32_t>(v)); break;
-    case DType::Uint64: put(static_cast<uint64_t>(v)); break;
+    case DType::Int64: put(float_to_int<int64_t>(v)); break;
+    case DType::Int32: put(float_to_int<int32_t>(v)); break;
+    case DType::Int16: put(float_to_int<int16_t>(v)); break;
+    case DType::Int8: put(float_to_int<int8_t>(v)); break;
+    case DType::Uint8: put(float_to_int<uint8_t>(v)); break;
+    case DType::Uint16: put(float_to_int<uint16_t>(v)); break;
+    case DType::Uint32: put(float_to_int<uint32_t>(v)); break;
+    case DType::Uint64: put(float_to_int<uint64_t>(v)); break;
     case DType::Bool: put(static_cast<uint8_t>(v != 0)); break;
     case DType::Float16: put(half_from_double(v)); break;
     case DType::BFloat16: put(bfloat16_from_double(v)); break;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -940,4 +941,24 @@ TEST_CASE("an unread optional output is dropped", "[shapes]") {
   CHECK(m.main->nodes[0]->outputs[1] == nullptr);
   CHECK(m.main->find_local("mask") == nullptr);
   check_static(value(*m.main, "y"), {2, 3}, 24);
+}
+
+TEST_CASE("folding a Cast of NaN or out-of-range floats to integers gives the kernel's answer, never UB", "[shapes]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kInt32, {3});
+  add_initializer(g, tensor_f32("f", {3}, {std::numeric_limits<float>::quiet_NaN(), 1e20f, -3.7f}));
+  attr_int(add_node(g, "Cast", {"f"}, {"i"}, "cast"), "to", elem::kInt32);
+  add_node(g, "Add", {"x", "i"}, {"y"}, "add");
+  add_output(g, "y", elem::kInt32, {3});
+  Model m = mb.import();
+  infer_shapes(m, {});
+  const Node* add = find_node(*m.main, "add");
+  REQUIRE(add);
+  const Value* folded = add->inputs[1];
+  REQUIRE(folded->constant);
+  // As x86 (and the Cast kernel): NaN and out-of-range values give INT32_MIN; in range truncates.
+  CHECK(folded->constant->int_at(0) == std::numeric_limits<int32_t>::min());
+  CHECK(folded->constant->int_at(1) == std::numeric_limits<int32_t>::min());
+  CHECK(folded->constant->int_at(2) == -3);
 }
