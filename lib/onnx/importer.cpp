@@ -1,13 +1,16 @@
 #include "onnx/importer.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "memplan/error.h"
 #include "onnx/attributes.h"
@@ -236,12 +239,12 @@ void silence_protobuf_logging() {
 
 namespace {
 
-onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) {
+// Parses from any protobuf stream; `size` is checked first (protobuf cannot parse over 2 GiB).
+onnx::ModelProto parse_model(google::protobuf::io::ZeroCopyInputStream& raw, uint64_t size, const std::string& path) {
   silence_protobuf_logging();
-  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+  if (size > static_cast<uint64_t>(INT32_MAX))
     fail_unsupported(path + ": models over 2 GiB must keep their weights in external data files");
   onnx::ModelProto mp;
-  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&raw);
   coded.SetRecursionLimit(kProtobufRecursionLimit);
   if (!mp.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
@@ -255,24 +258,29 @@ Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string&
 }  // namespace
 
 Model import_model(const std::string& path) {
-  onnx::ModelProto mp;
-  std::string sha;
-  {  // the file's bytes are dropped once parsed
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) fail(path + ": cannot open: " + std::strerror(errno));
-    const std::streamoff size = in.tellg();
-    if (size < 0) fail(path + ": cannot read");
-    std::string bytes(static_cast<size_t>(size), '\0');
-    in.seekg(0);
-    if (!in.read(bytes.data(), size)) fail(path + ": cannot read");
-    mp = parse_model(bytes, path);
-    sha = sha256_hex(bytes);
+  // The file is read twice in pieces, hashed then parsed, never held whole: its weights are in
+  // memory once, in the parsed model.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path + ": cannot open: " + std::strerror(errno));
+  Sha256 hash;
+  uint64_t size = 0;
+  std::vector<char> chunk(1 << 16);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    hash.update(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
+    size += static_cast<uint64_t>(in.gcount());
   }
-  return import_parsed(mp, std::move(sha), path);
+  if (!in.eof()) fail(path + ": cannot read");
+  in.clear();
+  in.seekg(0);
+  google::protobuf::io::IstreamInputStream raw(&in);
+  onnx::ModelProto mp = parse_model(raw, size, path);
+  return import_parsed(mp, hash.hex(), path);
 }
 
 Model import_model_bytes(const std::string& bytes, const std::string& path) {
-  onnx::ModelProto mp = parse_model(bytes, path);
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), INT32_MAX)));
+  onnx::ModelProto mp = parse_model(raw, bytes.size(), path);
   return import_parsed(mp, sha256_hex(bytes), path);
 }
 

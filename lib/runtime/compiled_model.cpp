@@ -25,31 +25,13 @@ TensorInfo info_of(const Value* v) {
   return t;
 }
 
-// Whether anything reads the constant `v` at run time: a kernel through its view, an If/Loop/Scan
-// (its subgraphs), or the caller (a graph output).
-bool read_at_run_time(const CompiledModel::Impl& m, const Value* v) {
-  if (v->is_graph_output) return true;
-  for (const Node* c : v->consumers) {
-    const NodeExec& ne = m.nodes[static_cast<size_t>(m.node_index.at(c))];
-    if (!ne.kernel) return true;
-    for (size_t k = 0; k < c->inputs.size(); ++k)
-      if (c->inputs[k] == v && ne.kernel->reads_at_run_time(k)) return true;
-    if (std::find(c->implicit_inputs.begin(), c->implicit_inputs.end(), v) != c->implicit_inputs.end()) return true;
-  }
-  return false;
-}
-
-// The run-time view of every constant. Splats are expanded once, and only where something reads
-// them; a constant only kernels' own reordered copies use is dropped, so each weight is held once.
-void bind_weights(CompiledModel::Impl& m) {
+// The run-time view of every constant: splats are expanded once; constants no one reads at run
+// time (select_kernels released them) get none.
+void bind_weights(CompiledModel::Impl& m, const KernelSelection& sel) {
   std::vector<size_t> splats;
   for (size_t i = 0; i < m.values.size(); ++i) {
     const Value* v = m.values[i];
-    if (!v->constant) continue;
-    if (!read_at_run_time(m, v)) {
-      if (v->constant.use_count() == 1) const_cast<Tensor&>(*v->constant).bytes = {};  // frees it
-      continue;
-    }
+    if (!v->constant || sel.released.count(v)) continue;
     if (v->constant->splat) {
       splats.push_back(i);
       m.materialized.push_back(v->constant->materialize());
@@ -96,7 +78,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
     }
     for (const Value* out : g.outputs) ge.outputs_bound.push_back(plan::is_bound_output(g, out) ? 1 : 0);
   });
-  bind_weights(m);
+  bind_weights(m, sel);
   for (const Value* v : m.model.main->inputs) m.inputs.push_back(info_of(v));
   for (const Value* v : m.model.main->outputs) m.outputs.push_back(info_of(v));
 }

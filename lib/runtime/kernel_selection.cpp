@@ -1,6 +1,8 @@
 #include "runtime/kernel_selection.h"
 
+#include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "memplan/error.h"
 #include "runtime/kernel_registry.h"
@@ -18,14 +20,55 @@ std::string KernelSelection::unsupported_summary() const {
   return out;
 }
 
+namespace {
+
+// Constants that only kernels' own (reordered) copies use are released as soon as the last of
+// their readers has its kernel, so the model's weights and the kernels' copies are never all in
+// memory at once.
+class WeightRelease {
+ public:
+  explicit WeightRelease(std::unordered_set<const Value*>& released) : released_(released) {}
+  void after(const Node& n, const rt::Kernel* kernel) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const Value* v = n.inputs[k];
+      if (!v || !v->constant || std::find(n.inputs.begin(), n.inputs.begin() + static_cast<long>(k), v) !=
+                                    n.inputs.begin() + static_cast<long>(k))
+        continue;  // not a constant, or already seen at an earlier input of n
+      bool read = !kernel || v->is_graph_output;
+      for (size_t j = k; j < n.inputs.size() && !read; ++j)
+        read = n.inputs[j] == v && kernel->reads_at_run_time(j);
+      State& st = state_[v];
+      st.needed = st.needed || read;
+      if (++st.done == v->consumers.size() && !st.needed && v->constant.use_count() == 1) {
+        std::vector<std::byte>().swap(const_cast<Tensor&>(*v->constant).bytes);  // frees it (= {} keeps the capacity)
+        released_.insert(v);
+      }
+    }
+  }
+
+ private:
+  struct State {
+    size_t done = 0;
+    bool needed = false;
+  };
+  std::unordered_map<const Value*, State> state_;
+  std::unordered_set<const Value*>& released_;
+};
+
+}  // namespace
+
 KernelSelection select_kernels(const Model& model, rt::DnnlContext& dnnl) {
   KernelSelection sel;
+  WeightRelease release(sel.released);
   rt::KernelEnv env{&dnnl, model.path};
   const auto& registry = rt::KernelRegistry::instance();
   std::map<std::string, std::vector<std::string>> missing;  // op -> node names
   for_each_graph(*model.main, [&](Graph& g) {
     for (const auto& n : g.nodes) {
-      if (n->domain.empty() && (n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan")) continue;
+      if (n->domain.empty() && (n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan")) {
+        release.after(*n, nullptr);  // its subgraphs read what it passes them
+        continue;
+      }
       rt::KernelFactory factory = registry.find(n->op_type, n->domain);
       if (!factory) {
         missing[n->op_type + (n->domain.empty() ? "" : " (domain " + n->domain + ")") + " opset " +
@@ -39,6 +82,7 @@ KernelSelection select_kernels(const Model& model, rt::DnnlContext& dnnl) {
           sel.unsupported.push_back(n->describe() + ": no kernel for its types or attributes");
           continue;
         }
+        release.after(*n, kernel.get());
         sel.kernels.emplace(n.get(), std::move(kernel));
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::Unsupported) throw;

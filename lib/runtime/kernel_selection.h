@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -16,6 +17,9 @@ struct KernelSelection {
   std::unordered_map<const Node*, std::unique_ptr<rt::Kernel>> kernels;
   // One entry per node memplan cannot run: "Op (opset N) at node 'x': reason".
   std::vector<std::string> unsupported;
+  // Constants no one reads at run time (their kernels keep reordered copies): their bytes are
+  // freed, and the session gives them no view.
+  std::unordered_set<const Value*> released;
   uint64_t scratchpad_bytes(const Node& n) const;
   // All unsupported ops in one line, grouped by op type with counts.
   std::string unsupported_summary() const;

@@ -1,6 +1,7 @@
 // FIPS 180-4 SHA-256; small and dependency-free.
 #include "util/sha256.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -41,26 +42,52 @@ void compress(std::array<uint32_t, 8>& h, const unsigned char* block) {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) {
-  std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+Sha256::Sha256() : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::update(std::string_view data) {
+  std::array<uint32_t, 8> h;
+  std::memcpy(h.data(), h_, sizeof h_);
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
   size_t n = data.size();
-  size_t full = n / 64 * 64;
-  for (size_t i = 0; i < full; i += 64) compress(h, p + i);
+  length_ += n;
+  if (buffered_ > 0) {
+    const size_t take = std::min(n, 64 - buffered_);
+    std::memcpy(buffer_ + buffered_, p, take);
+    buffered_ += take;
+    p += take;
+    n -= take;
+    if (buffered_ == 64) {
+      compress(h, buffer_);
+      buffered_ = 0;
+    }
+  }
+  for (; n >= 64; p += 64, n -= 64) compress(h, p);
+  std::memcpy(buffer_ + buffered_, p, n);
+  buffered_ += n;
+  std::memcpy(h_, h.data(), sizeof h_);
+}
+
+std::string Sha256::hex() {
   unsigned char tail[128] = {};
-  size_t rest = n - full;
-  std::memcpy(tail, p + full, rest);
-  tail[rest] = 0x80;
-  size_t tail_len = rest + 9 <= 64 ? 64 : 128;
-  uint64_t bits = uint64_t(n) * 8;
+  std::memcpy(tail, buffer_, buffered_);
+  tail[buffered_] = 0x80;
+  const size_t tail_len = buffered_ + 9 <= 64 ? 64 : 128;
+  const uint64_t bits = length_ * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
+  std::array<uint32_t, 8> h;
+  std::memcpy(h.data(), h_, sizeof h_);
   for (size_t i = 0; i < tail_len; i += 64) compress(h, tail + i);
   static const char* hex = "0123456789abcdef";
   std::string out;
   for (uint32_t v : h)
     for (int s = 28; s >= 0; s -= 4) out += hex[(v >> s) & 0xf];
   return out;
+}
+
+std::string sha256_hex(std::string_view data) {
+  Sha256 s;
+  s.update(data);
+  return s.hex();
 }
 
 }  // namespace memplan
