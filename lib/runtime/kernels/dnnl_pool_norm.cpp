@@ -9,6 +9,15 @@ namespace memplan::rt::dnnl_kernels {
 
 namespace {
 
+// `k` running `pd` from input 0 (`src`) to output 0 (`dst`): pools, softmax and LRN.
+std::unique_ptr<Kernel> src_to_dst(std::unique_ptr<PrimitiveKernel> k, const dnnl::primitive_desc& pd,
+                                   const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+  k->set_primitive(pd);
+  k->bind_input(DNNL_ARG_SRC, 0, src);
+  k->bind_output(DNNL_ARG_DST, 0, dst);
+  return k;
+}
+
 // AveragePool with count_include_pad = 1 and ceil_mode windows that run past the end padding:
 // ONNX (like onnxruntime and PyTorch) divides those by the part of the window inside the padded
 // input, oneDNN by the whole window. run() rescales the affected outputs.
@@ -122,10 +131,7 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
   std::unique_ptr<PrimitiveKernel> k;
   if (fixes.empty()) k = std::make_unique<PrimitiveKernel>(node, env);
   else k = std::make_unique<AvgPoolKernel>(node, env, y[0] * y[1], product(y, 2), std::move(fixes));
-  k->set_primitive(pd);
-  k->bind_input(DNNL_ARG_SRC, 0, x_md);
-  k->bind_output(DNNL_ARG_DST, 0, y_md);
-  return k;
+  return src_to_dst(std::move(k), pd, x_md, y_md);
 }
 
 std::unique_ptr<Kernel> make_global_pool(const Node& node, const KernelEnv& env, bool is_max) {
@@ -153,10 +159,7 @@ std::unique_ptr<Kernel> make_global_pool(const Node& node, const KernelEnv& env,
     return fwd::primitive_desc(d, attr, env.dnnl->engine);
   });
   auto k = std::make_unique<PrimitiveKernel>(node, env);
-  k->set_primitive(pd);
-  k->bind_input(DNNL_ARG_SRC, 0, x_md);
-  k->bind_output(DNNL_ARG_DST, 0, y_md);
-  return k;
+  return src_to_dst(std::move(k), pd, x_md, y_md);
 }
 
 std::unique_ptr<Kernel> make_softmax_like(const Node& node, const KernelEnv& env, bool log) {
@@ -186,11 +189,7 @@ std::unique_ptr<Kernel> make_softmax_like(const Node& node, const KernelEnv& env
                 log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, 1);
     return fwd::primitive_desc(d, attr, env.dnnl->engine);
   });
-  auto k = std::make_unique<PrimitiveKernel>(node, env);
-  k->set_primitive(pd);
-  k->bind_input(DNNL_ARG_SRC, 0, md);
-  k->bind_output(DNNL_ARG_DST, 0, md);
-  return k;
+  return src_to_dst(std::make_unique<PrimitiveKernel>(node, env), pd, md, md);
 }
 
 }  // namespace
@@ -283,11 +282,7 @@ std::unique_ptr<Kernel> make_lrn(const Node& node, const KernelEnv& env) {
     fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md, size, alpha, beta, bias);
     return fwd::primitive_desc(d, attr, env.dnnl->engine);
   });
-  auto k = std::make_unique<PrimitiveKernel>(node, env);
-  k->set_primitive(pd);
-  k->bind_input(DNNL_ARG_SRC, 0, md);
-  k->bind_output(DNNL_ARG_DST, 0, md);
-  return k;
+  return src_to_dst(std::make_unique<PrimitiveKernel>(node, env), pd, md, md);
 }
 
 }  // namespace memplan::rt::dnnl_kernels
