@@ -164,9 +164,9 @@ int assign_layouts(Model& model, int preferred_block) {
     const Role r = role_of(*n);
     if (r != Role::Conv && r != Role::Same && r != Role::Broadcast) continue;
     if (y->is_graph_output || one_pixel(y)) continue;
-    // A grouped Conv's output block must also divide each group's channels.
-    const int64_t c = y->type.dims[1].value / (r == Role::Conv && group_block_limit(*n) < 16 ? n->attr_int("group", 1) : 1);
+    const int64_t c = y->type.dims[1].value;
     int block = c % preferred_block == 0 ? preferred_block : (c % 8 == 0 ? 8 : 0);
+    // A grouped Conv's block must also divide each group's channels (the limit says which does).
     if (r == Role::Conv) block = std::min(block, group_block_limit(*n));
     if (block == 0) continue;
     y->channel_block = block;

@@ -184,8 +184,9 @@ class BinaryKernel final : public Kernel {
   }
 
   void run(const KernelArgs& args) override {
-    if (block_ && !shapes_match(args)) fail(where_ + ": the run-time shapes differ from the compile-time shapes");
-    if (!steps_.empty() && shapes_match(args)) {
+    const bool compiled_shapes = shapes_match(args);
+    if (block_ && !compiled_shapes) fail(where_ + ": the run-time shapes differ from the compile-time shapes");
+    if (!steps_.empty() && compiled_shapes) {
       for (const Step& s : steps_) {
         s.prim.bind(s.src0, s.in0 < 0 ? args.outputs[0].data : args.inputs[s.in0].data);
         s.prim.bind(s.src1, args.inputs[s.in1].data);
