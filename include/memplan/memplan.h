@@ -29,6 +29,9 @@ struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> input_shapes;  // fix input shapes
   std::map<std::string, int64_t> dims;                       // fix symbolic dims
   std::map<std::string, std::vector<int64_t>> bounds;        // largest shapes of run-time-sized tensors
+  // A tensor whose size only the run decides, with no bound, is dynamic: allocated by the session
+  // outside the arena. static_only refuses such a model instead, naming the --bound that fixes it.
+  bool static_only = false;
   std::string strategy = "auto";  // naive, best-fit, greedy-by-size, greedy-by-breadth, auto
   uint64_t alignment = 64;
 };
@@ -36,7 +39,8 @@ struct CompileOptions {
 struct TensorInfo {
   std::string name;
   int32_t dtype = 0;
-  std::vector<int64_t> shape;  // compile-time shape (the largest, where it varies)
+  std::vector<int64_t> shape;  // compile-time shape (the largest, where it varies); -1 for an unknown dim
+  bool ranked = true;          // false: the model declares no shape at all
   uint64_t capacity_bytes = 0;
 };
 
@@ -94,6 +98,12 @@ struct NodeProfile {
   double self_ms = 0;   // wall time, subgraph nodes excluded
 };
 
+// A dynamic tensor's use in a session: the most bytes any run needed for it.
+struct DynamicTensorUse {
+  std::string name;
+  uint64_t max_bytes = 0;
+};
+
 class Session {
  public:
   explicit Session(std::shared_ptr<const CompiledModel> model, SessionOptions options = {});
@@ -118,6 +128,8 @@ class Session {
   // Per compiled node (subgraph nodes included); empty unless SessionOptions::profile was set.
   std::vector<NodeProfile> profile() const;
   void reset_profile();  // start counting again (after warm-up runs)
+  // The model's dynamic tensors (allocated outside the arena) and the largest size each took.
+  std::vector<DynamicTensorUse> dynamic_tensors() const;
 
   struct Impl;
 

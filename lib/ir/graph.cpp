@@ -60,6 +60,11 @@ Graph* Node::subgraph(const std::string& attr_name) const {
   return a && a->kind == Attribute::Kind::Graph && !a->graphs.empty() ? a->graphs[0] : nullptr;
 }
 
+bool Node::touches_dynamic() const {
+  auto dynamic = [](const Value* v) { return v && v->dynamic; };
+  return std::any_of(inputs.begin(), inputs.end(), dynamic) || std::any_of(outputs.begin(), outputs.end(), dynamic);
+}
+
 std::string Node::describe() const { return op_type + " node '" + name + "'"; }
 
 Value* Graph::find_local(const std::string& n) const {

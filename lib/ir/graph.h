@@ -50,6 +50,10 @@ struct Value {
   uint64_t capacity_bytes = 0;
   bool capacity_known = false;  // capacity_bytes is final (it may legitimately be 0)
   bool shape_varies = false;  // the run-time shape may be smaller than the capacity suggests
+  // Its size is known only at run time (no inference, folding or bound fixes it): it gets no arena
+  // memory but a buffer the session allocates, and grows, outside the arena (TensorFlow Lite's
+  // dynamic tensors). Every node that reads or writes it makes its kernel at run time.
+  bool dynamic = false;
   // 0: plain row-major. 8 or 16: a float32 NCHW activation stored channel-blocked, as oneDNN's
   // nChw8c / nChw16c ([N][C/b][H][W][b]); only when b divides C, so the bytes are as many as
   // plain (assign_layouts decides; the oneDNN kernels read it).
@@ -91,6 +95,7 @@ struct Node {
   std::vector<int64_t> attr_ints(const std::string& name) const;  // empty when absent
   Graph* subgraph(const std::string& attr_name) const;            // null when absent
   bool is_control_flow() const { return !subgraphs.empty(); }
+  bool touches_dynamic() const;  // reads or writes a dynamic value (its kernel is made at run time)
   std::string describe() const;  // "Conv node 'conv1'"
 };
 

@@ -8,6 +8,7 @@
 #include "passes/drop_noops.h"
 #include "passes/fuse_conv.h"
 #include "plan/verifier.h"
+#include "runtime/constant_evaluator.h"
 
 namespace memplan {
 namespace {
@@ -19,6 +20,7 @@ void record_shape_options(const ShapeOptions& s, planfile::Plan& plan) {
     for (int64_t d : dims) nd->add_dims(d);
   }
   for (const auto& [name, value] : s.dims) (*plan.mutable_dims())[name] = value;
+  plan.set_static_only(s.static_only);
   for (const auto& [name, dims] : s.bounds) {
     auto* nd = plan.add_bounds();
     nd->set_name(name);
@@ -33,6 +35,7 @@ ShapeOptions shape_options_of(const planfile::Plan& plan) {
   for (const auto& nd : plan.input_shapes()) s.input_shapes[nd.name()].assign(nd.dims().begin(), nd.dims().end());
   for (const auto& [name, value] : plan.dims()) s.dims[name] = value;
   for (const auto& nd : plan.bounds()) s.bounds[nd.name()].assign(nd.dims().begin(), nd.dims().end());
+  s.static_only = plan.static_only();
   return s;
 }
 
@@ -47,7 +50,7 @@ planfile::Plan plan_and_verify(const Model& model, const ShapeOptions& shapes, c
 }
 
 void prepare_model(Model& model, const ShapeOptions& shapes) {
-  infer_shapes(model, shapes);
+  infer_shapes(model, shapes, [&model](const Node& n) { return evaluate_with_kernel(n, model.path); });
   spdlog::debug("shapes fixed");
   const int dropped = drop_noops(model);
   spdlog::debug("{} no-op nodes removed", dropped);

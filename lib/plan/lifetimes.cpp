@@ -22,7 +22,7 @@ std::vector<LocalBuffer> tensor_buffers(const Graph& g) {
 
   std::vector<LocalBuffer> out;
   for (const auto& v : g.values) {
-    if (v->constant) continue;
+    if (v->constant || v->dynamic) continue;  // weights; the session's own memory
     if (!is_main && (v->is_graph_input || !v->producer)) continue;  // bound to parent memory
     if (!is_main && v->is_graph_output && is_bound_output(g, v.get())) continue;
     LocalBuffer b;

@@ -33,6 +33,7 @@ struct LocalBuffer {
 bool is_bound_output(const Graph& g, const Value* v);
 
 // The values of `g` that need memory of g's frame, with lifetimes in g's steps (node indices).
+// Constants and dynamic tensors are not listed (they live outside the arena).
 // Main graph: inputs live from step 0, outputs to the last step. Subgraphs: inputs, captures and
 // bound outputs are not listed (they live in parent memory). Region and scratchpad buffers are
 // not listed either; the planner adds them.

@@ -66,6 +66,7 @@ class Verifier {
       index_[graphs[i]] = static_cast<int>(i);
     }
     if (plan_.graphs(0).frame_bytes() > plan_.arena_bytes()) reject("the main frame is larger than the arena");
+    verify_dynamic();
     for (const Graph* g : graphs) verify_graph(*g);
   }
 
@@ -87,6 +88,26 @@ class Verifier {
         });
     }
     return last;
+  }
+
+  // Dynamic tensors live outside the arena: the plan lists exactly the IR's (so the session
+  // allocates each one) and places none of them. They occur only in the main graph.
+  void verify_dynamic() {
+    std::map<std::string, int> listed;
+    for (const auto& d : plan_.dynamic_tensors()) ++listed[d.name()];
+    for_each_graph(const_cast<Graph&>(*model_.main), [&](Graph& g) {
+      for (const auto& v : g.values) {
+        if (!v->dynamic) continue;
+        if (g.owner) reject(g.path() + ": dynamic tensor '" + v->name + "' inside a subgraph");
+        if (listed[v->name]-- != 1) reject("dynamic tensor '" + v->name + "' is not listed once in the plan");
+      }
+    });
+    for (const auto& [name, left] : listed)
+      if (left > 0) reject("the plan lists '" + name + "' as dynamic, the model does not");
+    for (const auto& b : plan_.graphs(0).buffers()) {
+      const Value* v = b.kind() == planfile::Buffer::TENSOR ? model_.main->find_local(b.name()) : nullptr;
+      if (v && v->dynamic) reject("dynamic tensor '" + v->name + "' has arena memory in the plan");
+    }
   }
 
   const planfile::Buffer& buffer_named(const planfile::GraphPlan& gp, const std::string& name, const Graph& g) {
@@ -122,7 +143,7 @@ class Verifier {
     struct Need { const planfile::Buffer* buffer; int64_t first, last; };
     std::vector<Need> needs;
     for (const auto& v : g.values) {
-      if (v->constant) continue;
+      if (v->constant || v->dynamic) continue;
       const bool main = g.owner == nullptr;
       if (!main && (v->is_graph_input || !v->producer)) continue;
       const bool bound = !main && v->is_graph_output && v->producer &&

@@ -5,21 +5,10 @@
 #include <map>
 #include <sstream>
 
+#include "util/json.h"
+
 namespace memplan {
 namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
-    else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else out += static_cast<char>(c);
-  }
-  return out + "\"";
-}
 
 std::string ratio(uint64_t a, uint64_t b) {
   char buf[32];
@@ -92,6 +81,12 @@ std::string plan_report_text(const planfile::Plan& p) {
         o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << r.op_type() << " '" << r.node() << "' slots for '"
           << c.name() << "': " << c.size() << " bytes at +" << c.slot0() << ", +" << c.slot1() << "\n";
   }
+  if (p.dynamic_tensors_size() > 0) {
+    o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
+    for (const auto& d : p.dynamic_tensors())
+      o << "  '" << d.name() << "' " << d.shape() << " from " << d.producer() << "; --bound " << d.name()
+        << "=<dims> would plan it in the arena\n";
+  }
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto* b : peak.live)
@@ -118,7 +113,13 @@ std::string plan_report_json(const planfile::Plan& p, const std::string& extra) 
   for (size_t i = 0; i < peak.live.size(); ++i)
     o << (i ? ", " : "") << "{\"name\": " << json_string(peak.live[i]->name()) << ", \"bytes\": " << peak.live[i]->size()
       << ", \"producer\": " << json_string(peak.live[i]->producer()) << "}";
-  o << "]}, \"graphs\": [";
+  o << "]}, \"dynamic_tensors\": [";
+  for (int i = 0; i < p.dynamic_tensors_size(); ++i) {
+    const auto& d = p.dynamic_tensors(i);
+    o << (i ? ", " : "") << "{\"name\": " << json_string(d.name()) << ", \"producer\": " << json_string(d.producer())
+      << ", \"shape\": " << json_string(d.shape()) << "}";
+  }
+  o << "], \"graphs\": [";
   for (int gi = 0; gi < p.graphs_size(); ++gi) {
     const auto& g = p.graphs(gi);
     o << (gi ? ", " : "") << "{\"path\": " << json_string(g.path()) << ", \"parent\": " << g.parent()

@@ -14,13 +14,14 @@
 namespace memplan {
 namespace {
 
-ShapeOptions shape_options(const CompileOptions& o) { return {o.input_shapes, o.dims, o.bounds}; }
+ShapeOptions shape_options(const CompileOptions& o) { return {o.input_shapes, o.dims, o.bounds, o.static_only}; }
 
 TensorInfo info_of(const Value* v) {
   TensorInfo t;
   t.name = v->name;
   t.dtype = static_cast<int32_t>(v->type.dtype);
   for (const Dim& d : v->type.dims) t.shape.push_back(d.value);
+  t.ranked = v->type.has_rank;
   t.capacity_bytes = v->constant ? v->constant->byte_size() : v->capacity_bytes;
   return t;
 }
@@ -57,6 +58,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
         m.homes.back() = CompiledModel::Impl::Home::Weight;
         m.capacities.back() = v->constant->byte_size();
       }
+      if (v->dynamic) m.homes.back() = CompiledModel::Impl::Home::Dynamic;
     }
   });
 
@@ -66,6 +68,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
     for (const auto& n : g.nodes) {
       NodeExec ne;
       ne.node = n.get();
+      ne.dynamic = n->touches_dynamic();
       for (const Value* v : n->inputs) ne.inputs.push_back(m.id(v));
       for (const Value* v : n->outputs) ne.outputs.push_back(m.id(v));
       if (auto it = sel.kernels.find(n.get()); it != sel.kernels.end()) ne.kernel = std::move(it->second);

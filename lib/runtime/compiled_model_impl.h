@@ -27,6 +27,7 @@ struct NodeExec {
   std::vector<int32_t> outputs;            // value ids, -1 for omitted
   uint64_t scratchpad_offset = 0;          // absolute arena offset
   std::vector<LoopSlots> slots;            // Loop: counter, condition, carried...; Scan: states
+  bool dynamic = false;                    // touches a dynamic tensor: its kernel is made at run time
 };
 
 struct GraphExec {
@@ -43,7 +44,8 @@ struct CompiledModel::Impl {
   // Dense ids for every value of every graph.
   std::unordered_map<const Value*, int32_t> ids;
   std::vector<const Value*> values;
-  enum class Home : uint8_t { None, Arena, Weight };
+  // Dynamic: a buffer the session allocates when the value's producer runs (outside the arena).
+  enum class Home : uint8_t { None, Arena, Weight, Dynamic };
   std::vector<Home> homes;
   std::vector<uint64_t> offsets;     // Arena: absolute offset
   std::vector<uint64_t> capacities;  // bytes the memory holds

@@ -85,6 +85,13 @@ void Session::Impl::run_loop(const NodeExec& ne) {
   iter_in.data = arena + ne.slots[0].slot[0];
   iter_in.capacity = 8;
 
+  // A scan output whose length only the loop decides is a dynamic tensor: it grows as iterations
+  // append to it (the earlier slices are kept).
+  auto grow_if_dynamic = [&](int32_t id, uint64_t bytes) {
+    if (m.homes[static_cast<size_t>(id)] == CompiledModel::Impl::Home::Dynamic) reserve_dynamic(id, bytes, true);
+  };
+  for (size_t o = carried; o < n.outputs.size(); ++o)
+    if (ne.outputs[o] >= 0) grow_if_dynamic(ne.outputs[o], 0);
   int64_t k = 0;
   for (; k < max_trips && cond; ++k) {
     const int cur = static_cast<int>(k % 2), prev = 1 - cur;
@@ -107,8 +114,9 @@ void Session::Impl::run_loop(const NodeExec& ne) {
         out.data = arena + ne.slots[o + 1].slot[cur];
         out.capacity = ne.slots[o + 1].size;
       } else if (ne.outputs[o - 1] >= 0) {
-        const rt::TensorView& whole = view(ne.outputs[o - 1]);
         const uint64_t elem = m.capacities[static_cast<size_t>(m.id(body.outputs[o]))];
+        grow_if_dynamic(ne.outputs[o - 1], (static_cast<uint64_t>(k) + 1) * elem);
+        const rt::TensorView& whole = view(ne.outputs[o - 1]);
         if ((static_cast<uint64_t>(k) + 1) * elem > whole.capacity)
           fail(m.model.path + ": " + n.describe() + ": scan output '" + body.outputs[o]->name + "' exceeds its bound after " +
                std::to_string(k) + " iterations; raise it with --bound " + n.outputs[o - 1]->name + "=<dims>");
@@ -125,8 +133,9 @@ void Session::Impl::run_loop(const NodeExec& ne) {
         dst.capacity = ne.slots[o + 1].size;
         copy_into(dst, src, n, "carried value");
       } else if (ne.outputs[o - 1] >= 0) {
-        const rt::TensorView& whole = view(ne.outputs[o - 1]);
         const uint64_t elem = src.byte_size();
+        grow_if_dynamic(ne.outputs[o - 1], (static_cast<uint64_t>(k) + 1) * elem);
+        const rt::TensorView& whole = view(ne.outputs[o - 1]);
         if ((static_cast<uint64_t>(k) + 1) * elem > whole.capacity)
           fail(m.model.path + ": " + n.describe() + ": scan output '" + n.outputs[o - 1]->name +
                "' exceeds its bound; raise it with --bound " + n.outputs[o - 1]->name + "=<dims>");

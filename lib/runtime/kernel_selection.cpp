@@ -76,6 +76,10 @@ KernelSelection select_kernels(const Model& model, rt::DnnlContext& dnnl) {
             .push_back(n->name);
         continue;
       }
+      if (n->touches_dynamic()) {
+        release.after(*n, nullptr);  // its kernel, made at run time, reads the constants then
+        continue;
+      }
       try {
         auto kernel = factory(*n, env);
         if (!kernel) {

@@ -25,7 +25,9 @@ struct KernelSelection {
   std::string unsupported_summary() const;
 };
 
-// Makes a kernel for every node of every graph but If, Loop and Scan (the executor runs those).
+// Makes a kernel for every node of every graph but If, Loop and Scan (the executor runs those)
+// and the nodes that touch a dynamic tensor (the session makes theirs once their shapes are known;
+// here only their op's factory must exist).
 KernelSelection select_kernels(const Model& model, rt::DnnlContext& dnnl);
 
 }  // namespace memplan

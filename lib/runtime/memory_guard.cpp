@@ -12,6 +12,12 @@ namespace {
 
 constexpr std::byte kPoison{0xA5};
 
+// Arena buffers and dynamic tensors are checksummed; only arena buffers are poisoned when dead
+// (a dynamic tensor's memory is its own until the session grows it).
+bool guarded(CompiledModel::Impl::Home h) {
+  return h == CompiledModel::Impl::Home::Arena || h == CompiledModel::Impl::Home::Dynamic;
+}
+
 uint64_t checksum(const rt::TensorView& v) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   const uint64_t n = v.byte_size();
@@ -31,7 +37,7 @@ void Session::Impl::guard_before(const NodeExec& ne) {
   auto check = [&](const Value* v) {
     if (!v) return;
     const auto id = static_cast<size_t>(m.id(v));
-    if (m.homes[id] != CompiledModel::Impl::Home::Arena || !written[id]) return;
+    if (!guarded(m.homes[id]) || !written[id]) return;
     if (checksum(views[id]) != checksums[id])
       throw Error(ErrorKind::Verification, m.model.path + ": memory guard: buffer '" + v->name + "' (made by " +
                                                (v->producer ? v->producer->describe() : std::string("the caller")) +
@@ -46,7 +52,7 @@ void Session::Impl::guard_after(const NodeExec& ne) {
   for (const Value* v : ne.node->outputs) {
     if (!v) continue;
     const auto id = static_cast<size_t>(m.id(v));
-    if (m.homes[id] != CompiledModel::Impl::Home::Arena) continue;
+    if (!guarded(m.homes[id])) continue;
     checksums[id] = checksum(views[id]);
     written[id] = 1;
   }

@@ -26,6 +26,10 @@ void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, st
   auto what = [&] { return m.model.path + ": input '" + v->name + "'"; };
   if (dtype != static_cast<int32_t>(v->type.dtype))
     fail(what() + " is " + dtype_name(v->type.dtype) + ", got " + dtype_name(static_cast<DType>(dtype)));
+  // A one-element array stands for a scalar input, as ONNX Runtime accepts it.
+  uint64_t elements = 1;
+  for (int64_t d : shape) elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  if (v->type.dims.empty() && elements == 1) shape = {};
   if (shape.size() != v->type.dims.size())
     fail(what() + " has rank " + std::to_string(v->type.dims.size()) + ", got rank " + std::to_string(shape.size()));
   for (size_t d = 0; d < shape.size(); ++d)
@@ -57,6 +61,14 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
     if (m.homes[i] == CompiledModel::Impl::Home::Arena) tv.data = arena + m.offsets[i];
     if (m.homes[i] == CompiledModel::Impl::Home::Weight) tv.data = const_cast<std::byte*>(m.weights[i]);
   }
+  if (std::find(m.homes.begin(), m.homes.end(), CompiledModel::Impl::Home::Dynamic) != m.homes.end()) {
+    dynamic_buffers.resize(m.values.size());
+    dynamic_nodes.resize(m.nodes.size());
+    dynamic_dnnl = std::make_unique<rt::DnnlContext>();
+    for (size_t i = 0; i < m.nodes.size(); ++i)
+      if (m.nodes[i].dynamic && !m.nodes[i].node->is_control_flow())
+        dynamic_nodes[i] = std::make_unique<rt::DynamicNode>(*m.nodes[i].node);
+  }
   input_ready.assign(m.model.main->inputs.size(), 0);
   input_bound.assign(m.model.main->inputs.size(), 0);
   in_scratch.resize(m.max_inputs);
@@ -71,7 +83,63 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   }
 }
 
-Session::Impl::~Impl() { std::free(arena); }
+Session::Impl::~Impl() {
+  for (DynamicBuffer& b : dynamic_buffers) std::free(b.data);
+  std::free(arena);
+}
+
+void Session::Impl::reserve_dynamic(int32_t id, uint64_t bytes, bool keep) {
+  DynamicBuffer& b = dynamic_buffers[static_cast<size_t>(id)];
+  b.peak = std::max(b.peak, bytes);
+  rt::TensorView& v = view(id);
+  if (bytes > b.capacity) {
+    // Doubling keeps a growing scan output's copies linear in its final size.
+    const uint64_t want = std::max(bytes, b.capacity * 2);
+    const uint64_t alloc = (want + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    auto* grown = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
+    if (!grown)
+      fail(m.model.path + ": dynamic tensor '" + m.values[static_cast<size_t>(id)]->name + "' needs " +
+           std::to_string(bytes) + " bytes, which could not be allocated");
+    if (keep && b.data) std::memcpy(grown, b.data, b.capacity);
+    std::free(b.data);
+    b.data = grown;
+    b.capacity = alloc;
+  }
+  v.data = b.data;
+  v.capacity = b.capacity;
+}
+
+void Session::Impl::run_dynamic(const NodeExec& ne) {
+  const size_t index = static_cast<size_t>(&ne - m.nodes.data());
+  rt::DynamicNode& dn = *dynamic_nodes[index];
+  const size_t n_in = ne.inputs.size(), n_out = ne.outputs.size();
+  for (size_t i = 0; i < n_in; ++i) in_scratch[i] = ne.inputs[i] < 0 ? rt::TensorView{} : view(ne.inputs[i]);
+  dn.prepare({in_scratch.data(), n_in}, *dynamic_dnnl, m.model.path);
+  for (size_t k = 0; k < n_out; ++k) {
+    if (ne.outputs[k] < 0) {
+      out_scratch[k] = rt::TensorView{};
+      continue;
+    }
+    const uint64_t need = dn.output_bytes(k);
+    if (m.homes[static_cast<size_t>(ne.outputs[k])] == CompiledModel::Impl::Home::Dynamic)
+      reserve_dynamic(ne.outputs[k], need, false);
+    rt::TensorView& v = view(ne.outputs[k]);
+    if (need > v.capacity)
+      fail(m.model.path + ": " + ne.node->describe() + ": output '" + ne.node->outputs[k]->name + "' needs " +
+           std::to_string(need) + " bytes at run time, its buffer holds " + std::to_string(v.capacity));
+    const TensorType& t = dn.output_type(k);
+    v.rank = static_cast<int>(t.dims.size());
+    for (int d = 0; d < v.rank; ++d) v.dims[d] = std::max<int64_t>(t.dims[static_cast<size_t>(d)].value, 0);
+    out_scratch[k] = v;
+  }
+  dn.kernel().run(rt::KernelArgs{{in_scratch.data(), n_in}, {out_scratch.data(), n_out}, dn.scratchpad()});
+  for (size_t k = 0; k < n_out; ++k)
+    if (ne.outputs[k] >= 0) {
+      rt::TensorView& v = view(ne.outputs[k]);
+      v.rank = out_scratch[k].rank;
+      v.dims = out_scratch[k].dims;
+    }
+}
 
 void Session::Impl::mark_input(const Value* v, bool zero_copy) {
   const auto& inputs = m.model.main->inputs;
@@ -117,7 +185,9 @@ void Session::Impl::run_node_timed(const NodeExec& ne) {
 
 void Session::Impl::run_node_untimed(const NodeExec& ne) {
   if (options.check_memory) guard_before(ne);
-  if (!ne.kernel) {
+  if (ne.dynamic && !ne.node->is_control_flow()) {
+    run_dynamic(ne);
+  } else if (!ne.kernel) {
     const std::string& op = ne.node->op_type;
     if (op == "If") run_if(ne);
     else if (op == "Loop") run_loop(ne);
@@ -180,6 +250,14 @@ TensorRef Session::output(const std::string& name) const {
       return {static_cast<int32_t>(tv.dtype), tv.shape(), tv.data, tv.byte_size()};
     }
   fail(impl_->m.model.path + ": the model has no output named '" + name + "'");
+}
+
+std::vector<DynamicTensorUse> Session::dynamic_tensors() const {
+  std::vector<DynamicTensorUse> out;
+  for (size_t i = 0; i < impl_->dynamic_buffers.size(); ++i)
+    if (impl_->m.homes[i] == CompiledModel::Impl::Home::Dynamic)
+      out.push_back({impl_->m.values[i]->name, impl_->dynamic_buffers[i].peak});
+  return out;
 }
 
 void Session::reset_profile() {

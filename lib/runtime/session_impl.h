@@ -8,6 +8,8 @@
 
 #include "memplan/memplan.h"
 #include "runtime/compiled_model_impl.h"
+#include "runtime/dnnl_context.h"
+#include "runtime/dynamic_exec.h"
 #include "runtime/kernel.h"
 
 namespace memplan {
@@ -24,6 +26,9 @@ struct Session::Impl {
   void run_if(const NodeExec& ne);
   void run_loop(const NodeExec& ne);
   void run_scan(const NodeExec& ne);
+  void run_dynamic(const NodeExec& ne);
+  // Makes a dynamic value's buffer hold `bytes` (growing it, keeping its contents when `keep`).
+  void reserve_dynamic(int32_t id, uint64_t bytes, bool keep);
 
   // Guard mode (SessionOptions::check_memory).
   void guard_before(const NodeExec& ne);
@@ -53,6 +58,16 @@ struct Session::Impl {
   // time of the nodes run inside the current control-flow node, to subtract from its own.
   std::vector<uint64_t> profile_calls, profile_ns;
   uint64_t nested_ns = 0;
+
+  // Dynamic tensors (Value::dynamic): their memory, outside the arena, grown as runs need.
+  struct DynamicBuffer {
+    std::byte* data = nullptr;
+    uint64_t capacity = 0;
+    uint64_t peak = 0;  // the most bytes any run needed
+  };
+  std::vector<DynamicBuffer> dynamic_buffers;              // per value id (empty when none)
+  std::vector<std::unique_ptr<rt::DynamicNode>> dynamic_nodes;  // per NodeExec index
+  std::unique_ptr<rt::DnnlContext> dynamic_dnnl;          // for kernels made at run time
 };
 
 }  // namespace memplan

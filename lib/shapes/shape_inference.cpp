@@ -41,12 +41,22 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
       fail(model.path + ": --shape " + name + ": the model has no input of that name (inputs: " + names + ")");
     }
     TensorType& t = (*it)->type;
-    if (t.has_rank && t.dims.size() != dims.size())
-      fail(model.path + ": --shape " + name + ": input has rank " + std::to_string(t.dims.size()) +
-           ", the option gives " + std::to_string(dims.size()) + " dims");
+    // As ONNX Runtime: a one-element shape stands for a declared scalar, symbolic dims take any
+    // size, and a declared static dim must be met.
+    const bool one_element = std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
+    const std::vector<int64_t> given = t.has_rank && t.dims.empty() && one_element ? std::vector<int64_t>{} : dims;
+    bool fits = !t.has_rank || t.dims.size() == given.size();
+    for (size_t d = 0; fits && t.has_rank && d < given.size(); ++d) fits = !t.dims[d].known() || t.dims[d].value == given[d];
+    if (!fits) {
+      TensorType g;
+      g.has_rank = true;
+      for (int64_t d : given) g.dims.push_back(Dim{d, {}});
+      fail(model.path + ": input '" + name + "' is declared " + t.shape_string() + ", the given shape " +
+           g.shape_string() + " does not fit it");
+    }
     t.has_rank = true;
     t.dims.clear();
-    for (int64_t d : dims) t.dims.push_back(Dim{d, {}});
+    for (int64_t d : given) t.dims.push_back(Dim{d, {}});
   }
   std::set<std::string> used;
   for_each_graph(main, [&](Graph& g) {
@@ -76,7 +86,7 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
 
 class ShapeInference {
  public:
-  ShapeInference(Model& m, const ShapeOptions& o) : model_(m), opts_(o) {}
+  ShapeInference(Model& m, const ShapeOptions& o, const ConstantEvaluator& e) : model_(m), opts_(o), evaluate_(e) {}
 
   void run() {
     infer_graph(*model_.main);
@@ -134,20 +144,30 @@ class ShapeInference {
     for (const Value* in : n.inputs)
       if (in && in->type.dtype == DType::Undefined) return;  // downstream of an unknown op
     if (auto folded = fold_node(n)) {
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        Value* out = n.outputs[k];
-        if (!out) continue;
-        Tensor& t = (*folded)[k];
-        out->type.dtype = t.dtype;
-        out->type.has_rank = true;
-        out->type.dims.clear();
-        for (int64_t d : t.dims) out->type.dims.push_back(Dim{d, {}});
-        out->constant = std::make_shared<Tensor>(std::move(t));
-      }
+      make_constants(n, *folded);
       return;
     }
     infer_with_onnx(n, model_.path);
     bound_by_inputs(n, opts_.bounds);
+    if (evaluate_)
+      if (auto folded = evaluate_(n)) make_constants(n, *folded);
+  }
+
+  // The node's outputs become constants; the node itself is dropped at the end of its graph.
+  static void make_constants(Node& n, std::vector<Tensor>& folded) {
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      Value* out = n.outputs[k];
+      if (!out) continue;
+      Tensor& t = folded[k];
+      out->type.dtype = t.dtype;
+      out->type.has_rank = true;
+      out->type.dims.clear();
+      for (int64_t d : t.dims) out->type.dims.push_back(Dim{d, {}});
+      out->capacity_known = false;
+      out->capacity_bytes = 0;
+      out->shape_varies = false;
+      out->constant = std::make_shared<Tensor>(std::move(t));
+    }
   }
 
   // Optional outputs nobody reads (Dropout's mask, ...) are dropped, as if the model omitted them,
@@ -183,25 +203,50 @@ class ShapeInference {
         fail_unsupported(what + ": " + dtype_name(v->type.dtype) + " tensors are not supported");
       if (!v->type.is_static()) {
         std::string origin = v->producer ? " (output of " + v->producer->describe() + ")" : "";
-        fail(what + origin + " has no static shape " + v->type.shape_string() +
-             "; give an upper bound with --bound " + v->name + "=<dims>");
+        if (opts_.static_only)
+          fail(what + origin + " has no static shape " + v->type.shape_string() +
+               "; give an upper bound with --bound " + v->name + "=<dims> (or drop --static)");
+        make_dynamic(g, *v, what + origin);
+        continue;
       }
       v->capacity_bytes = checked_mul(checked_element_count(v->type.static_dims(), what),
                                       dtype_size(v->type.dtype), what);
     }
   }
 
+  // A dynamic tensor is allocated and sized by the session when its producer runs. That holds in
+  // the main graph, where only ordinary nodes (and a Loop's scan outputs) write and read it; a
+  // subgraph's frame, a region or a loop slot needs every size at compile time.
+  static void make_dynamic(const Graph& g, Value& v, const std::string& what) {
+    const std::string hint = "; give an upper bound with --bound " + v.name + "=<dims>";
+    if (g.owner)
+      fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() +
+                       " inside a subgraph, where memplan needs every size at compile time" + hint);
+    if (v.producer && v.producer->op_type == "If")
+      fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() +
+                       ", which an If output cannot have yet" + hint);
+    for (const Node* c : v.consumers)
+      if (c->is_control_flow())
+        fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() + " and is read by " +
+                         c->describe() + ", which needs every size at compile time" + hint);
+    v.dynamic = true;
+    v.shape_varies = true;
+    v.capacity_known = true;
+    v.capacity_bytes = 0;
+  }
+
   Model& model_;
   const ShapeOptions& opts_;
+  const ConstantEvaluator& evaluate_;
   std::map<std::string, int> unsupported_;
   std::set<std::string> used_bounds_;
 };
 
 }  // namespace
 
-void infer_shapes(Model& model, const ShapeOptions& options) {
+void infer_shapes(Model& model, const ShapeOptions& options, const ConstantEvaluator& evaluate) {
   bind_user_shapes(model, options);
-  ShapeInference(model, options).run();
+  ShapeInference(model, options, evaluate).run();
 }
 
 }  // namespace memplan

@@ -163,21 +163,29 @@ TEST_CASE("cli: symbolic_dim compiles once N is given", "[cli]") {
   }
 }
 
-TEST_CASE("cli: a data-dependent scan output needs --bound", "[cli]") {
+TEST_CASE("cli: a data-dependent scan output is dynamic, or refused with --static", "[cli]") {
   const std::string m = model("loop_data_dependent_scan");
-  expect_error({"compile", m}, 2, {m, "'sums'", "--bound sums="});
-  Run r = run_cli({"compile", m, "--bound", "sums=64"});
-  INFO(describe({"compile", m, "--bound", "sums=64"}, r));
-  REQUIRE_FALSE(r.signaled);
-  CHECK(r.exit_code == 0);
-  CHECK(r.err.empty());
+  Run dynamic = run_cli({"compile", m});
+  INFO(describe({"compile", m}, dynamic));
+  REQUIRE_FALSE(dynamic.signaled);
+  CHECK(dynamic.exit_code == 0);
+  CHECK_THAT(dynamic.out, Catch::Contains("dynamic tensors") && Catch::Contains("'sums'") &&
+                              Catch::Contains("--bound sums=<dims> would plan it in the arena"));
+  expect_error({"compile", m, "--static"}, 2, {m, "'sums'", "--bound sums=", "--static"});
+  Run bounded = run_cli({"compile", m, "--bound", "sums=64", "--static"});
+  INFO(describe({"compile", m, "--bound", "sums=64", "--static"}, bounded));
+  REQUIRE_FALSE(bounded.signaled);
+  CHECK(bounded.exit_code == 0);
+  CHECK(bounded.err.empty());
+  CHECK_THAT(bounded.out, !Catch::Contains("dynamic tensors"));
 }
 
 TEST_CASE("cli: bad --shape, --dim and --bound values", "[cli]") {
   const std::string mlp = model("tiny_mlp");
   const std::string sym = bad("symbolic_dim.onnx");
   expect_error({"compile", mlp, "--shape", "nope=1x64"}, 2, {mlp, "--shape nope", "inputs: x"});
-  expect_error({"compile", mlp, "--shape", "x=1x2x3"}, 2, {"--shape x", "rank 2"});
+  expect_error({"compile", mlp, "--shape", "x=1x2x3"}, 2, {"input 'x' is declared [1, 64]", "[1, 2, 3]"});
+  expect_error({"compile", mlp, "--shape", "x=2x64"}, 2, {"input 'x' is declared [1, 64]", "[2, 64]"});
   expect_error({"compile", sym, "--dim", "N=4", "--dim", "M=3"}, 2, {sym, "--dim M"});
   expect_error({"compile", sym, "--dim", "N=abc"}, 2, {"--dim N", "'abc'"});
   expect_error({"compile", sym, "--dim", "N=-4"}, 2, {"--dim N", "'-4'"});

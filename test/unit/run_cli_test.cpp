@@ -135,7 +135,9 @@ TEST_CASE("run: a plan is reused, and refused for other shapes or another model"
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
   write_floats(dir / "x2.npy", {2, 64}, std::vector<float>(128, 0.f));
-  expect_error({"run", model("tiny_mlp"), "--plan", dir / "mlp.mplan", "--input", dir / "x2.npy"}, {"other input shapes"});
+  // tiny_mlp declares x as [1, 64]: another shape is refused before any plan is looked at.
+  expect_error({"run", model("tiny_mlp"), "--plan", dir / "mlp.mplan", "--input", dir / "x2.npy"},
+               {"input 'x'", dir / "x2.npy", "declares shape [1, 64]", "[2, 64]"});
   expect_error({"run", model("example"), "--plan", dir / "mlp.mplan", "--input", dir / "x2.npy"}, {"another model"});
 }
 
@@ -146,7 +148,7 @@ TEST_CASE("run: bad inputs get one clear line and exit 2", "[run-cli]") {
   memplan::io::write_npy(dir / "ints.npy", memplan::DType::Int64, std::vector<int64_t>{1, 64}, ints.data(), 512);
   expect_error({"run", mlp, "--input", dir / "ints.npy"}, {"'x'", "float32", "int64"});
   write_floats(dir / "rank3.npy", {1, 1, 64}, std::vector<float>(64, 0.f));
-  expect_error({"run", mlp, "--input", dir / "rank3.npy"}, {"'x'", "rank"});
+  expect_error({"run", mlp, "--input", dir / "rank3.npy"}, {"'x'", dir / "rank3.npy", "declares shape [1, 64]", "[1, 1, 64]"});
   expect_error({"run", mlp, "--input", "nope=" + (dir / "rank3.npy")}, {"no input named 'nope'"});
   expect_error({"run", model("example"), "--input", "input=" + input("example", "test_data_set_0", "input")},
                {"'cond' is missing"});

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <map>
 
+#include "util/json.h"
+
 namespace memplan::cli {
 
 namespace {
@@ -46,16 +48,6 @@ std::string format(const char* fmt, auto... args) {
   char buf[512];
   std::snprintf(buf, sizeof buf, fmt, args...);
   return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) out += format("\\u%04x", c);
-    else out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "memplan/memplan.h"
 #include "profile_table.h"
 #include "shape_options.h"
+#include "util/json.h"
 
 namespace memplan::cli {
 
@@ -37,6 +38,29 @@ std::string file_name_for(const std::string& tensor) {
   for (char& c : out)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
   return out.empty() || out == "." || out == ".." ? "_" + out : out;
+}
+
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return s + "]";
+}
+
+// What ONNX Runtime accepts, and refuses, for an input: the file must have the declared element
+// type and every declared static dim (symbolic dims take the file's sizes); a one-element array
+// stands for a declared scalar, as the JavaScript and Python clients send it.
+void check_against_declared(const std::string& model, const TensorInfo& t, InputFile& f) {
+  const std::string what = model + ": input '" + t.name + "' (" + f.path + ")";
+  if (f.info.dtype != static_cast<DType>(t.dtype))
+    fail(what + ": the model declares " + dtype_name(static_cast<DType>(t.dtype)) + ", the file holds " +
+         dtype_name(f.info.dtype));
+  if (!t.ranked) return;
+  uint64_t elements = 1;
+  for (int64_t d : f.info.shape) elements *= static_cast<uint64_t>(d);
+  if (t.shape.empty() && elements == 1) f.info.shape.clear();
+  bool fits = t.shape.size() == f.info.shape.size();
+  for (size_t d = 0; fits && d < t.shape.size(); ++d) fits = t.shape[d] < 0 || t.shape[d] == f.info.shape[d];
+  if (!fits) fail(what + ": the model declares shape " + shape_text(t.shape) + ", the file is " + shape_text(f.info.shape));
 }
 
 std::vector<InputFile> match_inputs(const RunArgs& a, const std::vector<TensorInfo>& declared) {
@@ -64,9 +88,7 @@ std::vector<InputFile> match_inputs(const RunArgs& a, const std::vector<TensorIn
       fail(a.model + ": input '" + f.name + "' is given twice");
     f.info = io::read_npy_info(f.path);
     for (const TensorInfo& t : declared)
-      if (t.name == f.name && !t.shape.empty() && t.shape.size() != f.info.shape.size())
-        fail(a.model + ": input '" + f.name + "' has rank " + std::to_string(t.shape.size()) + ", " + f.path +
-             " has rank " + std::to_string(f.info.shape.size()));
+      if (t.name == f.name) check_against_declared(a.model, t, f);
     files.push_back(std::move(f));
   }
   for (const TensorInfo& t : declared)
@@ -88,7 +110,6 @@ void register_run(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "Run a model on .npy inputs inside one planned arena");
   sub->add_option("model", a->model, "The .onnx file")->required();
   sub->add_option("-i,--input", a->inputs, "An input: FILE.npy (in the model's input order) or NAME=FILE.npy")
-      ->required()
       ->allow_extra_args(false);
   sub->add_option("--plan", a->plan, "Use this plan (from `memplan compile -o`) instead of planning again");
   sub->add_option("--output-dir", a->output_dir, "Where to write <output name>.npy (default: .)");
@@ -118,8 +139,12 @@ void register_run(CLI::App& app) {
             fail(a->plan + ": the plan was made for other input shapes (input '" + f.name +
                  "'); compile a plan for these inputs or run without --plan");
     } else {
-      ShapeOptions shapes = to_shape_options(a->shapes);
-      CompileOptions options{{}, shapes.dims, shapes.bounds, a->strategy, 64};
+      const ShapeOptions shapes = to_shape_options(a->shapes);
+      CompileOptions options;
+      options.dims = shapes.dims;
+      options.bounds = shapes.bounds;
+      options.static_only = shapes.static_only;
+      options.strategy = a->strategy;
       for (const InputFile& f : files) options.input_shapes[f.name] = f.info.shape;
       model = CompiledModel::compile(a->model, options);
     }
@@ -157,12 +182,19 @@ void register_run(CLI::App& app) {
       io::write_npy(path, static_cast<DType>(ref.dtype), ref.shape, ref.data, ref.bytes);
       written.push_back(path);
     }
+    const std::vector<DynamicTensorUse> dynamic = session.dynamic_tensors();
     if (a->report == "json") {
+      std::string dynamic_json;
+      for (const DynamicTensorUse& d : dynamic)
+        dynamic_json += (dynamic_json.empty() ? "" : ", ") + json_string(d.name) + ": " + std::to_string(d.max_bytes);
       std::cout << model->report_json("\"run_ms\": {\"min\": " + ms(times.front()) + ", \"median\": " + ms(median) +
                                       ", \"max\": " + ms(times.back()) + "}, \"runs\": " + std::to_string(times.size()) +
+                                      ", \"dynamic_tensor_max_bytes\": {" + dynamic_json + "}" +
                                       (a->profile ? ", " + profile_json(session.profile(), a->repeat) : ""));
     } else {
       std::cout << model->report_text();
+      for (const DynamicTensorUse& d : dynamic)
+        std::cout << "dynamic tensor '" << d.name << "': at most " << d.max_bytes << " bytes in these runs\n";
       std::cout << "inference: min " << ms(times.front()) << " ms, median " << ms(median) << " ms, max "
                 << ms(times.back()) << " ms over " << times.size() << " run(s)\n";
       if (a->profile) std::cout << profile_text(session.profile(), a->repeat);

@@ -19,10 +19,13 @@ void add_shape_options(CLI::App& sub, ShapeArgs& args) {
   sub.add_option("--bound", args.bounds,
                  "Largest shape of a tensor whose size is only known at run time: NAME=DIMS (repeatable)")
       ->allow_extra_args(false);
+  sub.add_flag("--static", args.static_only,
+               "Refuse dynamic tensors (sizes only the run decides) instead of allocating them outside the arena");
 }
 
 ShapeOptions to_shape_options(const ShapeArgs& args) {
   ShapeOptions o;
+  o.static_only = args.static_only;
   for (const auto& s : args.shapes) {
     auto [name, dims] = split_assignment(s, "--shape");
     o.input_shapes[name] = parse_dims(dims, "--shape " + name);

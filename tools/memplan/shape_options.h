@@ -1,4 +1,4 @@
-// --shape, --dim and --bound: how the user fixes sizes the model leaves open.
+// --shape, --dim, --bound and --static: how the user fixes sizes the model leaves open.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@ namespace memplan::cli {
 
 struct ShapeArgs {
   std::vector<std::string> shapes, dims, bounds;
+  bool static_only = false;
 };
 
 void add_shape_options(CLI::App& sub, ShapeArgs& args);
