@@ -42,13 +42,11 @@ void append_signature(std::vector<int64_t>& sig, std::span<const TensorView> inp
 }  // namespace
 
 DynamicNode::DynamicNode(const Node& original) : original_(original) {
-  scope_.name = original.graph ? original.graph->name : "main";
   node_.name = original.name;
   node_.op_type = original.op_type;
   node_.domain = original.domain;
   node_.opset = original.opset;
   node_.attributes = original.attributes;
-  node_.graph = &scope_;
 }
 
 void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl, const std::string& file) {
@@ -57,7 +55,9 @@ void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl,
   const std::string where = file + ": " + original_.describe();
 
   // Fresh typed values: each input as it is now, each output as far as the compile knew it.
-  scope_.values.clear();
+  scope_ = std::make_unique<Graph>();
+  scope_->name = original_.graph ? original_.graph->name : "main";
+  node_.graph = scope_.get();
   node_.inputs.clear();
   node_.outputs.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -66,7 +66,7 @@ void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl,
       node_.inputs.push_back(nullptr);
       continue;
     }
-    Value* v = scope_.add_value("input" + std::to_string(i));
+    Value* v = scope_->add_value("input" + std::to_string(i));
     const TensorView& t = inputs[i];
     v->type.dtype = t.dtype;
     v->type.has_rank = true;
@@ -90,7 +90,7 @@ void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl,
       node_.outputs.push_back(nullptr);
       continue;
     }
-    Value* v = scope_.add_value("output" + std::to_string(k));
+    Value* v = scope_->add_value("output" + std::to_string(k));
     v->type.dtype = orig->type.dtype;
     v->producer = &node_;
     node_.outputs.push_back(v);

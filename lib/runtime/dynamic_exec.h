@@ -30,7 +30,7 @@ class DynamicNode {
 
  private:
   const Node& original_;
-  Graph scope_;  // typed copies of the node's inputs and outputs
+  std::unique_ptr<Graph> scope_;  // typed copies of the node's inputs and outputs, made anew
   Node node_;    // the node over them, with the original's attributes
   std::unique_ptr<Kernel> kernel_;
   std::vector<uint64_t> out_bytes_;

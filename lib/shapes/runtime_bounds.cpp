@@ -72,6 +72,13 @@ void bound_elementwise(Node& n, const UserBounds& user) {
   if (varying) set_bound(n.outputs[0], varying->capacity_bytes / dtype_size(varying->type.dtype), user);
 }
 
+// Ops whose output holds exactly the elements of their first input, rearranged.
+const std::set<std::string>& rearranging_ops() {
+  static const std::set<std::string> ops = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                            "DepthToSpace", "SpaceToDepth"};
+  return ops;
+}
+
 }  // namespace
 
 void bound_by_inputs(Node& n, const UserBounds& user) {
@@ -79,6 +86,9 @@ void bound_by_inputs(Node& n, const UserBounds& user) {
   const std::string& op = n.op_type;
   if (n.outputs.size() == 1 && elementwise_ops().count(op)) return bound_elementwise(n, user);
   const Value* data = input(n, 0);
+  if (data && data->shape_varies && data->capacity_known && rearranging_ops().count(op) &&
+      dtype_size(data->type.dtype) > 0)
+    return set_bound(n.outputs[0], data->capacity_bytes / dtype_size(data->type.dtype), user);
   if (!is_static_data(data)) return;
   if (op == "Slice") {
     // The output keeps the data's rank and type; only the dims vary.

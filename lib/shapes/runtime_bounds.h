@@ -16,7 +16,7 @@ using UserBounds = std::map<std::string, std::vector<int64_t>>;
 // After ONNX inference of `n`: bounds its outputs when they never exceed a size its static inputs
 // give (Slice, Compress, NonZero, Unique, Reduce* and Squeeze/Unsqueeze with run-time axes,
 // NonMaxSuppression), or, for an elementwise op, its one bounded input (the others being single
-// elements).
+// elements), or, for an op that rearranges its input (Transpose, Reshape, ...), that input's bound.
 void bound_by_inputs(Node& n, const UserBounds& user);
 
 // After every node of `g` is inferred: an input of an elementwise op (unary, or broadcasting

@@ -132,6 +132,25 @@ class ShapeInference {
 
  private:
   void infer_node(Node& n) {
+    infer_node_types(n);
+    apply_user_bounds(n);
+  }
+
+  // A --bound takes effect where its tensor is made, so that what its size flows into (an
+  // elementwise chain after a loop's scan output) is bounded in turn.
+  void apply_user_bounds(Node& n) {
+    for (Value* out : n.outputs) {
+      if (!out || out->constant) continue;
+      auto b = opts_.bounds.find(out->name);
+      if (b == opts_.bounds.end()) continue;
+      const std::string what = model_.path + ": --bound for tensor '" + out->name + "'";
+      out->capacity_bytes = checked_mul(checked_element_count(b->second, what), dtype_size(out->type.dtype), what);
+      out->capacity_known = true;
+      out->shape_varies = out->shape_varies || !out->type.is_static();
+    }
+  }
+
+  void infer_node_types(Node& n) {
     if (n.domain.empty() && (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan")) {
       infer_control_flow(n, model_.path, [this](Graph& sub) { infer_graph(sub); });
       return;

@@ -187,3 +187,86 @@ TEST_CASE("run: NaN inputs propagate as NaN", "[run-cli]") {
   auto y = memplan::io::read_npy(dir / "probs.npy");
   CHECK(std::isnan(reinterpret_cast<const float*>(y.data.data())[0]));
 }
+
+namespace {
+
+// y = x * s, with s a declared scalar (as Silero VAD's sample rate), written into `dir`.
+std::string scale_model(const TempDir& dir) {
+  using namespace memplan::test;
+  ModelBuilder b("scale", 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {"n"});
+  add_input(g, "s", elem::kFloat, {});
+  add_node(g, "Mul", {"x", "s"}, {"y"}, "scale");
+  add_output(g, "y", elem::kFloat, {"n"});
+  std::ofstream(dir / "scale.onnx", std::ios::binary) << b.bytes();
+  return dir / "scale.onnx";
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  memplan::io::NpyInfo info = memplan::io::read_npy_info(path);
+  std::vector<float> v(info.data_bytes / 4);
+  memplan::io::read_npy_data(path, info, v.data(), info.data_bytes);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("run: ONNX Runtime's input conventions: a one-element array for a scalar, symbolic dims bind",
+          "[run-cli]") {
+  TempDir dir;
+  const std::string m = scale_model(dir);
+  write_floats(dir / "x.npy", {3}, {1, 2, 3});
+  write_floats(dir / "s1.npy", {1}, {2});  // what the JavaScript clients send for a scalar
+  write_floats(dir / "s11.npy", {1, 1}, {3});
+  write_floats(dir / "s2.npy", {2}, {2, 2});
+  for (const auto& [file, factor] : {std::pair{"s1.npy", 2.f}, std::pair{"s11.npy", 3.f}}) {
+    Run r = run_cli({"run", m, "--input", "x=" + (dir / "x.npy"), "--input", "s=" + (dir / file), "--output-dir",
+                     dir.path.string()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(read_floats(dir / "y.npy") == std::vector<float>{factor, 2 * factor, 3 * factor});
+  }
+  // Two elements are no scalar: the error names the input, its file, and both shapes.
+  expect_error({"run", m, "--input", "x=" + (dir / "x.npy"), "--input", "s=" + (dir / "s2.npy")},
+               {"input 's'", dir / "s2.npy", "declares shape []", "[2]"});
+}
+
+TEST_CASE("run: an input that contradicts a declared static dim is refused, naming the file", "[run-cli]") {
+  TempDir dir;
+  write_floats(dir / "x.npy", {1, 1024}, std::vector<float>(1024, 0.f));
+  expect_error({"run", model("tiny_mlp"), "--input", dir / "x.npy"},
+               {"input 'x'", dir / "x.npy", "declares shape [1, 64]", "[1, 1024]"});
+}
+
+TEST_CASE("run: a model with no inputs runs without --input", "[run-cli]") {
+  using namespace memplan::test;
+  TempDir dir;
+  ModelBuilder b("constant", 13);
+  add_constant(b.graph(), tensor_f32("c", {2}, {1.5f, -2.f}));
+  add_node(b.graph(), "Neg", {"c"}, {"y"}, "neg");
+  add_output(b.graph(), "y", elem::kFloat, {2});
+  std::ofstream(dir / "constant.onnx", std::ios::binary) << b.bytes();
+  Run r = run_cli({"run", dir / "constant.onnx", "--output-dir", dir.path.string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_floats(dir / "y.npy") == std::vector<float>{-1.5f, 2.f});
+}
+
+TEST_CASE("run: a dynamic tensor's largest size is in the text and JSON reports", "[run-cli][dynamic]") {
+  TempDir dir;
+  const std::string m = model("loop_data_dependent_scan");
+  Run compile = run_cli({"compile", m});
+  REQUIRE(compile.exit_code == 0);
+  std::vector<std::string> args{"run", m, "--output-dir", dir.path.string()};
+  for (const auto& e : fs::directory_iterator(fs::path(MEMPLAN_SOURCE_DIR) / "models/loop_data_dependent_scan/test_data_set_0/inputs"))
+    args.push_back("--input=" + e.path().stem().string() + "=" + e.path().string());
+  Run text = run_cli(args);
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("dynamic tensor 'sums': at most "));
+  args.insert(args.end(), {"--report", "json"});
+  Run json = run_cli(args);
+  REQUIRE(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"dynamic_tensor_max_bytes\": {\"sums\": "));
+}

@@ -9,6 +9,7 @@
 #include "memplan/memplan.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
+#include "support/model_builder.h"
 
 namespace fs = std::filesystem;
 using namespace memplan;
@@ -155,4 +156,25 @@ TEST_CASE("a run with an input not set again is refused, zero-copy inputs stay b
   CHECK(static_cast<const float*>(session.output("probs").data)[0] == first);
   CHECK_THROWS_WITH(session.bind_input("x", kFloat32, shape, x + 1, 64 * 4), Catch::Contains("aligned"));
   CHECK_THROWS_WITH(session.set_input("x", kInt64, shape, x, sizeof x), Catch::Contains("int64"));
+}
+
+TEST_CASE("runtime: a one-element input stands for a declared scalar, as in ONNX Runtime", "[runtime]") {
+  using namespace memplan::test;
+  ModelBuilder b("scalar", 13);
+  add_input(b.graph(), "s", elem::kInt64, {});
+  add_node(b.graph(), "Neg", {"s"}, {"y"}, "neg");
+  add_output(b.graph(), "y", elem::kInt64, {});
+  const std::string path = (fs::temp_directory_path() / "memplan_scalar_input.onnx").string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  memplan::CompileOptions o;
+  o.input_shapes["s"] = {1};  // the shape a client sends
+  auto model = memplan::CompiledModel::compile(path, o);
+  memplan::Session s(model);
+  const int64_t v = 16000;
+  s.set_input("s", memplan::kInt64, std::vector<int64_t>{1}, &v, 8);
+  s.run();
+  CHECK(*static_cast<const int64_t*>(s.output("y").data) == -16000);
+  CHECK(s.output("y").shape.empty());
+  const int64_t two[2] = {1, 2};
+  CHECK_THROWS_WITH(s.set_input("s", memplan::kInt64, std::vector<int64_t>{2}, two, 16), Catch::Contains("rank"));
 }

@@ -30,6 +30,7 @@ struct RunArgs {
 struct InputFile {
   std::string name, path;
   io::NpyInfo info;
+  std::vector<int64_t> shape;  // as the model takes it: the file's, or [] for a one-element scalar
 };
 
 // Output file names keep [A-Za-z0-9._-]; everything else becomes '_'.
@@ -57,9 +58,9 @@ void check_against_declared(const std::string& model, const TensorInfo& t, Input
   if (!t.ranked) return;
   uint64_t elements = 1;
   for (int64_t d : f.info.shape) elements *= static_cast<uint64_t>(d);
-  if (t.shape.empty() && elements == 1) f.info.shape.clear();
-  bool fits = t.shape.size() == f.info.shape.size();
-  for (size_t d = 0; fits && d < t.shape.size(); ++d) fits = t.shape[d] < 0 || t.shape[d] == f.info.shape[d];
+  if (t.shape.empty() && elements == 1) f.shape.clear();
+  bool fits = t.shape.size() == f.shape.size();
+  for (size_t d = 0; fits && d < t.shape.size(); ++d) fits = t.shape[d] < 0 || t.shape[d] == f.shape[d];
   if (!fits) fail(what + ": the model declares shape " + shape_text(t.shape) + ", the file is " + shape_text(f.info.shape));
 }
 
@@ -87,6 +88,7 @@ std::vector<InputFile> match_inputs(const RunArgs& a, const std::vector<TensorIn
     if (std::any_of(files.begin(), files.end(), [&](const InputFile& x) { return x.name == f.name; }))
       fail(a.model + ": input '" + f.name + "' is given twice");
     f.info = io::read_npy_info(f.path);
+    f.shape = f.info.shape;
     for (const TensorInfo& t : declared)
       if (t.name == f.name) check_against_declared(a.model, t, f);
     files.push_back(std::move(f));
@@ -135,7 +137,7 @@ void register_run(CLI::App& app) {
     if (model) {
       for (const InputFile& f : files)
         for (const TensorInfo& t : model->inputs())
-          if (t.name == f.name && t.shape != f.info.shape)
+          if (t.name == f.name && t.shape != f.shape)
             fail(a->plan + ": the plan was made for other input shapes (input '" + f.name +
                  "'); compile a plan for these inputs or run without --plan");
     } else {
@@ -145,7 +147,7 @@ void register_run(CLI::App& app) {
       options.bounds = shapes.bounds;
       options.static_only = shapes.static_only;
       options.strategy = a->strategy;
-      for (const InputFile& f : files) options.input_shapes[f.name] = f.info.shape;
+      for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
       model = CompiledModel::compile(a->model, options);
     }
 
@@ -154,7 +156,7 @@ void register_run(CLI::App& app) {
     // is reused once its input has been read).
     auto load_inputs = [&] {
       for (const InputFile& f : files) {
-        void* slot = session.input_buffer(f.name, static_cast<int32_t>(f.info.dtype), f.info.shape, f.info.data_bytes);
+        void* slot = session.input_buffer(f.name, static_cast<int32_t>(f.info.dtype), f.shape, f.info.data_bytes);
         io::read_npy_data(f.path, f.info, slot, f.info.data_bytes);
       }
     };

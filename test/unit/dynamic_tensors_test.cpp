@@ -1,0 +1,168 @@
+// Dynamic tensors: a size that no inference, folding or bound fixes (a Loop whose trip count is a
+// run-time input, with scan outputs) is allocated by the session outside the arena, and so is
+// what it flows into; the rest stays planned. --static refuses such models instead.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "memplan/memplan.h"
+#include "plan/compile.h"
+#include "plan/verifier.h"
+#include "support/model_builder.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+// stack[k] = x0 + 0 + 1 + ... + k over a run-time trip count n; then doubled = 2 * stack,
+// t = transpose(doubled), total = sum(doubled), shp = shape(doubled).
+ModelBuilder loop_model() {
+  ModelBuilder b("dynamic", 13);
+  auto& g = b.graph();
+  add_input(g, "n", elem::kInt64, {});
+  add_input(g, "x0", elem::kFloat, {2});
+  onnx::GraphProto body = loop_body_skeleton("body");
+  add_input(body, "x_in", elem::kFloat, {2});
+  auto* cast = add_node(body, "Cast", {"iter"}, {"iter_f"}, "iter_f");
+  attr_int(cast, "to", elem::kFloat);
+  add_node(body, "Add", {"x_in", "iter_f"}, {"x_out"}, "add");
+  add_node(body, "Identity", {"x_out"}, {"scan"}, "scan");
+  add_output(body, "x_out", elem::kFloat, {2});
+  add_output(body, "scan", elem::kFloat, {2});
+  auto* loop = add_node(g, "Loop", {"n", "", "x0"}, {"x_final", "stack"}, "loop");
+  attr_graph(loop, "body", body);
+  add_initializer(g, tensor_f32("two", {}, {2.f}));
+  add_node(g, "Mul", {"stack", "two"}, {"doubled"}, "double");
+  auto* tr = add_node(g, "Transpose", {"doubled"}, {"t"}, "transpose");
+  attr_ints(tr, "perm", {1, 0});
+  auto* sum = add_node(g, "ReduceSum", {"doubled"}, {"total"}, "total");
+  attr_int(sum, "keepdims", 0);
+  add_node(g, "Shape", {"doubled"}, {"shp"}, "shape");
+  add_output(g, "x_final", elem::kFloat, {2});
+  add_output(g, "t", elem::kFloat, {2, "k"});
+  add_output(g, "total", elem::kFloat, {});
+  add_output(g, "shp", elem::kInt64, {2});
+  return b;
+}
+
+std::string write(const ModelBuilder& b, const std::string& file) {
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  return path;
+}
+
+std::vector<float> floats(const TensorRef& r) {
+  const float* p = static_cast<const float*>(r.data);
+  return {p, p + r.bytes / 4};
+}
+
+void run_loop(Session& s, int64_t n) {
+  const std::vector<float> x0{1, 2};
+  s.set_input("n", kInt64, std::vector<int64_t>{}, &n, 8);
+  s.set_input("x0", kFloat32, std::vector<int64_t>{2}, x0.data(), 8);
+  s.run();
+}
+
+}  // namespace
+
+TEST_CASE("dynamic tensors: a run-time trip count's scan output and what it flows into run outside the arena",
+          "[dynamic]") {
+  const std::string path = write(loop_model(), "memplan_dynamic_loop.onnx");
+  auto model = CompiledModel::compile(path, {});
+  const std::string report = model->report_json();
+  // The scan output and the two tensors sized by it are dynamic; Shape and ReduceSum have
+  // static outputs and stay planned.
+  for (const char* name : {"\"stack\"", "\"doubled\"", "\"t\""}) CHECK_THAT(report, Catch::Contains(name));
+  CHECK_THAT(model->report_text(), Catch::Contains("'stack' [?, 2] from loop; --bound stack=<dims>"));
+
+  for (bool guard : {false, true}) {
+    INFO("guard mode " << guard);
+    Session s(model, SessionOptions{guard});
+    run_loop(s, 4);  // stack = [1 2], [2 3], [4 5], [7 8]
+    CHECK(floats(s.output("t")) == std::vector<float>{2, 4, 8, 14, 4, 6, 10, 16});
+    CHECK(floats(s.output("total")) == std::vector<float>{64});
+    CHECK(floats(s.output("x_final")) == std::vector<float>{7, 8});
+    const auto* shp = static_cast<const int64_t*>(s.output("shp").data);
+    CHECK(std::vector<int64_t>(shp, shp + 2) == std::vector<int64_t>{4, 2});
+    TensorRef t = s.output("t");
+    CHECK(std::vector<int64_t>(t.shape.begin(), t.shape.end()) == std::vector<int64_t>{2, 4});
+
+    run_loop(s, 7);  // longer: the buffers grow, the kernels are made again for the new shapes
+    t = s.output("t");
+    CHECK(std::vector<int64_t>(t.shape.begin(), t.shape.end()) == std::vector<int64_t>{2, 7});
+    CHECK(floats(s.output("t"))[6] == 2 * (1 + 21));  // x0[0] + 0 + 1 + ... + 6, doubled
+
+    run_loop(s, 0);  // no iteration: empty tensors
+    t = s.output("t");
+    CHECK(std::vector<int64_t>(t.shape.begin(), t.shape.end()) == std::vector<int64_t>{2, 0});
+    CHECK(floats(s.output("total")) == std::vector<float>{0});
+
+    // The largest size each took: 7 rows of 2 floats.
+    for (const DynamicTensorUse& d : s.dynamic_tensors()) CHECK(d.max_bytes == 7 * 2 * 4);
+    CHECK(s.dynamic_tensors().size() == 3);
+  }
+}
+
+TEST_CASE("dynamic tensors: --static refuses them, naming the tensor and the --bound", "[dynamic]") {
+  const std::string path = write(loop_model(), "memplan_dynamic_strict.onnx");
+  CompileOptions o;
+  o.static_only = true;
+  CHECK_THROWS_WITH(CompiledModel::compile(path, o), Catch::Contains("'stack'") && Catch::Contains("--bound stack="));
+  o.bounds["stack"] = {8, 2};  // with a bound the whole chain is planned in the arena
+  auto model = CompiledModel::compile(path, o);
+  CHECK_THAT(model->report_json(), Catch::Contains("\"dynamic_tensors\": []"));
+  Session s(model);
+  run_loop(s, 4);
+  CHECK(floats(s.output("t")) == std::vector<float>{2, 4, 8, 14, 4, 6, 10, 16});
+  CHECK(s.dynamic_tensors().empty());
+}
+
+TEST_CASE("dynamic tensors: the verifier wants the plan to list exactly the dynamic tensors", "[dynamic][verifier]") {
+  const std::string path = write(loop_model(), "memplan_dynamic_verify.onnx");
+  Compiled c = compile_model(path, {}, {});
+  REQUIRE(c.plan.dynamic_tensors_size() == 3);
+  REQUIRE_NOTHROW(verify_plan(c.model, c.plan));
+  planfile::Plan missing = c.plan;
+  missing.mutable_dynamic_tensors()->RemoveLast();
+  CHECK_THROWS_WITH(verify_plan(c.model, missing), Catch::Contains("is not listed once"));
+  planfile::Plan extra = c.plan;
+  extra.add_dynamic_tensors()->set_name("x_final");
+  CHECK_THROWS_WITH(verify_plan(c.model, extra), Catch::Contains("'x_final'"));
+}
+
+TEST_CASE("dynamic tensors: inside a subgraph they are refused, naming the tensor and the --bound", "[dynamic]") {
+  // An inner Loop whose trip count is the outer iteration number: its scan output has a size only
+  // the run decides, inside the outer body's frame.
+  ModelBuilder b("nested", 13);
+  auto& g = b.graph();
+  add_input(g, "n", elem::kInt64, {});
+  add_input(g, "x0", elem::kFloat, {2});
+  onnx::GraphProto inner = loop_body_skeleton("inner", "i_");
+  add_input(inner, "i_x", elem::kFloat, {2});
+  add_node(inner, "Identity", {"i_x"}, {"i_x_out"}, "i_pass");
+  add_node(inner, "Identity", {"i_x"}, {"i_scan"}, "i_scan");
+  add_output(inner, "i_x_out", elem::kFloat, {2});
+  add_output(inner, "i_scan", elem::kFloat, {2});
+  onnx::GraphProto outer = loop_body_skeleton("outer", "o_");
+  add_input(outer, "o_x", elem::kFloat, {2});
+  auto* l = add_node(outer, "Loop", {"o_iter", "", "o_x"}, {"o_x_out", "inner_stack"}, "inner_loop");
+  attr_graph(l, "body", inner);
+  add_node(outer, "ReduceSum", {"inner_stack"}, {"o_sum"}, "o_sum");
+  add_output(outer, "o_x_out", elem::kFloat, {2});
+  add_output(outer, "o_sum", elem::kFloat, {1, 1});
+  auto* loop = add_node(g, "Loop", {"n", "", "x0"}, {"x_final", "sums"}, "outer_loop");
+  attr_graph(loop, "body", outer);
+  add_output(g, "x_final", elem::kFloat, {2});
+  add_output_unranked(g, "sums", elem::kFloat);
+  const std::string path = write(b, "memplan_dynamic_nested.onnx");
+  try {
+    CompiledModel::compile(path, {});
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("'inner_stack'") && Catch::Contains("inside a subgraph") &&
+                             Catch::Contains("--bound inner_stack="));
+  }
+}
