@@ -9,9 +9,14 @@ namespace memplan::plan {
 
 bool is_bound_output(const Graph& g, const Value* v) {
   if (!g.owner) return false;
-  if (v->graph != &g || !v->producer || v->constant) return false;
+  if (v->graph != &g || !v->producer || v->constant || v->dynamic) return false;
   // A value returned twice is bound once; the second place gets a copy.
-  return std::count(g.outputs.begin(), g.outputs.end(), v) == 1;
+  const auto at = std::find(g.outputs.begin(), g.outputs.end(), v);
+  if (std::count(at, g.outputs.end(), v) != 1) return false;
+  // An If output whose size only the run decides has no memory before the branch finishes.
+  const size_t k = static_cast<size_t>(at - g.outputs.begin());
+  const Node& n = *g.owner;
+  return !(n.op_type == "If" && k < n.outputs.size() && n.outputs[k] && n.outputs[k]->dynamic);
 }
 
 std::vector<LocalBuffer> tensor_buffers(const Graph& g) {

@@ -29,7 +29,8 @@ struct LocalBuffer {
 };
 
 // True when `v`, an output of subgraph `g`, is written by g's own node straight into the memory
-// the parent provides (so it gets no buffer of its own). Otherwise the executor copies it there.
+// the parent provides (so it gets no buffer of its own). Otherwise the executor copies it there:
+// a value returned twice, a constant, an input, a dynamic tensor, or into a dynamic If output.
 bool is_bound_output(const Graph& g, const Value* v);
 
 // The values of `g` that need memory of g's frame, with lifetimes in g's steps (node indices).

@@ -253,14 +253,19 @@ planfile::Plan plan_memory(const Model& model, const PlanOptions& options) {
     }
   if (options.strategy != Strategy::Auto) plan.set_chosen_strategy(std::string(plan::strategy_name(options.strategy)));
   else if (main.frame < best) plan.set_chosen_strategy("auto (per graph)");
-  for (const auto& v : model.main->values)
-    if (v->dynamic) {
-      planfile::DynamicTensor& d = *plan.add_dynamic_tensors();
-      d.set_name(v->name);
-      d.set_producer(v->producer ? v->producer->name : "");
-      d.set_shape(v->type.shape_string());
-      d.set_dtype(static_cast<int32_t>(v->type.dtype));
-    }
+  int graph_index = 0;  // plan.graphs is in for_each_graph's order
+  for_each_graph(*model.main, [&](Graph& g) {
+    for (const auto& v : g.values)
+      if (v->dynamic) {
+        planfile::DynamicTensor& d = *plan.add_dynamic_tensors();
+        d.set_name(v->name);
+        d.set_producer(v->producer ? v->producer->name : "");
+        d.set_shape(v->type.shape_string());
+        d.set_dtype(static_cast<int32_t>(v->type.dtype));
+        d.set_graph(graph_index);
+      }
+    ++graph_index;
+  });
   uint64_t weights = 0;
   for_each_graph(*model.main, [&](Graph& g) {
     for (const auto& v : g.values)

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "memplan/error.h"
+#include "plan/lifetimes.h"
 
 namespace memplan {
 namespace {
@@ -90,24 +91,22 @@ class Verifier {
     return last;
   }
 
-  // Dynamic tensors live outside the arena: the plan lists exactly the IR's (so the session
-  // allocates each one) and places none of them. They occur only in the main graph.
+  // Dynamic tensors live outside the arena: the plan lists exactly the IR's, each with its graph
+  // (so the session allocates each one), and places none of them.
   void verify_dynamic() {
-    std::map<std::string, int> listed;
-    for (const auto& d : plan_.dynamic_tensors()) ++listed[d.name()];
-    for_each_graph(const_cast<Graph&>(*model_.main), [&](Graph& g) {
-      for (const auto& v : g.values) {
+    std::map<std::pair<int, std::string>, int> listed;
+    for (const auto& d : plan_.dynamic_tensors()) ++listed[{d.graph(), d.name()}];
+    for (const auto& [graph, index] : index_)
+      for (const auto& v : graph->values) {
         if (!v->dynamic) continue;
-        if (g.owner) reject(g.path() + ": dynamic tensor '" + v->name + "' inside a subgraph");
-        if (listed[v->name]-- != 1) reject("dynamic tensor '" + v->name + "' is not listed once in the plan");
+        if (listed[{index, v->name}]-- != 1)
+          reject(graph->path() + ": dynamic tensor '" + v->name + "' is not listed once in the plan");
+        for (const auto& b : plan_.graphs(index).buffers())
+          if (b.kind() == planfile::Buffer::TENSOR && b.name() == v->name)
+            reject(graph->path() + ": dynamic tensor '" + v->name + "' has arena memory in the plan");
       }
-    });
-    for (const auto& [name, left] : listed)
-      if (left > 0) reject("the plan lists '" + name + "' as dynamic, the model does not");
-    for (const auto& b : plan_.graphs(0).buffers()) {
-      const Value* v = b.kind() == planfile::Buffer::TENSOR ? model_.main->find_local(b.name()) : nullptr;
-      if (v && v->dynamic) reject("dynamic tensor '" + v->name + "' has arena memory in the plan");
-    }
+    for (const auto& [key, left] : listed)
+      if (left > 0) reject("the plan lists '" + key.second + "' as dynamic, the model does not");
   }
 
   const planfile::Buffer& buffer_named(const planfile::GraphPlan& gp, const std::string& name, const Graph& g) {
@@ -146,9 +145,7 @@ class Verifier {
       if (v->constant || v->dynamic) continue;
       const bool main = g.owner == nullptr;
       if (!main && (v->is_graph_input || !v->producer)) continue;
-      const bool bound = !main && v->is_graph_output && v->producer &&
-                         std::count(g.outputs.begin(), g.outputs.end(), v.get()) == 1;
-      if (bound) continue;
+      if (plan::is_bound_output(g, v.get())) continue;
       const planfile::Buffer& b = buffer_named(gp, v->name, g);
       if (b.size() < v->capacity_bytes) reject(where + ": buffer '" + v->name + "' is smaller than the tensor");
       int64_t first = v->producer ? step.at(v->producer) : 0;

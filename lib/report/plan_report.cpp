@@ -83,9 +83,11 @@ std::string plan_report_text(const planfile::Plan& p) {
   }
   if (p.dynamic_tensors_size() > 0) {
     o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
-    for (const auto& d : p.dynamic_tensors())
-      o << "  '" << d.name() << "' " << d.shape() << " from " << d.producer() << "; --bound " << d.name()
-        << "=<dims> would plan it in the arena\n";
+    for (const auto& d : p.dynamic_tensors()) {
+      const bool known = d.graph() > 0 && d.graph() < p.graphs_size();
+      o << "  '" << d.name() << "' " << d.shape() << " from " << d.producer() << (known ? " in " + p.graphs(d.graph()).path() : "")
+        << "; --bound " << d.name() << "=<dims> would plan it in the arena\n";
+    }
   }
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
@@ -117,7 +119,7 @@ std::string plan_report_json(const planfile::Plan& p, const std::string& extra) 
   for (int i = 0; i < p.dynamic_tensors_size(); ++i) {
     const auto& d = p.dynamic_tensors(i);
     o << (i ? ", " : "") << "{\"name\": " << json_string(d.name()) << ", \"producer\": " << json_string(d.producer())
-      << ", \"shape\": " << json_string(d.shape()) << "}";
+      << ", \"shape\": " << json_string(d.shape()) << ", \"graph\": " << d.graph() << "}";
   }
   o << "], \"graphs\": [";
   for (int gi = 0; gi < p.graphs_size(); ++gi) {

@@ -65,8 +65,13 @@ void Session::Impl::run_if(const NodeExec& ne) {
       inner.capacity = view(ne.outputs[k]).capacity;
     }
   run_graph(g);
-  for (size_t k = 0; k < g.outputs.size(); ++k)
-    if (ne.outputs[k] >= 0) copy_into(view(ne.outputs[k]), view(m.id(g.outputs[k])), n, "branch output");
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    if (ne.outputs[k] < 0) continue;
+    const rt::TensorView& inner = view(m.id(g.outputs[k]));
+    if (m.homes[static_cast<size_t>(ne.outputs[k])] == CompiledModel::Impl::Home::Dynamic)
+      reserve_dynamic(ne.outputs[k], inner.byte_size(), false);
+    copy_into(view(ne.outputs[k]), inner, n, "branch output");
+  }
 }
 
 void Session::Impl::run_loop(const NodeExec& ne) {

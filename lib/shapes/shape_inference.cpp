@@ -233,21 +233,23 @@ class ShapeInference {
     }
   }
 
-  // A dynamic tensor is allocated and sized by the session when its producer runs. That holds in
-  // the main graph, where only ordinary nodes (and a Loop's scan outputs) write and read it; a
-  // subgraph's frame, a region or a loop slot needs every size at compile time.
+  // A dynamic tensor is allocated and sized by the session when its producer runs, in any graph:
+  // ordinary nodes read and write it, If branches return it (copied into the If's output, dynamic
+  // too), subgraphs capture it. What the planner lays out at compile time cannot hold one: a Loop
+  // or Scan slot (carried values, states), a scan input's slices or a body's per-iteration output.
   static void make_dynamic(const Graph& g, Value& v, const std::string& what) {
-    const std::string hint = "; give an upper bound with --bound " + v.name + "=<dims>";
-    if (g.owner)
-      fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() +
-                       " inside a subgraph, where memplan needs every size at compile time" + hint);
-    if (v.producer && v.producer->op_type == "If")
-      fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() +
-                       ", which an If output cannot have yet" + hint);
-    for (const Node* c : v.consumers)
-      if (c->is_control_flow())
-        fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() + " and is read by " +
-                         c->describe() + ", which needs every size at compile time" + hint);
+    auto refuse = [&](const std::string& why) {
+      fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() + ", but " + why +
+                       "; give an upper bound with --bound " + v.name + "=<dims>");
+    };
+    if (g.owner && g.owner->op_type != "If" && std::count(g.outputs.begin(), g.outputs.end(), &v))
+      refuse("a " + g.owner->op_type + " body returns it, which needs its size at compile time");
+    for (const Node* c : v.consumers) {
+      if (c->op_type != "Loop" && c->op_type != "Scan") continue;
+      const size_t first_sized = c->op_type == "Loop" ? 2 : 0;  // a Loop's trip count and condition are read as data
+      for (size_t i = first_sized; i < c->inputs.size(); ++i)
+        if (c->inputs[i] == &v) refuse(c->describe() + " carries or scans it in slots planned at compile time");
+    }
     v.dynamic = true;
     v.shape_varies = true;
     v.capacity_known = true;
