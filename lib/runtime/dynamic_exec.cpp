@@ -4,6 +4,7 @@
 
 #include "memplan/error.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/kernels/shape_common.h"
 #include "shapes/onnx_inference.h"
 #include "shapes/runtime_bounds.h"
 #include "util/checked.h"
@@ -18,24 +19,13 @@ bool shows_values(const TensorView& v) {
   return (v.dtype == DType::Int64 || v.dtype == DType::Int32) && v.element_count() <= kMaxShownElements;
 }
 
-int64_t int_at(const TensorView& v, uint64_t i) {
-  if (v.dtype == DType::Int32) {
-    int32_t x;
-    std::memcpy(&x, v.data + i * 4, 4);
-    return x;
-  }
-  int64_t x;
-  std::memcpy(&x, v.data + i * 8, 8);
-  return x;
-}
-
 void append_signature(std::vector<int64_t>& sig, std::span<const TensorView> inputs) {
   sig.clear();
   for (const TensorView& v : inputs) {
     sig.push_back(v.data ? v.rank : -1);
     for (int d = 0; d < v.rank; ++d) sig.push_back(v.dims[static_cast<size_t>(d)]);
     if (v.data && shows_values(v))
-      for (uint64_t i = 0; i < v.element_count(); ++i) sig.push_back(int_at(v, i));
+      for (uint64_t i = 0; i < v.element_count(); ++i) sig.push_back(shape::int_at(v, i));
   }
 }
 
