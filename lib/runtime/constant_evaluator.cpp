@@ -43,10 +43,16 @@ struct AlignedBuffer {
   std::vector<std::byte> storage;
 };
 
+// Ops whose every run differs: folding them would freeze one draw into the model.
+bool is_random(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" ||
+         op == "Bernoulli" || op == "Multinomial";
+}
+
 }  // namespace
 
 std::optional<std::vector<Tensor>> evaluate_with_kernel(const Node& n, const std::string& file) {
-  if (n.is_control_flow() || n.outputs.empty()) return std::nullopt;
+  if (n.is_control_flow() || n.outputs.empty() || (n.domain.empty() && is_random(n.op_type))) return std::nullopt;
   for (const Value* in : n.inputs)
     if (in && !in->constant) return std::nullopt;
   std::vector<uint64_t> capacities;
@@ -59,8 +65,8 @@ std::optional<std::vector<Tensor>> evaluate_with_kernel(const Node& n, const std
   const rt::KernelFactory factory = rt::KernelRegistry::instance().find(n.op_type, n.domain);
   if (!factory) return std::nullopt;
 
-  // One engine for every compile: oneDNN primitives made here live only for this call.
-  static rt::DnnlContext dnnl;
+  // One engine and stream per compiling thread: primitives made here live only for this call.
+  thread_local rt::DnnlContext dnnl;
   const rt::KernelEnv env{&dnnl, file};
   try {
     std::unique_ptr<rt::Kernel> kernel = factory(n, env);

@@ -17,7 +17,8 @@ constexpr uint64_t kMaxKernelFoldedElements = 1 << 16;
 // The node's outputs, when every input is a constant (or omitted), every output has a static
 // type or a known capacity, each is at most kMaxKernelFoldedElements elements, and memplan has a
 // kernel for it. std::nullopt otherwise, and also when the kernel refuses the node or the data
-// (then the node stays, and a run that reaches it reports the error in its own words).
+// (then the node stays, and a run that reaches it reports the error in its own words). Random
+// ops are never folded.
 std::optional<std::vector<Tensor>> evaluate_with_kernel(const Node& node, const std::string& file);
 
 }  // namespace memplan
