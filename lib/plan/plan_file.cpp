@@ -20,6 +20,45 @@ constexpr size_t kMagicSize = 8;
 constexpr size_t kLengthSize = 8;
 constexpr size_t kDigestSize = 64;  // hex SHA-256 of the payload
 
+// `offset + size <= limit`, without overflow.
+bool fits(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
+
+// A checksum only proves the file is what some writer wrote; the structure is checked before
+// anything walks it: graphs form a tree whose parents come first (so no walk up the parents can
+// loop), every index is in range, every buffer, frame and slot lies inside what holds it.
+void check_structure(const planfile::Plan& p, const std::string& path) {
+  auto invalid = [&](const std::string& why) { fail(path + ": plan file is invalid: " + why); };
+  if (p.alignment() == 0 || (p.alignment() & (p.alignment() - 1)) != 0) invalid("alignment is not a power of two");
+  if (p.graphs_size() == 0) invalid("it has no graphs");
+  for (int gi = 0; gi < p.graphs_size(); ++gi) {
+    const int parent = p.graphs(gi).parent();
+    if (gi == 0 ? parent != -1 : (parent < 0 || parent >= gi))
+      invalid("graph " + std::to_string(gi) + " names parent " + std::to_string(parent) +
+              " (a graph's parent comes before it)");
+  }
+  for (int gi = 0; gi < p.graphs_size(); ++gi) {
+    const planfile::GraphPlan& g = p.graphs(gi);
+    const std::string where = "graph " + std::to_string(gi);
+    if (!fits(g.base_offset(), g.frame_bytes(), p.arena_bytes())) invalid(where + ": its frame leaves the arena");
+    if (g.num_steps() < 0) invalid(where + ": negative step count");
+    for (const auto& b : g.buffers())
+      if (!fits(b.offset(), b.size(), g.frame_bytes()) || b.first() < 0 || b.last() < b.first())
+        invalid(where + ": buffer '" + b.name() + "' lies outside its frame or has no lifetime");
+    for (const auto& r : g.regions()) {
+      if (r.buffer() < 0 || r.buffer() >= g.buffers_size()) invalid(where + ": region of '" + r.node() + "' has no buffer");
+      const uint64_t region_bytes = g.buffers(r.buffer()).size();
+      for (int s : r.subgraphs())
+        if (s <= gi || s >= p.graphs_size() || p.graphs(s).parent() != gi)
+          invalid(where + ": region of '" + r.node() + "' names graph " + std::to_string(s) + ", not a child of it");
+      for (const auto& c : r.carried())
+        if (!fits(c.slot0(), c.size(), region_bytes) || !fits(c.slot1(), c.size(), region_bytes))
+          invalid(where + ": a slot of '" + c.name() + "' lies outside its region");
+    }
+  }
+  for (const auto& d : p.dynamic_tensors())
+    if (d.graph() < 0 || d.graph() >= p.graphs_size()) invalid("dynamic tensor '" + d.name() + "' names no graph");
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
@@ -76,6 +115,7 @@ planfile::Plan read_plan_file(const std::string& path) {
   if (plan.format_version() != kPlanFormatVersion)
     fail_unsupported(path + ": plan format version " + std::to_string(plan.format_version()) +
                      " is not supported (this memplan reads version " + std::to_string(kPlanFormatVersion) + ")");
+  check_structure(plan, path);
   return plan;
 }
 

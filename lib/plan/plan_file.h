@@ -12,7 +12,9 @@ constexpr uint32_t kPlanFormatVersion = 1;
 
 // Writes atomically: a temporary file in the same folder, then rename.
 void write_plan_file(const planfile::Plan& plan, const std::string& path);
-// Throws memplan::Error naming the file: not a plan, truncated, corrupt, or another format version.
+// Throws memplan::Error naming the file: not a plan, truncated, corrupt, another format version, or
+// structurally invalid (a parent that does not come first, an index out of range, a buffer, frame
+// or slot outside what holds it), whatever its checksum says.
 planfile::Plan read_plan_file(const std::string& path);
 
 // Writes `contents` to `path` atomically (temporary name, then rename); nothing is left on failure.

@@ -1,6 +1,8 @@
 // The whole-model planner and the independent verifier, on the example models.
 #include <catch2/catch.hpp>
 
+#include "support/cli_runner.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -151,6 +153,39 @@ TEST_CASE("plan files round-trip and refuse truncation, corruption and other mod
   write("not a plan at all");
   CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("not a memplan plan file"));
   CHECK_THROWS_WITH(load_model_for_plan(model_path("tiny_mlp"), back), Catch::Contains("another model"));
+}
+
+TEST_CASE("plan files with a valid checksum but a broken structure are refused before anything walks them",
+          "[planner][planfile]") {
+  Compiled c = compile("example");
+  REQUIRE(c.plan.graphs_size() >= 3);
+  const std::string path = std::string(MEMPLAN_BINARY_DIR) + "/test_broken.mplan";
+  auto refused = [&](planfile::Plan p, const std::string& says) {
+    write_plan_file(p, path);  // a correct checksum: only the structure is wrong
+    INFO(says);
+    CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("plan file is invalid") && Catch::Contains(says));
+    memplan::test::Run r = memplan::test::run_cli({"inspect", path});
+    CHECK_FALSE(r.signaled);
+    CHECK(r.exit_code == 2);
+  };
+  planfile::Plan p = c.plan;
+  p.mutable_graphs(1)->set_parent(1000);  // out of range: the report indexed past the graphs
+  refused(p, "graph 1 names parent 1000");
+  p = c.plan;
+  p.mutable_graphs(1)->set_parent(2);  // with graph 2's parent 1, a cycle: inspect looped forever
+  refused(p, "graph 1 names parent 2");
+  p = c.plan;
+  p.mutable_graphs(0)->mutable_buffers(0)->set_offset(UINT64_MAX - 8);  // offset + size wraps around
+  refused(p, "lies outside its frame");
+  p = c.plan;
+  p.mutable_graphs(0)->mutable_regions(0)->set_buffer(-1);
+  refused(p, "has no buffer");
+  p = c.plan;
+  p.mutable_graphs(0)->set_frame_bytes(p.arena_bytes() + 1);
+  refused(p, "its frame leaves the arena");
+  p = c.plan;
+  p.set_alignment(3);
+  refused(p, "alignment");
 }
 
 TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner][conformance]") {
