@@ -153,12 +153,14 @@ class Verifier {
       if (main && v->is_graph_output) end = final_step;
       needs.push_back({&b, first, end});
     }
+    // A scratchpad or region lives at its node's step only (node names need not be unique).
     for (const auto& b : gp.buffers()) {
       if (b.kind() == planfile::Buffer::TENSOR) continue;
-      const std::string node = b.name().substr(b.name().find(':') + 1);
-      auto it = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const auto& n) { return n->name == node; });
-      if (it == g.nodes.end()) reject(where + ": '" + b.name() + "' names no node of this graph");
-      needs.push_back({&b, step.at(it->get()), step.at(it->get())});
+      if (b.first() < 0 || static_cast<size_t>(b.first()) >= g.nodes.size() ||
+          g.nodes[static_cast<size_t>(b.first())]->name != b.producer())
+        reject(where + ": '" + b.name() + "' is at step " + std::to_string(b.first()) + ", where node '" + b.producer() +
+               "' is not");
+      needs.push_back({&b, b.first(), b.first()});
     }
     for (const Need& n : needs) add(*n.buffer, n.first, n.last, 0, base);
     check_disjoint(uses, where);

@@ -95,14 +95,15 @@ void bind_plan(CompiledModel::Impl& m) {
   for (size_t gi = 0; gi < graphs.size(); ++gi) {
     const Graph& g = *graphs[gi];
     const auto& gp = m.plan.graphs(static_cast<int>(gi));
+    // A scratchpad or region belongs to the node at its step: node names need not be unique.
+    auto node_at = [&](int32_t step, const std::string& name) -> NodeExec& {
+      if (step < 0 || static_cast<size_t>(step) >= g.nodes.size() || g.nodes[static_cast<size_t>(step)]->name != name)
+        fail(m.model.path + ": the plan names a node '" + name + "' at step " + std::to_string(step) +
+             " that the model does not have there");
+      return m.nodes[static_cast<size_t>(m.node_index.at(g.nodes[static_cast<size_t>(step)].get()))];
+    };
     for (const auto& b : gp.buffers()) {
       const uint64_t at = gp.base_offset() + b.offset();
-      const std::string node_name = b.name().substr(b.name().find(':') + 1);
-      auto node_named = [&]() -> NodeExec& {
-        for (const auto& n : g.nodes)
-          if (n->name == node_name) return m.nodes[m.node_index.at(n.get())];
-        fail(m.model.path + ": the plan names a node '" + node_name + "' the model does not have");
-      };
       switch (b.kind()) {
         case planfile::Buffer::TENSOR: {
           const Value* v = g.find_local(b.name());
@@ -110,21 +111,18 @@ void bind_plan(CompiledModel::Impl& m) {
           const int32_t id = m.id(v);
           m.homes[id] = CompiledModel::Impl::Home::Arena;
           m.offsets[id] = at;
-          m.capacities[id] = std::max(v->capacity_bytes, uint64_t{0});
+          m.capacities[id] = v->capacity_bytes;
           break;
         }
-        case planfile::Buffer::SCRATCHPAD: node_named().scratchpad_offset = at; break;
+        case planfile::Buffer::SCRATCHPAD: node_at(b.first(), b.producer()).scratchpad_offset = at; break;
         default: break;
       }
     }
     for (const auto& r : gp.regions()) {
       const uint64_t base = gp.base_offset() + gp.buffers(r.buffer()).offset();
-      NodeExec* ne = nullptr;
-      for (const auto& n : g.nodes)
-        if (n->name == r.node()) ne = &m.nodes[m.node_index.at(n.get())];
-      if (!ne) fail(m.model.path + ": the plan names a node '" + r.node() + "' the model does not have");
-      ne->slots.clear();
-      for (const auto& c : r.carried()) ne->slots.push_back({{base + c.slot0(), base + c.slot1()}, c.size()});
+      NodeExec& ne = node_at(r.step(), r.node());
+      ne.slots.clear();
+      for (const auto& c : r.carried()) ne.slots.push_back({{base + c.slot0(), base + c.slot1()}, c.size()});
     }
   }
 }
@@ -172,15 +170,18 @@ std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& mode
   impl->model = load_model_for_plan(model_path, impl->plan);
   verify_plan(impl->model, impl->plan);
   KernelSelection sel = select_all(*impl);
-  // The plan must have room for each kernel's scratchpad, as chosen on this machine.
+  // The plan must have room for each kernel's scratchpad, as chosen on this machine: a scratchpad
+  // buffer of the node's graph at the node's step.
+  std::unordered_map<const Graph*, int> graph_index;
+  for_each_graph(*impl->model.main, [&](Graph& g) { graph_index.emplace(&g, static_cast<int>(graph_index.size())); });
   for (const auto& [node, kernel] : sel.kernels) {
     const uint64_t need = kernel->scratchpad_bytes();
     if (need == 0) continue;
+    const auto& nodes = node->graph->nodes;
+    const auto step = std::find_if(nodes.begin(), nodes.end(), [n = node](const auto& p) { return p.get() == n; }) - nodes.begin();
     bool found = false;
-    for (const auto& g : impl->plan.graphs())
-      for (const auto& b : g.buffers())
-        if (b.kind() == planfile::Buffer::SCRATCHPAD && b.name() == "scratchpad:" + node->name && b.size() >= need)
-          found = true;
+    for (const auto& b : impl->plan.graphs(graph_index.at(node->graph)).buffers())
+      found = found || (b.kind() == planfile::Buffer::SCRATCHPAD && b.first() == step && b.size() >= need);
     if (!found)
       fail(plan_path + ": the plan has no room for the scratchpad of " + node->describe() +
            " (made on another machine or version?); compile it again");

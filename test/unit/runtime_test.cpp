@@ -178,3 +178,34 @@ TEST_CASE("runtime: a one-element input stands for a declared scalar, as in ONNX
   const int64_t two[2] = {1, 2};
   CHECK_THROWS_WITH(s.set_input("s", memplan::kInt64, std::vector<int64_t>{2}, two, 16), Catch::Contains("rank"));
 }
+
+TEST_CASE("runtime: two nodes of one name each get their own scratchpad (names need not be unique)", "[runtime]") {
+  using namespace memplan::test;
+  // ReduceLogSumExp takes a scratchpad as large as its output; both nodes are called "dup".
+  ModelBuilder b("dup_names", 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {2, 3});
+  auto* r0 = add_node(g, "ReduceLogSumExp", {"x"}, {"rows"}, "dup");
+  attr_ints(r0, "axes", {1});
+  auto* r1 = add_node(g, "ReduceLogSumExp", {"x"}, {"cols"}, "dup");
+  attr_ints(r1, "axes", {0});
+  add_node(g, "Neg", {"rows"}, {"y_rows"}, "neg");
+  add_output(g, "y_rows", elem::kFloat, {2, 1});
+  add_output(g, "cols", elem::kFloat, {1, 3});
+  const std::string path = (fs::temp_directory_path() / "memplan_dup_names.onnx").string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  auto model = memplan::CompiledModel::compile(path, {});
+  const std::string plan_path = (fs::temp_directory_path() / "memplan_dup_names.mplan").string();
+  model->save_plan(plan_path);
+  for (const auto& m : {model, memplan::CompiledModel::load(path, plan_path)}) {
+    memplan::Session s(m, memplan::SessionOptions{true});
+    const std::vector<float> x{0, 1, 2, 3, 4, 5};
+    s.set_input("x", memplan::kFloat32, std::vector<int64_t>{2, 3}, x.data(), 24);
+    s.run();
+    const float* rows = static_cast<const float*>(s.output("y_rows").data);
+    const float* cols = static_cast<const float*>(s.output("cols").data);
+    CHECK(rows[0] == Approx(-std::log(std::exp(0.f) + std::exp(1.f) + std::exp(2.f))));
+    CHECK(rows[1] == Approx(-std::log(std::exp(3.f) + std::exp(4.f) + std::exp(5.f))));
+    for (int j = 0; j < 3; ++j) CHECK(cols[j] == Approx(std::log(std::exp(float(j)) + std::exp(float(j + 3)))));
+  }
+}
