@@ -1,6 +1,7 @@
 #include "plan/compile.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "memplan/error.h"
 #include "onnx/importer.h"
@@ -8,6 +9,7 @@
 #include "passes/drop_noops.h"
 #include "passes/fuse_conv.h"
 #include "plan/verifier.h"
+#include "report/plan_report.h"
 #include "runtime/constant_evaluator.h"
 
 namespace memplan {
@@ -28,6 +30,17 @@ void record_shape_options(const ShapeOptions& s, planfile::Plan& plan) {
   }
 }
 
+// A plan can be valid and still not fit this machine: say so when it is made, not only when a
+// session fails to allocate it.
+void warn_if_larger_than_memory(const planfile::Plan& plan) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;
+  const auto memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  if (plan.arena_bytes() > memory)
+    spdlog::warn("{}: the arena needs {} bytes, more than this machine's {} bytes of memory; the peak is at {}",
+                 plan.model_path(), plan.arena_bytes(), memory, plan_peak_summary(plan));
+}
+
 }  // namespace
 
 ShapeOptions shape_options_of(const planfile::Plan& plan) {
@@ -46,6 +59,7 @@ planfile::Plan plan_and_verify(const Model& model, const ShapeOptions& shapes, c
   record_shape_options(shapes, plan);
   verify_plan(model, plan);
   spdlog::debug("plan verified: arena {} bytes", plan.arena_bytes());
+  warn_if_larger_than_memory(plan);
   return plan;
 }
 

@@ -56,6 +56,15 @@ uint64_t scratchpad_bytes(const planfile::Plan& plan) {
 
 }  // namespace
 
+std::string plan_peak_summary(const planfile::Plan& plan, size_t most_buffers) {
+  const Peak peak = main_peak(plan);
+  std::string out = "step " + std::to_string(peak.step) + ":";
+  for (size_t i = 0; i < peak.live.size() && i < most_buffers; ++i)
+    out += std::string(i ? "," : "") + " '" + peak.live[i]->name() + "' (" + std::to_string(peak.live[i]->size()) + " bytes)";
+  if (peak.live.size() > most_buffers) out += ", ...";
+  return out;
+}
+
 std::string plan_report_text(const planfile::Plan& p) {
   std::ostringstream o;
   o << "memory plan for " << p.model_path() << "\n";

@@ -35,7 +35,12 @@ void bind_weights(CompiledModel::Impl& m, const KernelSelection& sel) {
     if (!v->constant || sel.released.count(v)) continue;
     if (v->constant->splat) {
       splats.push_back(i);
-      m.materialized.push_back(v->constant->materialize());
+      try {
+        m.materialized.push_back(v->constant->materialize());
+      } catch (const std::bad_alloc&) {
+        fail(m.model.path + ": cannot allocate the " + std::to_string(v->constant->byte_size()) + " bytes of constant '" +
+             v->name + "' (a ConstantOfShape splat)");
+      }
     } else {
       m.weights[i] = v->constant->bytes.data();
     }

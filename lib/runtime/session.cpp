@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "memplan/error.h"
+#include "report/plan_report.h"
 #include "runtime/session_impl.h"
 
 namespace memplan {
@@ -46,7 +47,9 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   arena_bytes = m.plan.arena_bytes();
   const uint64_t alloc = (std::max<uint64_t>(arena_bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
   arena = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
-  if (!arena) throw std::bad_alloc();
+  if (!arena)
+    fail(m.model.path + ": cannot allocate the arena of " + std::to_string(alloc) + " bytes; the peak is at " +
+         plan_peak_summary(m.plan));
   views.resize(m.values.size());
   for (size_t i = 0; i < m.values.size(); ++i) {
     const Value* v = m.values[i];

@@ -270,3 +270,33 @@ TEST_CASE("run: a dynamic tensor's largest size is in the text and JSON reports"
   REQUIRE(json.exit_code == 0);
   CHECK_THAT(json.out, Catch::Contains("\"dynamic_tensor_max_bytes\": {\"sums\": "));
 }
+
+TEST_CASE("run: an arena larger than memory is named with its bytes and its peak, exit 2", "[run-cli]") {
+  using namespace memplan::test;
+  TempDir dir;
+  // Expand makes a 4 TiB tensor from one float: compile plans it (and warns), a session cannot.
+  ModelBuilder b("huge", 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {1});
+  add_initializer(g, tensor_i64("shape", {2}, {int64_t{1} << 20, int64_t{1} << 20}));
+  add_node(g, "Expand", {"x", "shape"}, {"big"}, "expand");
+  auto* sum = add_node(g, "ReduceSum", {"big"}, {"total"}, "total");
+  attr_int(sum, "keepdims", 0);
+  add_output(g, "total", elem::kFloat, {});
+  std::ofstream(dir / "huge.onnx", std::ios::binary) << b.bytes();
+  Run compile = run_cli({"compile", dir / "huge.onnx"});
+  CHECK(compile.exit_code == 0);
+  CHECK_THAT(compile.err, Catch::Contains("warning") && Catch::Contains("more than this machine's") &&
+                              Catch::Contains("'big' (4398046511104 bytes)"));
+  write_floats(dir / "x.npy", {1}, {1});
+  // AddressSanitizer aborts on an allocation this large unless told to return null, as malloc does.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string saved = asan ? asan : "";
+  setenv("ASAN_OPTIONS", (saved + (saved.empty() ? "" : ":") + "allocator_may_return_null=1").c_str(), 1);
+  Run r = run_cli({"run", dir / "huge.onnx", "--input", dir / "x.npy"});
+  if (asan) setenv("ASAN_OPTIONS", saved.c_str(), 1);
+  else unsetenv("ASAN_OPTIONS");
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("cannot allocate the arena of") && Catch::Contains("'big' (4398046511104 bytes)"));
+}
