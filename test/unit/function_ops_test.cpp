@@ -230,6 +230,21 @@ TEST_CASE("Softmax (opset 13): float32 on its kernel, float64 as its context-dep
   }
 }
 
+TEST_CASE("Softmax (opset 13) on a shape known only at run time runs as its body", "[function_ops]") {
+  // NonZero of (0, 2, 0, 5) is [[1, 3]]: the oneDNN kernel needs a static shape, the body does not.
+  // softmax(1, 3) = (1, e^2) / (1 + e^2).
+  ModelBuilder mb("softmax_dynamic", 13);
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {4});
+  add_node(g, "NonZero", {"x"}, {"nz"}, "nonzero");
+  attr_int(add_node(g, "Cast", {"nz"}, {"f"}, "cast"), "to", elem::kFloat);
+  add_node(g, "Softmax", {"f"}, {"y"}, "softmax");
+  add_output_unranked(g, "y", elem::kFloat);
+  const double e2 = std::exp(2.0);
+  auto out = run(save(mb, "softmax_dynamic"), {{"x", kFloat32, {4}, {0, 2, 0, 5}}}, {"y"}, {kFloat32});
+  require_near(out[0], {1 / (1 + e2), e2 / (1 + e2)}, 1e-6);
+}
+
 TEST_CASE("LogSoftmax (opset 13) on float64 runs as its context-dependent body", "[function_ops]") {
   // x - ln(sum(exp(x))): the row (0, ln 2, ln 5) sums to 8.
   ModelBuilder mb("logsoftmax", 13);
