@@ -1,9 +1,9 @@
 #include "passes/expand_functions.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,8 +108,8 @@ class Splicer {
     return nullptr;
   }
 
-  // Each node output the body did not make itself (a body output that is a body input, a
-  // Constant, or listed twice) gets an Identity, as inline_if gives a branch's outer outputs.
+  // Each node output the body did not make itself (a body output that is a body input or a
+  // Constant) gets an Identity, as inline_if gives a branch's outer outputs one.
   void bind_outputs() {
     const auto& outs = body_.proto.output();
     if (node_.outputs.size() > static_cast<size_t>(outs.size()))

@@ -509,6 +509,34 @@ TEST_CASE("a function body expands inside an If branch taken at run time", "[fun
   require_near(run(path, {{"c", kBool, {}, {0}}, {"x", kF64, {3}, x}}, {"y"})[0], {-x[0], -x[1], -x[2]}, 1e-12);
 }
 
+TEST_CASE("a function body expands inside a Loop body, and a GreaterOrEqual there is typed", "[function_ops]") {
+  // Two trips of x <- softmax(x) on float64 (the body), scanning x_new >= x_old as float64.
+  // From (0, ln 2, ln 5): softmax (1, 2, 5) / 8, then softmax of that.
+  ModelBuilder mb("loop_softmax", 13);
+  auto& g = mb.graph();
+  add_input(g, "x", kF64, {3});
+  add_initializer(g, tensor_i64("trips", {}, {2}));
+  add_initializer(g, tensor_bool("go", {}, {1}));
+  onnx::GraphProto body = loop_body_skeleton("body");
+  add_input(body, "x_in", kF64, {3});
+  add_node(body, "Softmax", {"x_in"}, {"x_out"}, "softmax");
+  add_node(body, "GreaterOrEqual", {"x_out", "x_in"}, {"ge"}, "ge");
+  attr_int(add_node(body, "Cast", {"ge"}, {"ge_f"}, "cast"), "to", kF64);
+  add_output(body, "x_out", kF64, {3});
+  add_output(body, "ge_f", kF64, {3});
+  attr_graph(add_node(g, "Loop", {"trips", "go", "x"}, {"y", "scan"}, "loop"), "body", body);
+  add_output(g, "y", kF64, {3});
+  add_output(g, "scan", kF64, {2, 3});
+  const Doubles s1 = {0.125, 0.25, 0.625};
+  const double sum = std::exp(s1[0]) + std::exp(s1[1]) + std::exp(s1[2]);
+  const Doubles s2 = {std::exp(s1[0]) / sum, std::exp(s1[1]) / sum, std::exp(s1[2]) / sum};
+  auto out = run(save(mb, "loop_softmax"), {{"x", kF64, {3}, {0, std::log(2.0), std::log(5.0)}}}, {"y", "scan"});
+  require_near(out[0], s2, 1e-12);
+  // Trip 1: 1/8 >= 0, 1/4 < ln 2, 5/8 < ln 5. Trip 2: s2 is about (0.264, 0.300, 0.436) against
+  // (0.125, 0.25, 0.625).
+  require_near(out[1], {1, 0, 0, 1, 1, 0}, 0);
+}
+
 TEST_CASE("a function body ONNX rejects is reported in one line naming the file and node", "[function_ops]") {
   // Softmax on float64 runs as its body, whose ReduceMax gets axis 2 of a rank-2 input.
   ModelBuilder mb("bad_softmax", 13);
