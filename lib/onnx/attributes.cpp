@@ -1,5 +1,7 @@
 #include "onnx/attributes.h"
 
+#include <cstring>
+
 #include "memplan/error.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
@@ -8,6 +10,15 @@ namespace memplan {
 
 namespace {
 using AP = onnx::AttributeProto;
+
+template <typename T>
+Tensor scalar_tensor(DType dtype, T value) {
+  Tensor t;
+  t.dtype = dtype;
+  t.bytes.resize(sizeof(T));
+  std::memcpy(t.bytes.data(), &value, sizeof(T));
+  return t;
+}
 
 // Old exporters leave `type` unset; the field that is filled tells the kind.
 AP::AttributeType kind_of(const AP& p) {
@@ -60,6 +71,26 @@ void attribute_to_proto(const Attribute& a, AP& p) {
     case Attribute::Kind::Graphs: p.set_type(AP::GRAPHS); break;
     case Attribute::Kind::Other: break;
   }
+}
+
+Tensor constant_node_value(const onnx::NodeProto& np, const std::filesystem::path& model_dir, const std::string& what) {
+  if (np.attribute_size() != 1) fail(what + " must have exactly one value attribute");
+  const auto& a = np.attribute(0);
+  if (a.name() == "value") return tensor_from_proto(a.t(), model_dir, what);
+  if (a.name() == "value_float") return scalar_tensor(DType::Float32, a.f());
+  if (a.name() == "value_int") return scalar_tensor(DType::Int64, a.i());
+  if (a.name() == "value_floats") {
+    Tensor t = scalar_tensor(DType::Float32, 0.f);
+    t.dims = {a.floats_size()};
+    t.bytes.resize(static_cast<size_t>(a.floats_size()) * 4);
+    if (a.floats_size()) std::memcpy(t.bytes.data(), a.floats().data(), t.bytes.size());
+    return t;
+  }
+  if (a.name() == "value_ints") {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    return make_int64_tensor({static_cast<int64_t>(v.size())}, v);
+  }
+  fail_unsupported(what + ": attribute '" + a.name() + "' (string or sparse constants) is not supported");
 }
 
 }  // namespace memplan

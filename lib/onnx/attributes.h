@@ -7,6 +7,7 @@
 
 namespace onnx {
 class AttributeProto;
+class NodeProto;
 }
 
 namespace memplan {
@@ -16,5 +17,9 @@ Attribute attribute_from_proto(const onnx::AttributeProto& proto, const std::fil
                                const std::string& what);
 // For ONNX's shape inference functions; graph attributes are not converted.
 void attribute_to_proto(const Attribute& a, onnx::AttributeProto& proto);
+
+// The value of a Constant node (value, value_float(s), value_int(s)); `what` names the node.
+// Fails on anything else (string and sparse constants are not supported).
+Tensor constant_node_value(const onnx::NodeProto& np, const std::filesystem::path& model_dir, const std::string& what);
 
 }  // namespace memplan

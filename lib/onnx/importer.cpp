@@ -192,33 +192,7 @@ class Importer {
   }
 
   Tensor constant_value(const onnx::NodeProto& np, const Graph& g) {
-    const std::string what = where(g) + ": Constant node '" + np.name() + "'";
-    if (np.attribute_size() != 1) fail(what + " must have exactly one value attribute");
-    const auto& a = np.attribute(0);
-    if (a.name() == "value") return tensor_from_proto(a.t(), dir_, what);
-    if (a.name() == "value_float") return scalar_tensor(DType::Float32, a.f());
-    if (a.name() == "value_int") return scalar_tensor(DType::Int64, a.i());
-    if (a.name() == "value_floats") {
-      Tensor t = scalar_tensor(DType::Float32, 0.f);
-      t.dims = {a.floats_size()};
-      t.bytes.resize(static_cast<size_t>(a.floats_size()) * 4);
-      if (a.floats_size()) std::memcpy(t.bytes.data(), a.floats().data(), t.bytes.size());
-      return t;
-    }
-    if (a.name() == "value_ints") {
-      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
-      return make_int64_tensor({static_cast<int64_t>(v.size())}, v);
-    }
-    fail_unsupported(what + ": attribute '" + a.name() + "' (string or sparse constants) is not supported");
-  }
-
-  template <typename T>
-  static Tensor scalar_tensor(DType dtype, T value) {
-    Tensor t;
-    t.dtype = dtype;
-    t.bytes.resize(sizeof(T));
-    std::memcpy(t.bytes.data(), &value, sizeof(T));
-    return t;
+    return constant_node_value(np, dir_, where(g) + ": Constant node '" + np.name() + "'");
   }
 
   std::string file_;

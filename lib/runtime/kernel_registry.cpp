@@ -17,19 +17,29 @@ const KernelRegistry& KernelRegistry::instance() {
   return registry;
 }
 
-void KernelRegistry::add(const std::string& op_type, KernelFactory factory) {
-  factories_.emplace_back(op_type, factory);
+void KernelRegistry::add(const std::string& op_type, KernelFactory factory, KernelAccepts accepts) {
+  factories_.push_back({op_type, factory, accepts});
+}
+
+const KernelRegistry::Entry* KernelRegistry::entry(const std::string& op_type, const std::string& domain) const {
+  if (!domain.empty()) return nullptr;
+  auto it = std::find_if(factories_.begin(), factories_.end(), [&](const Entry& e) { return e.op_type == op_type; });
+  return it == factories_.end() ? nullptr : &*it;
 }
 
 KernelFactory KernelRegistry::find(const std::string& op_type, const std::string& domain) const {
-  if (!domain.empty()) return nullptr;
-  auto it = std::find_if(factories_.begin(), factories_.end(), [&](const auto& p) { return p.first == op_type; });
-  return it == factories_.end() ? nullptr : it->second;
+  const Entry* e = entry(op_type, domain);
+  return e ? e->factory : nullptr;
+}
+
+bool KernelRegistry::accepts(const Node& node) const {
+  const Entry* e = entry(node.op_type, node.domain);
+  return e && (!e->accepts || e->accepts(node));
 }
 
 std::vector<std::string> KernelRegistry::op_types() const {
   std::vector<std::string> out;
-  for (const auto& [op, f] : factories_) out.push_back(op);
+  for (const Entry& e : factories_) out.push_back(e.op_type);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -1,11 +1,17 @@
 #include "shapes/onnx_inference.h"
 
+#include <algorithm>
+#include <deque>
+#include <map>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 
 #include "memplan/error.h"
 #include "onnx/attributes.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
+#include "onnx/shape_inference/implementation.h"
 #include "onnx/tensor_proto.h"
 
 namespace memplan {
@@ -95,21 +101,81 @@ const onnx::OpSchema* schema_of(const Node& node) {
   return onnx::OpSchemaRegistry::Schema(node.op_type, static_cast<int>(node.opset), node.domain);
 }
 
-}  // namespace
+[[noreturn]] void fail_at_node(const Node& node, const std::string& file, std::string msg) {
+  if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
+  fail(file + ": " + node.graph->path() + ": " + node.describe() + ": " + msg);
+}
 
-bool has_onnx_schema(const Node& node) { return schema_of(node) != nullptr; }
-
-void infer_with_onnx(Node& node, const std::string& file) {
-  const onnx::OpSchema* schema = schema_of(node);
-  if (!schema) fail_internal("no schema for " + node.describe());
-  NodeInferenceContext ctx(node);
+// Runs a libonnx call: whatever it throws becomes one line naming the file, graph and node.
+template <typename F>
+void guarded(const Node& node, const std::string& file, const std::string& what, F&& call) {
   try {
-    schema->GetTypeAndShapeInferenceFunction()(ctx);
+    call();
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
-    std::string msg = e.what();
-    if (auto nl = msg.find('\n'); nl != std::string::npos) msg.resize(nl);
-    fail(file + ": " + node.graph->path() + ": " + node.describe() + ": " + msg);
+    fail_at_node(node, file, what + e.what());
+  } catch (...) {
+    fail_at_node(node, file, what + "ONNX failed with an unknown exception");
   }
+}
+
+// The node's attributes as ONNX protos, with the schema's default for each one it omits.
+std::map<std::string, onnx::AttributeProto> attributes_with_defaults(const Node& node, const onnx::OpSchema& schema) {
+  std::map<std::string, onnx::AttributeProto> out;
+  for (const Attribute& a : node.attributes) {
+    if (a.kind == Attribute::Kind::Graph || a.kind == Attribute::Kind::Graphs) continue;
+    attribute_to_proto(a, out[a.name]);
+  }
+  for (const auto& [name, a] : schema.attributes())
+    if (!out.count(name) && a.default_value.type() != onnx::AttributeProto::UNDEFINED) {
+      out[name] = a.default_value;
+      out[name].set_name(name);
+    }
+  return out;
+}
+
+// A body is built and read by input and output position: a node with too many or too few of
+// them, or missing a required input, would bind the wrong values (or none).
+void check_arity(const Node& node, const onnx::OpSchema& schema, const std::string& file) {
+  const size_t ins = node.inputs.size(), outs = node.outputs.size();
+  if (ins < static_cast<size_t>(schema.min_input()) || ins > static_cast<size_t>(schema.max_input()))
+    fail_at_node(node, file, "has " + std::to_string(ins) + " inputs; ONNX's schema takes " +
+                                 std::to_string(schema.min_input()) + " to " + std::to_string(schema.max_input()));
+  if (outs < static_cast<size_t>(schema.min_output()) || outs > static_cast<size_t>(schema.max_output()))
+    fail_at_node(node, file, "has " + std::to_string(outs) + " outputs; ONNX's schema gives " +
+                                 std::to_string(schema.min_output()) + " to " + std::to_string(schema.max_output()));
+  const auto& formal = schema.inputs();
+  for (size_t i = 0; i < ins && i < formal.size(); ++i)
+    if (!node.inputs[i] && formal[i].GetOption() == onnx::OpSchema::Single)
+      fail_at_node(node, file, "input " + std::to_string(i) + " ('" + formal[i].GetName() + "') is required");
+}
+
+// What a context-dependent body builder sees: the node (its inputs and outputs present or
+// omitted, its attributes with defaults) and its input types.
+void build_context_dependent(const Node& node, const onnx::OpSchema& schema, const std::string& file,
+                             FunctionBody& body) {
+  onnx::NodeProto np;
+  np.set_op_type(node.op_type);
+  np.set_domain(node.domain);
+  np.set_name(node.name);
+  std::vector<onnx::TypeProto> types(node.inputs.size());
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const Value* v = node.inputs[i];
+    np.add_input(v ? "input_" + std::to_string(i) : "");
+    if (v && v->type.dtype != DType::Undefined) type_to_proto(v->type, types[i]);
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) np.add_output(node.outputs[i] ? "output_" + std::to_string(i) : "");
+  for (const auto& [name, a] : body.attributes) *np.add_attribute() = a;
+  bool built = false;
+  guarded(node, file, "building its function body: ", [&] {
+    built = schema.BuildContextDependentFunction(onnx::FunctionBodyBuildContextImpl(np, types), body.proto);
+  });
+  if (!built) fail_at_node(node, file, "ONNX could not build its function body for these inputs and attributes");
+}
+
+// Fills the node's output types from a context's outputs: inferred dims win over unknown ones.
+void merge_outputs(Node& node, const NodeInferenceContext& ctx) {
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     Value* out = node.outputs[i];
     if (!out) continue;
@@ -124,6 +190,118 @@ void infer_with_onnx(Node& node, const std::string& file) {
     for (size_t d = 0; d < inferred.dims.size(); ++d)
       if (inferred.dims[d].known() || !out->type.dims[d].known()) out->type.dims[d] = inferred.dims[d];
   }
+}
+
+bool every_output_typed(const Node& node) {
+  return std::all_of(node.outputs.begin(), node.outputs.end(),
+                     [](const Value* v) { return !v || v->type.dtype != DType::Undefined; });
+}
+
+// Infers a function body node by node with ONNX's own inference functions, for the ops ONNX 1.12
+// gives no inference function of their own (GreaterOrEqual, LessOrEqual, MeanVarianceNormalization).
+// ONNX's InferShapeForFunctionNode does the same but drops every body node's error, leaving the
+// output typed and shapeless: incompatible inputs would then read as a missing --bound.
+void infer_through_body(Node& node, const std::string& file) {
+  std::optional<FunctionBody> body = function_body_of(node, file);
+  if (!body || body_has_subgraphs(body->proto)) return;
+  const onnx::FunctionProto& f = body->proto;
+  NodeInferenceContext ctx(node);
+  std::unordered_map<std::string, onnx::TypeProto*> types;
+  std::unordered_map<std::string, const onnx::TensorProto*> data;
+  std::deque<onnx::TypeProto> type_store;  // deques keep the addresses the maps hold
+  std::deque<onnx::NodeProto> node_store;
+  for (int i = 0; i < f.input_size(); ++i) {
+    const onnx::TypeProto* t = ctx.getInputType(static_cast<size_t>(i));
+    if (!t) continue;  // omitted: the body nodes reading it see no type
+    types[f.input(i)] = &type_store.emplace_back(*t);
+    if (const onnx::TensorProto* d = ctx.getInputData(static_cast<size_t>(i))) data[f.input(i)] = d;
+  }
+  for (const onnx::NodeProto& n : f.node()) {
+    onnx::NodeProto& r = node_store.emplace_back(resolve_body_node(*body, n));
+    const std::string what = "its function body's " + r.op_type() + " node: ";
+    const std::string domain = r.domain() == "ai.onnx" ? "" : r.domain();
+    const std::optional<int64_t> version = body_opset(*body, node, domain);
+    const onnx::OpSchema* schema =
+        version ? onnx::OpSchemaRegistry::Schema(r.op_type(), static_cast<int>(*version), domain) : nullptr;
+    if (!schema) fail_at_node(node, file, what + "ONNX has no schema for it");
+    onnx::shape_inference::InferenceContextImpl node_ctx(r, types, data, {});
+    guarded(node, file, what, [&] { schema->GetTypeAndShapeInferenceFunction()(node_ctx); });
+    for (int k = 0; k < r.output_size(); ++k)
+      if (!r.output(k).empty()) types[r.output(k)] = &type_store.emplace_back(*node_ctx.getOutputType(static_cast<size_t>(k)));
+    // A Constant's value is data for the nodes after it (the Softmax body's axes, say).
+    if (r.op_type() == "Constant" && r.output_size() == 1 && r.attribute_size() == 1 && r.attribute(0).has_t())
+      data[r.output(0)] = &r.attribute(0).t();
+  }
+  for (int k = 0; k < f.output_size() && static_cast<size_t>(k) < node.outputs.size(); ++k)
+    if (auto it = types.find(f.output(k)); it != types.end()) *ctx.getOutputType(static_cast<size_t>(k)) = *it->second;
+  merge_outputs(node, ctx);
+}
+
+}  // namespace
+
+bool has_onnx_schema(const Node& node) { return schema_of(node) != nullptr; }
+
+bool has_function_body(const Node& node) {
+  const onnx::OpSchema* schema = schema_of(node);
+  return schema && (schema->HasFunction() || schema->HasContextDependentFunction());
+}
+
+std::optional<FunctionBody> function_body_of(const Node& node, const std::string& file) {
+  // A node with subgraphs (SequenceMap's body) is never expanded: its function holds a Loop.
+  const onnx::OpSchema* schema = node.is_control_flow() ? nullptr : schema_of(node);
+  if (!schema || (!schema->HasFunction() && !schema->HasContextDependentFunction())) return std::nullopt;
+  check_arity(node, *schema, file);
+  FunctionBody body;
+  body.attributes = attributes_with_defaults(node, *schema);
+  if (schema->HasFunction()) {
+    body.proto = *schema->GetFunction();
+  } else {
+    build_context_dependent(node, *schema, file, body);
+  }
+  return body;
+}
+
+bool body_has_subgraphs(const onnx::FunctionProto& f) {
+  return std::any_of(f.node().begin(), f.node().end(), [](const onnx::NodeProto& n) {
+    return std::any_of(n.attribute().begin(), n.attribute().end(), [](const onnx::AttributeProto& a) {
+      return a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS || a.has_g() ||
+             a.graphs_size() > 0;
+    });
+  });
+}
+
+onnx::NodeProto resolve_body_node(const FunctionBody& body, const onnx::NodeProto& n) {
+  onnx::NodeProto r = n;
+  r.clear_attribute();
+  for (const auto& a : n.attribute()) {
+    if (a.ref_attr_name().empty()) {
+      *r.add_attribute() = a;
+      continue;
+    }
+    auto it = body.attributes.find(a.ref_attr_name());
+    if (it == body.attributes.end()) continue;
+    onnx::AttributeProto* copy = r.add_attribute();
+    *copy = it->second;
+    copy->set_name(a.name());
+  }
+  return r;
+}
+
+std::optional<int64_t> body_opset(const FunctionBody& body, const Node& node, const std::string& domain) {
+  auto canonical = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
+  for (const auto& op : body.proto.opset_import())
+    if (canonical(op.domain()) == canonical(domain)) return op.version();
+  if (canonical(domain).empty() && node.domain.empty()) return node.opset;
+  return std::nullopt;
+}
+
+void infer_with_onnx(Node& node, const std::string& file) {
+  const onnx::OpSchema* schema = schema_of(node);
+  if (!schema) fail_internal("no schema for " + node.describe());
+  NodeInferenceContext ctx(node);
+  guarded(node, file, "", [&] { schema->GetTypeAndShapeInferenceFunction()(ctx); });
+  merge_outputs(node, ctx);
+  if (!every_output_typed(node)) infer_through_body(node, file);
 }
 
 }  // namespace memplan

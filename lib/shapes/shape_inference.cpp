@@ -4,6 +4,7 @@
 #include <set>
 
 #include "memplan/error.h"
+#include "passes/expand_functions.h"
 #include "passes/inline_if.h"
 #include "shapes/constant_folding.h"
 #include "shapes/control_flow_shapes.h"
@@ -115,6 +116,7 @@ class ShapeInference {
           continue;  // infer the spliced-in nodes next
         }
       }
+      if (should_expand_function(n) && expand_function_node(model_, g, i)) continue;  // infer the body's nodes next
       infer_node(n);
       ++i;
     }

@@ -34,6 +34,8 @@ std::unique_ptr<Kernel> make_global_average_pool(const Node& node, const KernelE
 std::unique_ptr<Kernel> make_lrn(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_softmax(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_log_softmax(const Node& node, const KernelEnv& env);
+// Whether make_softmax / make_log_softmax take the node: a static float32 input (KernelAccepts).
+bool softmax_accepts(const Node& node);
 
 // ---- Node inspection ---------------------------------------------------------------------------
 

@@ -36,8 +36,8 @@ void register_dnnl_kernels(KernelRegistry& r) {
   r.add("GlobalMaxPool", make_global_max_pool);
   r.add("GlobalAveragePool", make_global_average_pool);
   r.add("LRN", make_lrn);
-  r.add("Softmax", make_softmax);
-  r.add("LogSoftmax", make_log_softmax);
+  r.add("Softmax", make_softmax, softmax_accepts);
+  r.add("LogSoftmax", make_log_softmax, softmax_accepts);
 }
 
 }  // namespace memplan::rt

@@ -206,6 +206,10 @@ std::unique_ptr<Kernel> make_softmax(const Node& node, const KernelEnv& env) { r
 std::unique_ptr<Kernel> make_log_softmax(const Node& node, const KernelEnv& env) {
   return make_softmax_like(node, env, true);
 }
+bool softmax_accepts(const Node& node) {
+  const Value* x = node.inputs.empty() ? nullptr : node.inputs[0];
+  return x && x->type.dtype == DType::Float32 && x->type.is_static();  // as require_float32_static
+}
 
 // Inference: Y = scale * (X - mean) / sqrt(var + epsilon) + B, per channel (dim 1). Training mode
 // (opset 14+) is the plain loop of norm_kernels.cpp.

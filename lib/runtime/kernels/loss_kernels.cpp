@@ -148,6 +148,10 @@ Factory make_loss(const Node& n, const KernelEnv& env, bool softmax) {
 }  // namespace
 
 Factory make_nll_loss(const Node& n, const KernelEnv& env) { return make_loss(n, env, false); }
+bool loss_accepts(const Node& n) {
+  const DType t = n.inputs.empty() || !n.inputs[0] ? DType::Undefined : n.inputs[0]->type.dtype;
+  return t == DType::Float32 || t == DType::Float64;
+}
 Factory make_softmax_cross_entropy(const Node& n, const KernelEnv& env) { return make_loss(n, env, true); }
 
 }  // namespace memplan::rt::norm

@@ -265,6 +265,17 @@ Factory make_batch_norm_training(const Node& n, const KernelEnv& env) {
   return make_norm(n, env, s, 5, 5);
 }
 
+bool norm_accepts(const Node& n) {
+  if (n.inputs.empty() || !n.inputs[0]) return false;
+  const DType t = n.inputs[0]->type.dtype;
+  for (const Value* v : n.inputs)
+    if (v && v->type.dtype != t) return false;
+  const bool stats = n.outputs.size() > 1 &&
+                     std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](const Value* v) { return v != nullptr; });
+  const bool stats_ok = !stats || n.attr_int("stash_type", 1) == static_cast<int64_t>(DType::Float32);
+  return (t == DType::Float32 || t == DType::Float64) && stats_ok;
+}
+
 Factory make_mean_variance_norm(const Node& n, const KernelEnv& env) {
   NormSpec s;
   s.kind = Kind::MeanVariance;

@@ -24,9 +24,14 @@ Factory make_instance_norm(const Node& n, const KernelEnv& env);
 Factory make_mean_variance_norm(const Node& n, const KernelEnv& env);
 // BatchNormalization with training_mode = 1 (opset 14+): the batch's own mean and variance.
 Factory make_batch_norm_training(const Node& n, const KernelEnv& env);
+// Whether make_layer_norm / make_mean_variance_norm take the node (KernelAccepts): float32 or
+// float64 inputs, and LayerNormalization's statistics (if any) in float32 (stash_type 1).
+bool norm_accepts(const Node& n);
 // loss_kernels.cpp
 Factory make_nll_loss(const Node& n, const KernelEnv& env);
 Factory make_softmax_cross_entropy(const Node& n, const KernelEnv& env);
+// Whether both take the node (KernelAccepts): float32 or float64 scores.
+bool loss_accepts(const Node& n);
 // matrix_kernels.cpp
 Factory make_trilu(const Node& n, const KernelEnv& env);
 Factory make_eye_like(const Node& n, const KernelEnv& env);

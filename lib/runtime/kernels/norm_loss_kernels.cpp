@@ -26,11 +26,11 @@ uint64_t element_bound(const Value* v, const std::string& where) {
 
 void register_norm_loss_kernels(KernelRegistry& r) {
   using namespace norm;
-  r.add("LayerNormalization", make_layer_norm);
+  r.add("LayerNormalization", make_layer_norm, norm_accepts);
   r.add("InstanceNormalization", make_instance_norm);
-  r.add("MeanVarianceNormalization", make_mean_variance_norm);
-  r.add("NegativeLogLikelihoodLoss", make_nll_loss);
-  r.add("SoftmaxCrossEntropyLoss", make_softmax_cross_entropy);
+  r.add("MeanVarianceNormalization", make_mean_variance_norm, norm_accepts);
+  r.add("NegativeLogLikelihoodLoss", make_nll_loss, loss_accepts);
+  r.add("SoftmaxCrossEntropyLoss", make_softmax_cross_entropy, loss_accepts);
   r.add("Trilu", make_trilu);
   r.add("EyeLike", make_eye_like);
   r.add("Det", make_det);

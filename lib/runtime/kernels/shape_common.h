@@ -338,5 +338,7 @@ Factory make_max_unpool(const Node& n, const KernelEnv& env);
 Factory make_grid_sample(const Node& n, const KernelEnv& env);
 // signal_window.cpp
 Factory make_window(const Node& n, const KernelEnv& env);  // HannWindow HammingWindow BlackmanWindow
+// Whether make_window takes the node (KernelAccepts): output_datatype not float16 or bfloat16.
+bool window_accepts(const Node& n);
 
 }  // namespace memplan::rt::shape

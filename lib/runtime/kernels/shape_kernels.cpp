@@ -47,7 +47,7 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("GridSample", make_grid_sample);
   r.add("RoiAlign", make_roi_align);
   r.add("MaxUnpool", make_max_unpool);
-  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) r.add(op, make_window);
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) r.add(op, make_window, window_accepts);
 }
 
 }  // namespace memplan::rt

@@ -39,6 +39,10 @@ class WindowKernel final : public Kernel {
 
 }  // namespace
 
+bool window_accepts(const Node& n) {
+  return one_of(static_cast<DType>(n.attr_int("output_datatype", static_cast<int64_t>(DType::Float32))), NumericTypes{});
+}
+
 Factory make_window(const Node& n, const KernelEnv& env) {
   std::string where = check_arity(n, env, 1, 1);
   const DType st = n.inputs[0]->type.dtype;
