@@ -13,6 +13,7 @@
 #include "onnx/defs/shape_inference.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/tensor_proto.h"
+#include "shapes/inference_preconditions.h"
 
 namespace memplan {
 namespace {
@@ -192,6 +193,21 @@ void merge_outputs(Node& node, const NodeInferenceContext& ctx) {
   }
 }
 
+// ONNX's inference computes sizes from attributes without asking whether they fit (a Conv
+// kernel larger than its padded input gives a negative size): such a node is invalid.
+void refuse_negative_dims(const Node& node, const NodeInferenceContext& ctx, const std::string& file) {
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (!node.outputs[i] || !ctx.output(i).has_tensor_type()) continue;
+    const auto& shape = ctx.output(i).tensor_type().shape();
+    for (int d = 0; d < shape.dim_size(); ++d)
+      if (shape.dim(d).has_dim_value() && shape.dim(d).dim_value() < 0)
+        fail_at_node(node, file,
+                     "its output '" + node.outputs[i]->name + "' would have size " +
+                         std::to_string(shape.dim(d).dim_value()) + " in dimension " + std::to_string(d) +
+                         ": its attributes do not fit its inputs' shapes (a window larger than its padded input?)");
+  }
+}
+
 bool every_output_typed(const Node& node) {
   return std::all_of(node.outputs.begin(), node.outputs.end(),
                      [](const Value* v) { return !v || v->type.dtype != DType::Undefined; });
@@ -298,8 +314,10 @@ std::optional<int64_t> body_opset(const FunctionBody& body, const Node& node, co
 void infer_with_onnx(Node& node, const std::string& file) {
   const onnx::OpSchema* schema = schema_of(node);
   if (!schema) fail_internal("no schema for " + node.describe());
+  check_inference_preconditions(node, file);
   NodeInferenceContext ctx(node);
   guarded(node, file, "", [&] { schema->GetTypeAndShapeInferenceFunction()(ctx); });
+  refuse_negative_dims(node, ctx, file);
   merge_outputs(node, ctx);
   if (!every_output_typed(node)) infer_through_body(node, file);
 }

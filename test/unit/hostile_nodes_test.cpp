@@ -1,0 +1,77 @@
+// Malformed nodes that ONNX 1.12's inference functions would index past (found by fuzzing):
+// each gets one line naming the file and the node, never a crash inside libonnx.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "memplan/memplan.h"
+#include "support/model_builder.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+// Compiling `b` fails with an invalid-input error holding every one of `says`.
+void refused(const ModelBuilder& b, const std::vector<std::string>& says) {
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_hostile.onnx").string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  try {
+    CompiledModel::compile(path, {});
+    FAIL("compiled");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::InvalidInput);
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    CHECK_THAT(e.what(), Catch::Contains(path));
+    for (const auto& s : says) CHECK_THAT(e.what(), Catch::Contains(s));
+  }
+}
+
+ModelBuilder conv(const std::string& op, std::vector<int64_t> weight_dims, std::vector<int64_t> input_dims) {
+  ModelBuilder b("hostile", 13);
+  auto& g = b.graph();
+  Shape in;
+  for (int64_t d : input_dims) in.push_back(D(d));
+  add_input(g, "x", elem::kFloat, in);
+  uint64_t n = 1;
+  for (int64_t d : weight_dims) n *= static_cast<uint64_t>(d);
+  add_initializer(g, tensor_f32("w", weight_dims, std::vector<float>(n, 1.f)));
+  add_node(g, op, {"x", "w"}, {"y"}, "conv");
+  add_output_unranked(g, "y", elem::kFloat);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("hostile nodes: a Conv whose weight rank differs from its input's, with no kernel_shape", "[hostile]") {
+  refused(conv("Conv", {1, 1, 3}, {1, 1, 8, 8}), {"Conv node 'conv'", "weight 'w' has rank 3", "input rank 4"});
+}
+
+TEST_CASE("hostile nodes: a ConvTranspose with a rank-2 weight", "[hostile]") {
+  refused(conv("ConvTranspose", {1, 1}, {1, 1, 8, 8}), {"ConvTranspose node 'conv'", "weight 'w' has rank 2"});
+}
+
+TEST_CASE("hostile nodes: a Conv input of rank 2, and attribute lists of the wrong length", "[hostile]") {
+  refused(conv("Conv", {1, 1}, {1, 8}), {"Conv node 'conv'", "rank 2", "at least 3"});
+  ModelBuilder b = conv("Conv", {1, 1, 3, 3}, {1, 1, 8, 8});
+  attr_ints(b.graph().mutable_node(0), "pads", {1, 1});
+  refused(b, {"Conv node 'conv'", "pads has 2 values", "need 4"});
+}
+
+TEST_CASE("hostile nodes: a Conv kernel larger than its padded input is invalid, not a dynamic shape", "[hostile]") {
+  refused(conv("Conv", {1, 1, 5, 5}, {1, 1, 3, 3}), {"Conv node 'conv'", "would have size -1", "do not fit"});
+}
+
+TEST_CASE("hostile nodes: LayerNormalization with three outputs and an absurd axis", "[hostile]") {
+  ModelBuilder b("hostile", 17);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {2, 3});
+  add_initializer(g, tensor_f32("scale", {3}, {1, 1, 1}));
+  auto* ln = add_node(g, "LayerNormalization", {"x", "scale"}, {"y", "mean", "inv_std"}, "ln");
+  attr_int(ln, "axis", 1000000);
+  add_output_unranked(g, "y", elem::kFloat);
+  add_output_unranked(g, "mean", elem::kFloat);
+  add_output_unranked(g, "inv_std", elem::kFloat);
+  refused(b, {"LayerNormalization node 'ln'", "axis 1000000 is out of range", "rank 2"});
+}
