@@ -10,10 +10,15 @@
 namespace memplan {
 namespace {
 
-// Bytes an output's buffer needs: exact for a static type, else its bound; 0 when unknown.
+// Bytes an output's buffer needs: exact for a static type, else its bound; none when unknown or
+// more than kMaxKernelFoldedElements elements.
 std::optional<uint64_t> output_capacity(const Value* v) {
-  if (v->capacity_known) return v->capacity_bytes;
-  if (!v->type.is_static() || dtype_size(v->type.dtype) == 0) return std::nullopt;
+  if (dtype_size(v->type.dtype) == 0) return std::nullopt;
+  if (v->capacity_known) {
+    if (v->capacity_bytes / dtype_size(v->type.dtype) > kMaxKernelFoldedElements) return std::nullopt;
+    return v->capacity_bytes;
+  }
+  if (!v->type.is_static()) return std::nullopt;
   const auto dims = v->type.static_dims();
   uint64_t count = 1;
   for (int64_t d : dims) {
