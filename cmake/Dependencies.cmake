@@ -26,4 +26,7 @@ if(MEMPLAN_BUILD_PYTHON AND NOT MEMPLAN_SANITIZE)
   find_package(pybind11 2.6 CONFIG REQUIRED)  # -DMEMPLAN_BUILD_PYTHON=OFF builds without it
 else()
   set(MEMPLAN_BUILD_PYTHON_MODULE OFF)
+  if(MEMPLAN_BUILD_PYTHON)
+    message(STATUS "memplan: no Python module in the sanitizer build (MEMPLAN_SANITIZE)")
+  endif()
 endif()
