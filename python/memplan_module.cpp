@@ -174,7 +174,10 @@ class PySession {
     return result;
   }
 
+  // Like every method here: the GIL is released before the session's mutex is taken (a run holds
+  // the mutex while it takes the GIL back), so the two are never waited for in opposite orders.
   std::vector<std::string> zero_copy_inputs() const {
+    py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
     return last_zero_copy_;
   }

@@ -187,6 +187,9 @@ class CompileAndRun(unittest.TestCase):
         threads = [threading.Thread(target=work, args=(s,)) for s in sessions + [shared, shared]]
         for t in threads:
             t.start()
+        while any(t.is_alive() for t in threads):  # reading a running session's state must not deadlock
+            self.assertIn(shared.zero_copy_inputs, ([], ["x"]))
+            shared.dynamic_tensors()
         for t in threads:
             t.join()
         self.assertEqual(errors, [])
