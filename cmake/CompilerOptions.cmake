@@ -1,6 +1,10 @@
-# memplan_target_options(TARGET): warnings as errors and the optional sanitizers, for our own code only.
+# memplan_target_options(TARGET): warnings (errors with MEMPLAN_WERROR) and the optional sanitizers,
+# for our own code only.
 function(memplan_target_options target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  if(MEMPLAN_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
   if(MEMPLAN_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)

@@ -9,6 +9,7 @@ packages=(
   ocl-icd-opencl-dev opencl-c-headers
   libcli11-dev libspdlog-dev catch2
   python3-onnx python3-numpy
+  python3-dev pybind11-dev python3-pybind11
 )
 
 missing=()

@@ -253,9 +253,14 @@ NpyInfo read_header(std::FILE* f, uint64_t file_size, const std::string& path) {
 // payload starts at a multiple of 64. Version 1.0 when the length fits in 16 bits, else 2.0.
 std::string make_header(const std::string& path, DType dtype, std::span<const int64_t> shape) {
   const uint32_t size = dtype_size(dtype);
+  // Built by appending: `const char* + std::string&&` inserts at the front, where GCC 12's
+  // -Wrestrict sees a memcpy that might overlap (a false positive at -O2 and above).
   std::string descr;
   for (const Code& c : kCodes)
-    if (c.dtype == dtype) descr = (size == 1 ? "|" : "<") + std::string(c.code);
+    if (c.dtype == dtype) {
+      descr.assign(1, size == 1 ? '|' : '<');
+      descr.append(c.code);
+    }
   if (descr.empty()) fail_unsupported(path + ": cannot write " + dtype_name(dtype) + " arrays to npy");
   std::string dict =
       "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + format_shape(shape) + ", }";

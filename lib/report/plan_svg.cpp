@@ -276,8 +276,10 @@ class Painter {
       const bool shared = c.slot0() == c.slot1();
       for (int s = 0; s < (shared ? 1 : 2); ++s) {
         const uint64_t rel = s == 0 ? c.slot0() : c.slot1();
-        const std::string slot = shared ? "slot0=1" : "slot" + std::to_string(s), name = slot + " " + c.name();
-        const std::string brief = (shared ? std::string("s0=1") : "s" + std::to_string(s)) + " " + c.name();
+        // std::string(...) + ...: `"literal" + std::string&&` trips GCC 12's -Wrestrict (a false positive).
+        const std::string slot = shared ? std::string("slot0=1") : std::string("slot") + std::to_string(s);
+        const std::string name = slot + " " + c.name();
+        const std::string brief = (shared ? std::string("s0=1") : std::string("s") + std::to_string(s)) + " " + c.name();
         const double y = y_of(base + rel), sh = std::max(static_cast<double>(c.size()) * yscale_, kMinRect);
         rect(x, y, w, sh, "class=\"slot\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"",
              name + "\n" + std::to_string(c.size()) + " bytes at offset " + std::to_string(base + rel) + " (region +" +

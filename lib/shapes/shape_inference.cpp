@@ -35,7 +35,9 @@ namespace {
 void bind_user_shapes(Model& model, const ShapeOptions& opts) {
   Graph& main = *model.main;
   for (const auto& [name, dims] : opts.input_shapes) {
-    auto it = std::find_if(main.inputs.begin(), main.inputs.end(), [&](Value* v) { return v->name == name; });
+    // A copy of the binding's reference for the lambda: clang 14 cannot capture structured bindings.
+    const std::string& input_name = name;
+    auto it = std::find_if(main.inputs.begin(), main.inputs.end(), [&](Value* v) { return v->name == input_name; });
     if (it == main.inputs.end()) {
       std::string names;
       for (Value* v : main.inputs) names += (names.empty() ? "" : ", ") + v->name;

@@ -893,10 +893,11 @@ ModelBuilder deep_if_model(int depth) {
     onnx::GraphProto* e = add_attr(n, "else_branch", onnx::AttributeProto::GRAPH)->mutable_g();
     t->set_name("then" + std::to_string(level));
     e->set_name("else" + std::to_string(level));
-    const std::string e_out = "e" + std::to_string(level);
+    // Appended, not "e" + std::to_string(...): GCC 12 -O3 -Wrestrict false positive (PR 105329).
+    const std::string e_out = std::string(1, 'e').append(std::to_string(level));
     add_node(*e, "Identity", {"x"}, {e_out}, "else_id" + std::to_string(level));
     add_output(*e, e_out, elem::kFloat, {1});
-    out = "t" + std::to_string(level);
+    out = std::string(1, 't').append(std::to_string(level));
     add_output(*t, out, elem::kFloat, {1});
     cur = t;
   }
@@ -1046,7 +1047,7 @@ TEST_CASE("truncated and corrupted models fail cleanly", "[import]") {
       for (int c = 0; c < changes; ++c) {
         const size_t pos = next() % data.size();
         data[pos] = static_cast<char>(next() & 0xff);
-        what += " " + std::to_string(pos);
+        what.append(1, ' ').append(std::to_string(pos));
       }
       attempt(data, what);
     }

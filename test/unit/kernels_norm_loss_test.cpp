@@ -412,7 +412,8 @@ TEST_CASE("Det refuses matrices that are not square", "[norm-loss]") {
 template <typename T>
 std::vector<T> einsum(const std::string& eq, const std::vector<std::pair<Dims, std::vector<T>>>& in, DType t, const Dims& out) {
   KernelCase c("Einsum", 12);
-  for (size_t i = 0; i < in.size(); ++i) c.input<T>("x" + std::to_string(i), t, in[i].first, in[i].second);
+  for (size_t i = 0; i < in.size(); ++i)
+    c.input<T>(std::string(1, 'x').append(std::to_string(i)), t, in[i].first, in[i].second);
   c.attr("equation", eq);
   c.output("y", t, out);
   REQUIRE(c.run());

@@ -1,4 +1,4 @@
-// The runtime through the public API: every example and shared model runs in guard mode and
+// The runtime through the public API: every example and real model runs in guard mode and
 // matches its expected outputs; every data set takes its own branch or loop path.
 #include <catch2/catch.hpp>
 
@@ -102,16 +102,16 @@ TEST_CASE("every example model matches its expected outputs in guard mode", "[ru
   CHECK(sets == 14);
 }
 
-TEST_CASE("the shared real models match their expected outputs", "[runtime][shared]") {
-  const fs::path shared = fs::path(MEMPLAN_SOURCE_DIR) / ".." / "shared" / "models";
-  REQUIRE(fs::exists(shared));
+TEST_CASE("the real models match their expected outputs", "[runtime][real]") {
+  const fs::path real = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "real";  // models/real/README.md
+  REQUIRE(fs::exists(real));
   int models = 0;
-  for (const auto& entry : fs::directory_iterator(shared)) {
+  for (const auto& entry : fs::directory_iterator(real)) {
     if (!fs::exists(entry.path() / "model.onnx")) continue;
     CHECK(run_model_folder(entry.path()) >= 1);
     ++models;
   }
-  CHECK(models >= 13);
+  CHECK(models == 17);
 }
 
 TEST_CASE("a loop scan output bounded by --bound runs and refuses more iterations than the bound", "[runtime]") {

@@ -43,8 +43,12 @@ void require_float32_static(const Node& node, const KernelEnv& env) {
 Dims dims_of(const Value* v) { return v->type.static_dims(); }
 
 int64_t product(const Dims& d, size_t begin, size_t end) {
+  // Iterators, not d[i]: with an index up to SIZE_MAX, GCC 12 at -O3 warns that i * 8 could
+  // overflow (-Waggressive-loop-optimizations), though no vector is that long.
+  const size_t stop = std::min(end, d.size());
   int64_t p = 1;
-  for (size_t i = begin; i < std::min(end, d.size()); ++i) p *= d[i];
+  for (auto it = d.begin() + static_cast<std::ptrdiff_t>(std::min(begin, stop)); it != d.begin() + static_cast<std::ptrdiff_t>(stop); ++it)
+    p *= *it;
   return p;
 }
 
