@@ -28,9 +28,9 @@ void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, st
   if (dtype != static_cast<int32_t>(v->type.dtype))
     fail(what() + " is " + dtype_name(v->type.dtype) + ", got " + dtype_name(static_cast<DType>(dtype)));
   // A one-element array stands for a scalar input, as ONNX Runtime accepts it.
-  uint64_t elements = 1;
-  for (int64_t d : shape) elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-  if (v->type.dims.empty() && elements == 1) shape = {};
+  // (Every dim 1: a product of caller-given dims could overflow.)
+  const bool one_element = std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; });
+  if (v->type.dims.empty() && one_element) shape = {};
   if (shape.size() != v->type.dims.size())
     fail(what() + " has rank " + std::to_string(v->type.dims.size()) + ", got rank " + std::to_string(shape.size()));
   for (size_t d = 0; d < shape.size(); ++d)

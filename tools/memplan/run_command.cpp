@@ -56,9 +56,9 @@ void check_against_declared(const std::string& model, const TensorInfo& t, Input
     fail(what + ": the model declares " + dtype_name(static_cast<DType>(t.dtype)) + ", the file holds " +
          dtype_name(f.info.dtype));
   if (!t.ranked) return;
-  uint64_t elements = 1;
-  for (int64_t d : f.info.shape) elements *= static_cast<uint64_t>(d);
-  if (t.shape.empty() && elements == 1) f.shape.clear();
+  // One element: every dim is 1 (a product could overflow on a hostile header).
+  const bool one_element = std::all_of(f.info.shape.begin(), f.info.shape.end(), [](int64_t d) { return d == 1; });
+  if (t.shape.empty() && one_element) f.shape.clear();
   bool fits = t.shape.size() == f.shape.size();
   for (size_t d = 0; fits && d < t.shape.size(); ++d) fits = t.shape[d] < 0 || t.shape[d] == f.shape[d];
   if (!fits) fail(what + ": the model declares shape " + shape_text(t.shape) + ", the file is " + shape_text(f.info.shape));
