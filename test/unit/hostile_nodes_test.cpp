@@ -1,5 +1,7 @@
 // Malformed nodes that ONNX 1.12's inference functions would index past (found by fuzzing):
 // each gets one line naming the file and the node, never a crash inside libonnx.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -14,8 +16,12 @@ using namespace memplan::test;
 namespace {
 
 // Compiling `b` fails with an invalid-input error holding every one of `says`.
+// ctest runs each test case in its own process, in parallel: every model gets a file of its own.
 void refused(const ModelBuilder& b, const std::vector<std::string>& says) {
-  const std::string path = (std::filesystem::temp_directory_path() / "memplan_hostile.onnx").string();
+  static int count = 0;
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("memplan_hostile_" + std::to_string(getpid()) + "_" + std::to_string(count++) + ".onnx"))
+                               .string();
   std::ofstream(path, std::ios::binary) << b.bytes();
   try {
     CompiledModel::compile(path, {});
@@ -26,6 +32,7 @@ void refused(const ModelBuilder& b, const std::vector<std::string>& says) {
     CHECK_THAT(e.what(), Catch::Contains(path));
     for (const auto& s : says) CHECK_THAT(e.what(), Catch::Contains(s));
   }
+  std::filesystem::remove(path);
 }
 
 ModelBuilder conv(const std::string& op, std::vector<int64_t> weight_dims, std::vector<int64_t> input_dims) {
