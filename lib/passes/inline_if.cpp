@@ -7,12 +7,13 @@
 namespace memplan {
 
 size_t inline_if_branch(Graph& g, size_t index, bool take_then) {
+  const Node& checked = *g.nodes.at(index);
+  Graph* branch = checked.subgraph(take_then ? "then_branch" : "else_branch");
+  if (!branch) fail(g.path() + ": " + checked.describe() + ": missing branch");
+  if (branch->outputs.size() != checked.outputs.size())
+    fail(g.path() + ": " + checked.describe() + ": branch returns " + std::to_string(branch->outputs.size()) +
+         " values, the If has " + std::to_string(checked.outputs.size()) + " outputs");
   std::unique_ptr<Node> if_node = std::move(g.nodes[index]);
-  Graph* branch = if_node->subgraph(take_then ? "then_branch" : "else_branch");
-  if (!branch) fail(if_node->describe() + ": missing branch");
-  if (branch->outputs.size() != if_node->outputs.size())
-    fail(if_node->describe() + ": branch returns " + std::to_string(branch->outputs.size()) + " values, the If has " +
-         std::to_string(if_node->outputs.size()) + " outputs");
 
   // Branch outputs made by branch nodes are renamed to the If's outputs; the others (constants,
   // outer values, a value returned twice) get an Identity that the constant folder may fold.
@@ -53,6 +54,18 @@ size_t inline_if_branch(Graph& g, size_t index, bool take_then) {
   g.nodes.insert(g.nodes.begin() + static_cast<std::ptrdiff_t>(index), std::make_move_iterator(moved.begin()),
                  std::make_move_iterator(moved.end()));
   return count;
+}
+
+bool inline_constant_if(Graph& g, size_t index) {
+  const Node& n = *g.nodes[index];
+  if (n.op_type != "If" || !n.domain.empty()) return false;
+  const Value* cond = n.inputs.empty() ? nullptr : n.inputs[0];
+  if (!cond || !cond->constant) return false;
+  if (cond->constant->element_count() != 1)
+    fail(g.path() + ": " + n.describe() + ": its condition '" + cond->name + "' has " +
+         std::to_string(cond->constant->element_count()) + " elements, not one");
+  inline_if_branch(g, index, cond->constant->int_at(0) != 0);
+  return true;
 }
 
 }  // namespace memplan

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 
 namespace memplan::plan {
@@ -13,10 +14,15 @@ bool is_bound_output(const Graph& g, const Value* v) {
   // A value returned twice is bound once; the second place gets a copy.
   const auto at = std::find(g.outputs.begin(), g.outputs.end(), v);
   if (std::count(at, g.outputs.end(), v) != 1) return false;
-  // An If output whose size only the run decides has no memory before the branch finishes.
-  const size_t k = static_cast<size_t>(at - g.outputs.begin());
   const Node& n = *g.owner;
-  return !(n.op_type == "If" && k < n.outputs.size() && n.outputs[k] && n.outputs[k]->dynamic);
+  const Port p = ControlFlowPorts(n).body_output(static_cast<size_t>(at - g.outputs.begin()));
+  if (p.slot >= 0) return true;  // a loop slot
+  // The node output it is written into: none when the node omits it (nothing reads it), and none
+  // yet for an If output whose size only the run decides (it exists once the branch finishes).
+  const Value* parent = p.node_port >= 0 && static_cast<size_t>(p.node_port) < n.outputs.size()
+                            ? n.outputs[static_cast<size_t>(p.node_port)]
+                            : nullptr;
+  return parent && !(n.op_type == "If" && parent->dynamic);
 }
 
 std::vector<LocalBuffer> tensor_buffers(const Graph& g) {
@@ -47,19 +53,21 @@ std::vector<LocalBuffer> tensor_buffers(const Graph& g) {
 std::vector<CarriedValue> carried_values(const Node& n) {
   std::vector<CarriedValue> out;
   const Graph* body = n.subgraph("body");
-  if (!body) return out;
+  if (!body || (n.op_type != "Loop" && n.op_type != "Scan")) return out;
   auto cap = [](const Value* v) {
     if (v->capacity_bytes > 0 || v->shape_varies) return v->capacity_bytes;
     return v->constant ? v->constant->byte_size() : v->capacity_bytes;
   };
-  if (n.op_type == "Loop") {
-    out.push_back({body->inputs[0], nullptr, 8, true});                    // iteration counter
-    out.push_back({body->inputs[1], body->outputs[0], 1, false});          // condition
-    for (size_t k = 2; k < body->inputs.size(); ++k)
-      out.push_back({body->inputs[k], body->outputs[k - 1], cap(body->inputs[k]), false});
-  } else if (n.op_type == "Scan") {
-    const size_t states = scan_state_count(n);
-    for (size_t k = 0; k < states; ++k) out.push_back({body->inputs[k], body->outputs[k], cap(body->inputs[k]), false});
+  const ControlFlowPorts ports(n);
+  for (int32_t slot = 0; slot < static_cast<int32_t>(ports.slots()); ++slot) {
+    const Value* in = body->inputs[ports.body_input_of_slot(slot)];
+    const int64_t o = ports.body_output_of_slot(slot);
+    const Value* written = o < 0 ? nullptr : body->outputs[static_cast<size_t>(o)];
+    switch (ports.body_input(ports.body_input_of_slot(slot)).kind) {
+      case Port::Kind::Counter: out.push_back({in, nullptr, 8, true}); break;
+      case Port::Kind::Condition: out.push_back({in, written, 1, false}); break;
+      default: out.push_back({in, written, cap(in), false}); break;
+    }
   }
   return out;
 }

@@ -29,8 +29,10 @@ struct LocalBuffer {
 };
 
 // True when `v`, an output of subgraph `g`, is written by g's own node straight into the memory
-// the parent provides (so it gets no buffer of its own). Otherwise the executor copies it there:
-// a value returned twice, a constant, an input, a dynamic tensor, or into a dynamic If output.
+// the parent provides (so it gets no buffer of its own): a loop slot, or the node output it
+// becomes. Otherwise the executor copies it there, or drops it: a value returned twice, a
+// constant, an input, a dynamic tensor, an output into a dynamic If output, or one whose node
+// output is omitted.
 bool is_bound_output(const Graph& g, const Value* v);
 
 // The values of `g` that need memory of g's frame, with lifetimes in g's steps (node indices).
@@ -40,14 +42,7 @@ bool is_bound_output(const Graph& g, const Value* v);
 // not listed either; the planner adds them.
 std::vector<LocalBuffer> tensor_buffers(const Graph& g);
 
-// Scan before opset 9 takes sequence_lens first: the body's inputs match the node's from index 1.
-inline size_t scan_input_offset(const Node& n) { return n.op_type == "Scan" && n.opset < 9 ? 1 : 0; }
-// The state variables of a Scan node (the values it carries from one step to the next).
-inline size_t scan_state_count(const Node& n) {
-  return n.inputs.size() - scan_input_offset(n) - static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
-}
-
-// The carried values of a Loop or Scan node, in slot order.
+// The carried values of a Loop or Scan node, in slot order (ControlFlowPorts numbers the slots).
 std::vector<CarriedValue> carried_values(const Node& n);
 
 }  // namespace memplan::plan

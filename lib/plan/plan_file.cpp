@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "memplan/error.h"
+#include "plan_file.pb.h"
 #include "util/sha256.h"
 
 namespace memplan {
@@ -26,37 +27,187 @@ bool fits(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= lim
 // A checksum only proves the file is what some writer wrote; the structure is checked before
 // anything walks it: graphs form a tree whose parents come first (so no walk up the parents can
 // loop), every index is in range, every buffer, frame and slot lies inside what holds it.
-void check_structure(const planfile::Plan& p, const std::string& path) {
+void check_structure(const MemoryPlan& p, const std::string& path) {
   auto invalid = [&](const std::string& why) { fail(path + ": plan file is invalid: " + why); };
-  if (p.alignment() == 0 || (p.alignment() & (p.alignment() - 1)) != 0) invalid("alignment is not a power of two");
-  if (p.graphs_size() == 0) invalid("it has no graphs");
-  for (int gi = 0; gi < p.graphs_size(); ++gi) {
-    const int parent = p.graphs(gi).parent();
+  if (p.alignment == 0 || (p.alignment & (p.alignment - 1)) != 0) invalid("alignment is not a power of two");
+  if (p.graphs.empty()) invalid("it has no graphs");
+  const auto graphs = static_cast<int32_t>(p.graphs.size());
+  for (int32_t gi = 0; gi < graphs; ++gi) {
+    const int32_t parent = p.graphs[static_cast<size_t>(gi)].parent;
     if (gi == 0 ? parent != -1 : (parent < 0 || parent >= gi))
       invalid("graph " + std::to_string(gi) + " names parent " + std::to_string(parent) +
               " (a graph's parent comes before it)");
   }
-  for (int gi = 0; gi < p.graphs_size(); ++gi) {
-    const planfile::GraphPlan& g = p.graphs(gi);
+  for (int32_t gi = 0; gi < graphs; ++gi) {
+    const GraphPlan& g = p.graphs[static_cast<size_t>(gi)];
     const std::string where = "graph " + std::to_string(gi);
-    if (!fits(g.base_offset(), g.frame_bytes(), p.arena_bytes())) invalid(where + ": its frame leaves the arena");
-    if (g.num_steps() < 0) invalid(where + ": negative step count");
-    for (const auto& b : g.buffers())
-      if (!fits(b.offset(), b.size(), g.frame_bytes()) || b.first() < 0 || b.last() < b.first())
-        invalid(where + ": buffer '" + b.name() + "' lies outside its frame or has no lifetime");
-    for (const auto& r : g.regions()) {
-      if (r.buffer() < 0 || r.buffer() >= g.buffers_size()) invalid(where + ": region of '" + r.node() + "' has no buffer");
-      const uint64_t region_bytes = g.buffers(r.buffer()).size();
-      for (int s : r.subgraphs())
-        if (s <= gi || s >= p.graphs_size() || p.graphs(s).parent() != gi)
-          invalid(where + ": region of '" + r.node() + "' names graph " + std::to_string(s) + ", not a child of it");
-      for (const auto& c : r.carried())
-        if (!fits(c.slot0(), c.size(), region_bytes) || !fits(c.slot1(), c.size(), region_bytes))
-          invalid(where + ": a slot of '" + c.name() + "' lies outside its region");
+    if (!fits(g.base_offset, g.frame_bytes, p.arena_bytes)) invalid(where + ": its frame leaves the arena");
+    if (g.num_steps < 0) invalid(where + ": negative step count");
+    for (const PlannedBuffer& b : g.buffers) {
+      if (!fits(b.offset, b.size, g.frame_bytes) || b.first < 0 || b.last < b.first)
+        invalid(where + ": buffer '" + b.label() + "' lies outside its frame or has no lifetime");
+      if (b.node < -1 || b.node >= g.num_steps || (b.kind != BufferKind::Tensor && b.node < 0) ||
+          (b.kind == BufferKind::Tensor && b.value < 0))
+        invalid(where + ": buffer '" + b.label() + "' names no value or step of its graph");
+    }
+    for (const Region& r : g.regions) {
+      if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= g.buffers.size())
+        invalid(where + ": region of '" + r.node + "' has no buffer");
+      const uint64_t region_bytes = g.buffers[static_cast<size_t>(r.buffer)].size;
+      for (int32_t s : r.subgraphs)
+        if (s <= gi || s >= graphs || p.graphs[static_cast<size_t>(s)].parent != gi)
+          invalid(where + ": region of '" + r.node + "' names graph " + std::to_string(s) + ", not a child of it");
+      for (const CarriedSlots& c : r.carried)
+        if (!fits(c.slot0, c.size, region_bytes) || !fits(c.slot1, c.size, region_bytes))
+          invalid(where + ": a slot of '" + c.name + "' lies outside its region");
     }
   }
-  for (const auto& d : p.dynamic_tensors())
-    if (d.graph() < 0 || d.graph() >= p.graphs_size()) invalid("dynamic tensor '" + d.name() + "' names no graph");
+  for (const DynamicTensor& d : p.dynamic_tensors)
+    if (d.graph < 0 || d.graph >= graphs) invalid("dynamic tensor '" + d.name + "' names no graph");
+}
+
+// The protobuf's nested shapes, both ways: the typed plan is what everything else works on.
+template <typename Dims>
+std::vector<int64_t> dims_of(const Dims& d) {
+  return {d.begin(), d.end()};
+}
+
+template <typename Named>
+void add_named(const std::map<std::string, std::vector<int64_t>>& from, Named* to) {
+  for (const auto& [name, dims] : from) {
+    auto* nd = to->Add();
+    nd->set_name(name);
+    for (int64_t d : dims) nd->add_dims(d);
+  }
+}
+
+planfile::Plan to_proto(const MemoryPlan& p) {
+  planfile::Plan out;
+  out.set_format_version(kPlanFormatVersion);
+  out.set_model_sha256(p.model_sha256);
+  out.set_model_path(p.model_path);
+  add_named(p.shapes.input_shapes, out.mutable_input_shapes());
+  for (const auto& [name, value] : p.shapes.dims) (*out.mutable_dims())[name] = value;
+  add_named(p.shapes.bounds, out.mutable_bounds());
+  out.set_static_only(p.shapes.static_only);
+  out.set_alignment(p.alignment);
+  out.set_strategy(p.strategy);
+  out.set_chosen_strategy(p.chosen_strategy);
+  out.set_arena_bytes(p.arena_bytes);
+  out.set_lower_bound_bytes(p.lower_bound_bytes);
+  out.set_naive_bytes(p.naive_bytes);
+  out.set_per_subgraph_bytes(p.per_subgraph_bytes);
+  out.set_weights_bytes(p.weights_bytes);
+  for (const auto& [name, bytes] : p.strategy_bytes) (*out.mutable_strategy_bytes())[name] = bytes;
+  for (const GraphPlan& g : p.graphs) {
+    planfile::GraphPlan& pg = *out.add_graphs();
+    pg.set_parent(g.parent);
+    pg.set_owner_node(g.owner_node);
+    pg.set_owner_attribute(g.owner_attribute);
+    pg.set_path(g.path);
+    pg.set_frame_bytes(g.frame_bytes);
+    pg.set_lower_bound_bytes(g.lower_bound_bytes);
+    pg.set_naive_bytes(g.naive_bytes);
+    pg.set_base_offset(g.base_offset);
+    pg.set_num_steps(g.num_steps);
+    for (const auto& [name, bytes] : g.strategy_bytes) (*pg.mutable_strategy_bytes())[name] = bytes;
+    for (const PlannedBuffer& b : g.buffers) {
+      planfile::Buffer& pb = *pg.add_buffers();
+      pb.set_kind(static_cast<planfile::Buffer::Kind>(b.kind));
+      pb.set_value(b.value);
+      pb.set_node(b.node);
+      pb.set_name(b.name);
+      pb.set_producer(b.producer);
+      pb.set_size(b.size);
+      pb.set_offset(b.offset);
+      pb.set_first(b.first);
+      pb.set_last(b.last);
+      pb.set_upper_bound(b.upper_bound);
+    }
+    for (const Binding& b : g.bindings) {
+      planfile::Binding& pb = *pg.add_bindings();
+      pb.set_kind(static_cast<planfile::Binding::Kind>(b.kind));
+      pb.set_name(b.name);
+      pb.set_parent_value(b.parent_value);
+      pb.set_slot(b.slot);
+    }
+    for (const Region& r : g.regions) {
+      planfile::Region& pr = *pg.add_regions();
+      pr.set_node(r.node);
+      pr.set_op_type(r.op_type);
+      pr.set_step(r.step);
+      pr.set_buffer(r.buffer);
+      for (int32_t s : r.subgraphs) pr.add_subgraphs(s);
+      for (const CarriedSlots& c : r.carried) {
+        planfile::CarriedSlots& pc = *pr.add_carried();
+        pc.set_slot(c.slot);
+        pc.set_name(c.name);
+        pc.set_size(c.size);
+        pc.set_slot0(c.slot0);
+        pc.set_slot1(c.slot1);
+      }
+    }
+  }
+  for (const DynamicTensor& d : p.dynamic_tensors) {
+    planfile::DynamicTensor& pd = *out.add_dynamic_tensors();
+    pd.set_graph(d.graph);
+    pd.set_value(d.value);
+    pd.set_name(d.name);
+    pd.set_producer(d.producer);
+    pd.set_shape(d.shape);
+    pd.set_dtype(d.dtype);
+  }
+  return out;
+}
+
+MemoryPlan from_proto(const planfile::Plan& in) {
+  MemoryPlan p;
+  p.model_sha256 = in.model_sha256();
+  p.model_path = in.model_path();
+  for (const auto& nd : in.input_shapes()) p.shapes.input_shapes[nd.name()] = dims_of(nd.dims());
+  for (const auto& [name, value] : in.dims()) p.shapes.dims[name] = value;
+  for (const auto& nd : in.bounds()) p.shapes.bounds[nd.name()] = dims_of(nd.dims());
+  p.shapes.static_only = in.static_only();
+  p.alignment = in.alignment();
+  p.strategy = in.strategy();
+  p.chosen_strategy = in.chosen_strategy();
+  p.arena_bytes = in.arena_bytes();
+  p.lower_bound_bytes = in.lower_bound_bytes();
+  p.naive_bytes = in.naive_bytes();
+  p.per_subgraph_bytes = in.per_subgraph_bytes();
+  p.weights_bytes = in.weights_bytes();
+  p.strategy_bytes = {in.strategy_bytes().begin(), in.strategy_bytes().end()};
+  for (const planfile::GraphPlan& pg : in.graphs()) {
+    GraphPlan& g = p.graphs.emplace_back();
+    g.parent = pg.parent();
+    g.owner_node = pg.owner_node();
+    g.owner_attribute = pg.owner_attribute();
+    g.path = pg.path();
+    g.frame_bytes = pg.frame_bytes();
+    g.lower_bound_bytes = pg.lower_bound_bytes();
+    g.naive_bytes = pg.naive_bytes();
+    g.base_offset = pg.base_offset();
+    g.num_steps = pg.num_steps();
+    g.strategy_bytes = {pg.strategy_bytes().begin(), pg.strategy_bytes().end()};
+    for (const planfile::Buffer& pb : pg.buffers())
+      g.buffers.push_back({static_cast<BufferKind>(pb.kind()), pb.value(), pb.node(), pb.name(), pb.producer(), pb.size(),
+                           pb.offset(), pb.first(), pb.last(), pb.upper_bound()});
+    for (const planfile::Binding& pb : pg.bindings())
+      g.bindings.push_back({static_cast<Binding::Kind>(pb.kind()), pb.name(), pb.parent_value(), pb.slot()});
+    for (const planfile::Region& pr : pg.regions()) {
+      Region& r = g.regions.emplace_back();
+      r.node = pr.node();
+      r.op_type = pr.op_type();
+      r.step = pr.step();
+      r.buffer = pr.buffer();
+      r.subgraphs.assign(pr.subgraphs().begin(), pr.subgraphs().end());
+      for (const planfile::CarriedSlots& pc : pr.carried())
+        r.carried.push_back({pc.slot(), pc.name(), pc.size(), pc.slot0(), pc.slot1()});
+    }
+  }
+  for (const planfile::DynamicTensor& pd : in.dynamic_tensors())
+    p.dynamic_tensors.push_back({pd.graph(), pd.value(), pd.name(), pd.producer(), pd.shape(), pd.dtype()});
+  return p;
 }
 
 }  // namespace
@@ -81,11 +232,9 @@ void write_file_atomically(const std::string& path, const std::string& contents)
   }
 }
 
-void write_plan_file(const planfile::Plan& plan, const std::string& path) {
-  planfile::Plan copy = plan;
-  copy.set_format_version(kPlanFormatVersion);
+void write_plan_file(const MemoryPlan& plan, const std::string& path) {
   std::string payload;
-  if (!copy.SerializeToString(&payload)) fail_internal("cannot serialize the plan");
+  if (!to_proto(plan).SerializeToString(&payload)) fail_internal("cannot serialize the plan");
   std::string file(kMagic, kMagicSize);
   uint64_t n = payload.size();
   for (size_t i = 0; i < kLengthSize; ++i) file += static_cast<char>((n >> (8 * i)) & 0xff);
@@ -94,7 +243,7 @@ void write_plan_file(const planfile::Plan& plan, const std::string& path) {
   write_file_atomically(path, file);
 }
 
-planfile::Plan read_plan_file(const std::string& path) {
+MemoryPlan read_plan_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream buf;
@@ -115,8 +264,16 @@ planfile::Plan read_plan_file(const std::string& path) {
   if (plan.format_version() != kPlanFormatVersion)
     fail_unsupported(path + ": plan format version " + std::to_string(plan.format_version()) +
                      " is not supported (this memplan reads version " + std::to_string(kPlanFormatVersion) + ")");
-  check_structure(plan, path);
-  return plan;
+  // Enum fields hold any integer on the wire: a kind this reader does not know is refused.
+  for (const auto& g : plan.graphs()) {
+    for (const auto& b : g.buffers())
+      if (!planfile::Buffer::Kind_IsValid(b.kind())) fail(path + ": plan file is invalid: a buffer of unknown kind");
+    for (const auto& b : g.bindings())
+      if (!planfile::Binding::Kind_IsValid(b.kind())) fail(path + ": plan file is invalid: a binding of unknown kind");
+  }
+  MemoryPlan typed = from_proto(plan);
+  check_structure(typed, path);
+  return typed;
 }
 
 }  // namespace memplan

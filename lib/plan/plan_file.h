@@ -1,21 +1,23 @@
-// Reading and writing .mplan files: a magic line, the payload length, the protobuf payload and its
-// SHA-256, so truncation and corruption are caught before anything is trusted.
+// Reading and writing .mplan files: a magic line, the payload length, the protobuf payload
+// (plan_file.proto, MemoryPlan field for field) and its SHA-256, so truncation and corruption are
+// caught before anything is trusted.
 #pragma once
 
 #include <string>
 
-#include "plan_file.pb.h"
+#include "plan/plan.h"
 
 namespace memplan {
 
-constexpr uint32_t kPlanFormatVersion = 1;
+// 2: buffers, slots and dynamic tensors name what they hold by index, not by name.
+constexpr uint32_t kPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.
-void write_plan_file(const planfile::Plan& plan, const std::string& path);
+void write_plan_file(const MemoryPlan& plan, const std::string& path);
 // Throws memplan::Error naming the file: not a plan, truncated, corrupt, another format version, or
 // structurally invalid (a parent that does not come first, an index out of range, a buffer, frame
 // or slot outside what holds it), whatever its checksum says.
-planfile::Plan read_plan_file(const std::string& path);
+MemoryPlan read_plan_file(const std::string& path);
 
 // Writes `contents` to `path` atomically (temporary name, then rename); nothing is left on failure.
 void write_file_atomically(const std::string& path, const std::string& contents);

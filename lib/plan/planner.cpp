@@ -1,7 +1,9 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <unordered_map>
 
+#include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "plan/lifetimes.h"
 #include "util/checked.h"
@@ -23,255 +25,289 @@ struct GraphResult {
   uint64_t separate = 0;     // every graph its own memory: own frame without regions, plus subgraphs
 };
 
+// A control-flow node's region while its graph is planned.
+struct RegionInfo {
+  size_t buffer;  // index into the graph's buffers
+  const Node* node;
+  std::vector<int32_t> subgraphs;
+  std::vector<plan::CarriedValue> carried;
+  uint64_t body_frame;
+};
+
+// What one graph asks of its frame: its tensors, then a region per control-flow node and a
+// scratchpad per kernel that needs one, in step order. `region_lb` is each buffer's size for the
+// lower bound (a region's counts its subgraphs' lower bounds, not their frames).
+struct GraphBuffers {
+  std::vector<LocalBuffer> locals;
+  std::vector<uint64_t> region_lb;
+  std::vector<RegionInfo> regions;
+  uint64_t slots = 0;  // bytes of every loop slot of this graph's regions
+};
+
+// Placement of one graph's requests with one strategy, or with the smallest of all (Auto).
+struct Chosen {
+  plan::Placement placement;
+  Strategy strategy;
+  std::map<std::string, uint64_t> bytes_by_strategy;  // filled for Auto
+};
+
+Chosen place(Strategy strategy, const std::vector<BufferRequest>& requests, uint64_t alignment) {
+  if (strategy != Strategy::Auto) return {plan::plan(strategy, requests, alignment), strategy, {}};
+  Chosen best{{}, Strategy::Auto, {}};
+  bool have = false;
+  for (Strategy s : plan::concrete_strategies()) {
+    plan::Placement p = plan::plan(s, requests, alignment);
+    best.bytes_by_strategy[std::string(plan::strategy_name(s))] = p.frame_bytes;
+    if (!have || p.frame_bytes < best.placement.frame_bytes) {
+      best.placement = std::move(p);
+      best.strategy = s;
+      have = true;
+    }
+  }
+  return best;
+}
+
 class Planner {
  public:
-  Planner(const PlanOptions& o, planfile::Plan* out) : opts_(o), out_(out) {}
+  Planner(const PlanOptions& o, MemoryPlan* out) : opts_(o), out_(out) {}
 
   // Plans g with `strategy` (Auto: the smallest per graph); records into the plan when recording.
-  GraphResult plan_graph(const Graph& g, Strategy strategy, int parent) {
-    const int index = out_ ? out_->graphs_size() : -1;
-    if (out_) out_->add_graphs();
-
-    std::vector<LocalBuffer> locals = plan::tensor_buffers(g);
+  GraphResult plan_graph(const Graph& g, Strategy strategy, int32_t parent) {
+    const int32_t index = out_ ? static_cast<int32_t>(out_->graphs.size()) : -1;
+    if (out_) out_->graphs.emplace_back();
     GraphResult result;
-    std::vector<uint64_t> region_lb(locals.size(), 0);
-    struct RegionInfo {
-      size_t buffer;
-      const Node* node;
-      std::vector<int> subgraphs;
-      std::vector<plan::CarriedValue> carried;
-      uint64_t body_frame;
-    };
-    std::vector<RegionInfo> regions;
-    uint64_t slots_total = 0;
-
-    for (size_t t = 0; t < g.nodes.size(); ++t) {
-      const Node& n = *g.nodes[t];
-      const auto step = static_cast<int32_t>(t);
-      if (n.is_control_flow()) {
-        RegionInfo info{locals.size(), &n, {}, plan::carried_values(n), 0};
-        uint64_t frame = 0, lb = 0;
-        for (const auto& sub : n.subgraphs) {
-          if (out_) info.subgraphs.push_back(out_->graphs_size());
-          GraphResult r = plan_graph(*sub, strategy, index);
-          frame = std::max(frame, r.frame);
-          lb = std::max(lb, r.lower_bound);
-          result.naive = checked_add(result.naive, r.naive, "plan");
-          result.separate = checked_add(result.separate, r.separate, "plan");
-        }
-        info.body_frame = frame;
-        uint64_t slots = 0;
-        for (const auto& c : info.carried)
-          slots = checked_add(slots, checked_mul(c.single_slot ? 1 : 2, aligned(c.size), "slot"), "slots");
-        slots_total = checked_add(slots_total, slots, "slots");
-        locals.push_back({nullptr, &n, LocalBuffer::Kind::Region, checked_add(frame, slots, "region"), step, step});
-        region_lb.push_back(checked_add(lb, slots, "region"));
-        regions.push_back(std::move(info));
-      }
-      if (opts_.scratchpad_bytes) {
-        const uint64_t scratch = opts_.scratchpad_bytes(n);
-        if (scratch > 0) {
-          locals.push_back({nullptr, &n, LocalBuffer::Kind::Scratchpad, scratch, step, step});
-          region_lb.push_back(0);
-        }
-      }
-    }
+    const GraphBuffers buffers = collect(g, strategy, index, result);
 
     std::vector<BufferRequest> requests, lb_requests, own_requests;
-    for (size_t i = 0; i < locals.size(); ++i) {
-      const LocalBuffer& b = locals[i];
+    for (size_t i = 0; i < buffers.locals.size(); ++i) {
+      const LocalBuffer& b = buffers.locals[i];
       requests.push_back({b.size, b.first, b.last});
       const bool region = b.kind == LocalBuffer::Kind::Region;
-      lb_requests.push_back({region ? region_lb[i] : b.size, b.first, b.last});
+      lb_requests.push_back({region ? buffers.region_lb[i] : b.size, b.first, b.last});
       if (!region) {
         own_requests.push_back({b.size, b.first, b.last});
         result.naive = checked_add(result.naive, aligned(b.size), "plan");
       }
     }
-    result.naive = checked_add(result.naive, slots_total, "plan");
+    result.naive = checked_add(result.naive, buffers.slots, "plan");
     result.lower_bound = plan::lower_bound(lb_requests, opts_.alignment);
 
-    plan::Placement placement;
-    Strategy chosen = strategy;
-    if (strategy == Strategy::Auto) {
-      bool have = false;
-      for (Strategy s : plan::concrete_strategies()) {
-        plan::Placement p = plan::plan(s, requests, opts_.alignment);
-        if (out_) (*out_->mutable_graphs(index)->mutable_strategy_bytes())[std::string(plan::strategy_name(s))] =
-            p.frame_bytes;
-        if (!have || p.frame_bytes < placement.frame_bytes) {
-          placement = std::move(p);
-          chosen = s;
-          have = true;
-        }
-      }
-    } else {
-      placement = plan::plan(strategy, requests, opts_.alignment);
-    }
-    result.frame = placement.frame_bytes;
-    result.separate = checked_add(result.separate,
-                                  checked_add(plan::plan(chosen == Strategy::Auto ? Strategy::GreedyBySize : chosen,
-                                                         own_requests, opts_.alignment).frame_bytes,
-                                              slots_total, "plan"),
-                                  "plan");
+    Chosen chosen = place(strategy, requests, opts_.alignment);
+    result.frame = chosen.placement.frame_bytes;
+    const Strategy own = chosen.strategy == Strategy::Auto ? Strategy::GreedyBySize : chosen.strategy;
+    const uint64_t own_frame = plan::plan(own, own_requests, opts_.alignment).frame_bytes;
+    result.separate = checked_add(result.separate, checked_add(own_frame, buffers.slots, "plan"), "plan");
 
-    if (out_) record(g, index, parent, locals, placement, regions, result);
+    if (out_) {
+      out_->graphs[static_cast<size_t>(index)].strategy_bytes = std::move(chosen.bytes_by_strategy);
+      record(g, index, parent, buffers, chosen.placement, result);
+    }
     return result;
   }
 
+ private:
   uint64_t aligned(uint64_t size) const { return align_up(size, opts_.alignment, "buffer size"); }
 
- private:
-  template <typename Regions>
-  void record(const Graph& g, int index, int parent, const std::vector<LocalBuffer>& locals,
-              const plan::Placement& placement, const Regions& regions, const GraphResult& result) {
-    planfile::GraphPlan& gp = *out_->mutable_graphs(index);
-    gp.set_parent(parent);
-    gp.set_owner_node(g.owner ? g.owner->name : "");
-    gp.set_owner_attribute(g.owner_attribute);
-    gp.set_path(g.path());
-    gp.set_frame_bytes(result.frame);
-    gp.set_lower_bound_bytes(result.lower_bound);
-    gp.set_naive_bytes(result.naive);
-    gp.set_num_steps(static_cast<int32_t>(g.nodes.size()));
-    for (size_t i = 0; i < locals.size(); ++i) {
-      const LocalBuffer& b = locals[i];
-      planfile::Buffer& pb = *gp.add_buffers();
-      switch (b.kind) {
-        case LocalBuffer::Kind::Tensor:
-          pb.set_name(b.value->name);
-          pb.set_kind(planfile::Buffer::TENSOR);
-          pb.set_upper_bound(b.value->shape_varies);
-          break;
-        case LocalBuffer::Kind::Region:
-          pb.set_name("region:" + b.node->name);
-          pb.set_kind(planfile::Buffer::REGION);
-          break;
-        case LocalBuffer::Kind::Scratchpad:
-          pb.set_name("scratchpad:" + b.node->name);
-          pb.set_kind(planfile::Buffer::SCRATCHPAD);
-          break;
-      }
-      pb.set_size(aligned(b.size));
-      pb.set_offset(placement.offsets[i]);
-      pb.set_first(b.first);
-      pb.set_last(b.last);
-      pb.set_producer(b.node ? b.node->name : "");
-    }
-    for (const auto& r : regions) {
-      planfile::Region& pr = *gp.add_regions();
-      pr.set_node(r.node->name);
-      pr.set_op_type(r.node->op_type);
-      pr.set_step(locals[r.buffer].first);
-      pr.set_buffer(static_cast<int32_t>(r.buffer));
-      for (int s : r.subgraphs) pr.add_subgraphs(s);
-      uint64_t at = r.body_frame;
-      for (const auto& c : r.carried) {
-        planfile::CarriedSlots& cs = *pr.add_carried();
-        cs.set_name(c.body_input ? c.body_input->name : "");
-        cs.set_size(c.size);
-        cs.set_slot0(at);
-        at += aligned(c.size);
-        cs.set_slot1(c.single_slot ? cs.slot0() : at);
-        if (!c.single_slot) at += aligned(c.size);
+  // g's buffers; plans each control-flow node's subgraphs on the way (adding their costs to
+  // `result`), since a region's size is its largest subgraph frame plus its loop slots.
+  GraphBuffers collect(const Graph& g, Strategy strategy, int32_t index, GraphResult& result) {
+    GraphBuffers out;
+    out.locals = plan::tensor_buffers(g);
+    out.region_lb.assign(out.locals.size(), 0);
+    for (size_t t = 0; t < g.nodes.size(); ++t) {
+      const Node& n = *g.nodes[t];
+      const auto step = static_cast<int32_t>(t);
+      if (n.is_control_flow()) add_region(n, step, strategy, index, out, result);
+      const uint64_t scratch = opts_.scratchpad_bytes ? opts_.scratchpad_bytes(n) : 0;
+      if (scratch > 0) {
+        out.locals.push_back({nullptr, &n, LocalBuffer::Kind::Scratchpad, scratch, step, step});
+        out.region_lb.push_back(0);
       }
     }
-    if (g.owner) add_bindings(g, gp);
+    return out;
   }
 
-  static void add_bindings(const Graph& g, planfile::GraphPlan& gp) {
-    const Node& n = *g.owner;
-    auto bind = [&](const Value* v, planfile::Binding::Kind kind, const std::string& parent, int slot) {
-      planfile::Binding& b = *gp.add_bindings();
-      b.set_name(v->name);
-      b.set_kind(kind);
-      b.set_parent_value(parent);
-      b.set_slot(slot);
-    };
-    const size_t scan_states = n.op_type == "Scan" ? plan::scan_state_count(n) : 0;
-    const size_t offset = plan::scan_input_offset(n);
-    for (size_t k = 0; k < g.inputs.size(); ++k) {
-      if (n.op_type == "Loop") bind(g.inputs[k], planfile::Binding::INPUT, "", static_cast<int>(k));
-      else if (k < scan_states) bind(g.inputs[k], planfile::Binding::INPUT, "", static_cast<int>(k));
-      else bind(g.inputs[k], planfile::Binding::INPUT, n.inputs[k + offset] ? n.inputs[k + offset]->name : "", -1);
+  void add_region(const Node& n, int32_t step, Strategy strategy, int32_t index, GraphBuffers& out,
+                  GraphResult& result) {
+    RegionInfo info{out.locals.size(), &n, {}, plan::carried_values(n), 0};
+    uint64_t frame = 0, lb = 0;
+    for (const auto& sub : n.subgraphs) {
+      if (out_) info.subgraphs.push_back(static_cast<int32_t>(out_->graphs.size()));
+      const GraphResult r = plan_graph(*sub, strategy, index);
+      frame = std::max(frame, r.frame);
+      lb = std::max(lb, r.lower_bound);
+      result.naive = checked_add(result.naive, r.naive, "plan");
+      result.separate = checked_add(result.separate, r.separate, "plan");
     }
-    for (const Value* c : g.captures) bind(c, planfile::Binding::CAPTURE, c->name, -1);
-    for (size_t k = 0; k < g.outputs.size(); ++k) {
-      const Value* v = g.outputs[k];
-      if (n.op_type == "If") {
-        bind(v, planfile::Binding::OUTPUT, n.outputs[k] ? n.outputs[k]->name : "", -1);
-      } else if (n.op_type == "Loop") {
-        const size_t carried = n.inputs.size() - 2;
-        if (k <= carried) bind(v, planfile::Binding::OUTPUT, "", static_cast<int>(k + 1));  // slot 0 = counter
-        else bind(v, planfile::Binding::OUTPUT, n.outputs[k - 1] ? n.outputs[k - 1]->name : "", -1);
-      } else {
-        if (k < scan_states) bind(v, planfile::Binding::OUTPUT, "", static_cast<int>(k));
-        else bind(v, planfile::Binding::OUTPUT, n.outputs[k] ? n.outputs[k]->name : "", -1);
+    info.body_frame = frame;
+    uint64_t slots = 0;
+    for (const auto& c : info.carried)
+      slots = checked_add(slots, checked_mul(c.single_slot ? 1 : 2, aligned(c.size), "slot"), "slots");
+    out.slots = checked_add(out.slots, slots, "slots");
+    out.locals.push_back({nullptr, &n, LocalBuffer::Kind::Region, checked_add(frame, slots, "region"), step, step});
+    out.region_lb.push_back(checked_add(lb, slots, "region"));
+    out.regions.push_back(std::move(info));
+  }
+
+  void record(const Graph& g, int32_t index, int32_t parent, const GraphBuffers& buffers,
+              const plan::Placement& placement, const GraphResult& result) {
+    GraphPlan& gp = out_->graphs[static_cast<size_t>(index)];
+    gp.parent = parent;
+    gp.owner_node = g.owner ? g.owner->name : "";
+    gp.owner_attribute = g.owner_attribute;
+    gp.path = g.path();
+    gp.frame_bytes = result.frame;
+    gp.lower_bound_bytes = result.lower_bound;
+    gp.naive_bytes = result.naive;
+    gp.num_steps = static_cast<int32_t>(g.nodes.size());
+    std::unordered_map<const Value*, int32_t> value_index;
+    for (size_t i = 0; i < g.values.size(); ++i) value_index[g.values[i].get()] = static_cast<int32_t>(i);
+    std::unordered_map<const Node*, int32_t> step;
+    for (size_t t = 0; t < g.nodes.size(); ++t) step[g.nodes[t].get()] = static_cast<int32_t>(t);
+    for (size_t i = 0; i < buffers.locals.size(); ++i) {
+      const LocalBuffer& b = buffers.locals[i];
+      PlannedBuffer pb;
+      switch (b.kind) {
+        case LocalBuffer::Kind::Tensor:
+          pb.kind = BufferKind::Tensor;
+          pb.value = value_index.at(b.value);
+          pb.name = b.value->name;
+          pb.upper_bound = b.value->shape_varies;
+          break;
+        case LocalBuffer::Kind::Region: pb.kind = BufferKind::Region; break;
+        case LocalBuffer::Kind::Scratchpad: pb.kind = BufferKind::Scratchpad; break;
       }
+      if (b.node) {
+        pb.node = step.at(b.node);
+        pb.producer = b.node->name;
+        if (pb.kind != BufferKind::Tensor) pb.name = b.node->name;
+      }
+      pb.size = aligned(b.size);
+      pb.offset = placement.offsets[i];
+      pb.first = b.first;
+      pb.last = b.last;
+      gp.buffers.push_back(std::move(pb));
     }
+    for (const auto& r : buffers.regions) gp.regions.push_back(region_of(r, buffers.locals[r.buffer].first));
+    if (g.owner) gp.bindings = bindings_of(g);
+  }
+
+  Region region_of(const RegionInfo& r, int32_t step) const {
+    Region pr;
+    pr.node = r.node->name;
+    pr.op_type = r.node->op_type;
+    pr.step = step;
+    pr.buffer = static_cast<int32_t>(r.buffer);
+    pr.subgraphs = r.subgraphs;
+    uint64_t at = r.body_frame;
+    for (size_t k = 0; k < r.carried.size(); ++k) {
+      const plan::CarriedValue& c = r.carried[k];
+      CarriedSlots cs;
+      cs.slot = static_cast<int32_t>(k);
+      cs.name = c.body_input ? c.body_input->name : "";
+      cs.size = c.size;
+      cs.slot0 = at;
+      at += aligned(c.size);
+      cs.slot1 = c.single_slot ? cs.slot0 : at;
+      if (!c.single_slot) at += aligned(c.size);
+      pr.carried.push_back(std::move(cs));
+    }
+    return pr;
+  }
+
+  // How g's inputs, captures and outputs are bound to its owner's memory.
+  static std::vector<Binding> bindings_of(const Graph& g) {
+    const Node& n = *g.owner;
+    const ControlFlowPorts ports(n);
+    std::vector<Binding> out;
+    auto name_of = [](const std::vector<Value*>& values, int32_t at) {
+      return at >= 0 && static_cast<size_t>(at) < values.size() && values[static_cast<size_t>(at)]
+                 ? values[static_cast<size_t>(at)]->name
+                 : std::string();
+    };
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      const Port p = ports.body_input(k);
+      out.push_back({Binding::Kind::Input, g.inputs[k]->name, p.slot >= 0 ? "" : name_of(n.inputs, p.node_port), p.slot});
+    }
+    for (const Value* c : g.captures) out.push_back({Binding::Kind::Capture, c->name, c->name, -1});
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      const Port p = ports.body_output(k);
+      out.push_back({Binding::Kind::Output, g.outputs[k]->name, p.slot >= 0 ? "" : name_of(n.outputs, p.node_port), p.slot});
+    }
+    return out;
   }
 
   const PlanOptions& opts_;
-  planfile::Plan* out_;
+  MemoryPlan* out_;
 };
 
 // Absolute frame bases, top-down: a subgraph's frame starts at its region's offset.
-void assign_bases(planfile::Plan& plan) {
-  for (int i = 0; i < plan.graphs_size(); ++i) {
-    const planfile::GraphPlan& g = plan.graphs(i);
-    for (const auto& r : g.regions()) {
-      const uint64_t base = g.base_offset() + g.buffers(r.buffer()).offset();
-      for (int s : r.subgraphs()) plan.mutable_graphs(s)->set_base_offset(base);
+void assign_bases(MemoryPlan& plan) {
+  for (const GraphPlan& g : plan.graphs)
+    for (const Region& r : g.regions) {
+      const uint64_t base = g.base_offset + g.buffers[static_cast<size_t>(r.buffer)].offset;
+      for (int32_t s : r.subgraphs) plan.graphs[static_cast<size_t>(s)].base_offset = base;
     }
-  }
 }
 
-}  // namespace
-
-planfile::Plan plan_memory(const Model& model, const PlanOptions& options) {
-  if (options.alignment == 0 || (options.alignment & (options.alignment - 1)) != 0)
-    fail("--align " + std::to_string(options.alignment) + ": alignment must be a power of two");
-  planfile::Plan plan;
-  for (Strategy s : plan::concrete_strategies()) {
-    Planner measure(options, nullptr);
-    (*plan.mutable_strategy_bytes())[std::string(plan::strategy_name(s))] = measure.plan_graph(*model.main, s, -1).frame;
-  }
-  Planner planner(options, &plan);
-  GraphResult main = planner.plan_graph(*model.main, options.strategy, -1);
-  assign_bases(plan);
-  plan.set_alignment(options.alignment);
-  plan.set_strategy(std::string(plan::strategy_name(options.strategy)));
-  plan.set_arena_bytes(main.frame);
-  plan.set_lower_bound_bytes(main.lower_bound);
-  plan.set_naive_bytes(main.naive);
-  plan.set_per_subgraph_bytes(main.separate);
+// The strategy the plan reports as kept: the one asked for, or under Auto the one whose whole-model
+// arena is smallest (ties: by name), or "auto (per graph)" when choosing per graph did better.
+std::string chosen_strategy(const MemoryPlan& plan, Strategy asked, uint64_t arena) {
+  if (asked != Strategy::Auto) return std::string(plan::strategy_name(asked));
+  std::string name;
   uint64_t best = UINT64_MAX;
-  for (const auto& [name, bytes] : plan.strategy_bytes())
-    if (bytes < best || (bytes == best && name < plan.chosen_strategy())) {
+  for (const auto& [n, bytes] : plan.strategy_bytes)
+    if (bytes < best) {
       best = bytes;
-      plan.set_chosen_strategy(name);
+      name = n;
     }
-  if (options.strategy != Strategy::Auto) plan.set_chosen_strategy(std::string(plan::strategy_name(options.strategy)));
-  else if (main.frame < best) plan.set_chosen_strategy("auto (per graph)");
-  int graph_index = 0;  // plan.graphs is in for_each_graph's order
+  return arena < best ? "auto (per graph)" : name;
+}
+
+void list_dynamic_tensors(const Model& model, MemoryPlan& plan) {
+  int32_t graph_index = 0;  // plan.graphs is in for_each_graph's order
   for_each_graph(*model.main, [&](Graph& g) {
-    for (const auto& v : g.values)
-      if (v->dynamic) {
-        planfile::DynamicTensor& d = *plan.add_dynamic_tensors();
-        d.set_name(v->name);
-        d.set_producer(v->producer ? v->producer->name : "");
-        d.set_shape(v->type.shape_string());
-        d.set_dtype(static_cast<int32_t>(v->type.dtype));
-        d.set_graph(graph_index);
-      }
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      const Value& v = *g.values[i];
+      if (!v.dynamic) continue;
+      plan.dynamic_tensors.push_back({graph_index, static_cast<int32_t>(i), v.name, v.producer ? v.producer->name : "",
+                                      v.type.shape_string(), static_cast<int32_t>(v.type.dtype)});
+    }
     ++graph_index;
   });
+}
+
+uint64_t weights_bytes(const Model& model) {
   uint64_t weights = 0;
   for_each_graph(*model.main, [&](Graph& g) {
     for (const auto& v : g.values)
       if (v->constant) weights = checked_add(weights, v->constant->byte_size(), "weights");
   });
-  plan.set_weights_bytes(weights);
+  return weights;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Model& model, const PlanOptions& options) {
+  if (options.alignment == 0 || (options.alignment & (options.alignment - 1)) != 0)
+    fail("alignment " + std::to_string(options.alignment) + " is not a power of two");
+  MemoryPlan plan;
+  for (Strategy s : plan::concrete_strategies()) {
+    Planner measure(options, nullptr);
+    plan.strategy_bytes[std::string(plan::strategy_name(s))] = measure.plan_graph(*model.main, s, -1).frame;
+  }
+  Planner planner(options, &plan);
+  const GraphResult main = planner.plan_graph(*model.main, options.strategy, -1);
+  assign_bases(plan);
+  plan.alignment = options.alignment;
+  plan.strategy = std::string(plan::strategy_name(options.strategy));
+  plan.arena_bytes = main.frame;
+  plan.lower_bound_bytes = main.lower_bound;
+  plan.naive_bytes = main.naive;
+  plan.per_subgraph_bytes = main.separate;
+  plan.chosen_strategy = chosen_strategy(plan, options.strategy, main.frame);
+  list_dynamic_tensors(model, plan);
+  plan.weights_bytes = weights_bytes(model);
   return plan;
 }
 

@@ -7,7 +7,7 @@
 
 #include "ir/graph.h"
 #include "plan/core/strategies.h"
-#include "plan_file.pb.h"
+#include "plan/plan.h"
 
 namespace memplan {
 
@@ -19,7 +19,7 @@ struct PlanOptions {
 };
 
 // Fills everything in the plan but the model identity and shape options (the caller's job).
-planfile::Plan plan_memory(const Model& model, const PlanOptions& options);
+MemoryPlan plan_memory(const Model& model, const PlanOptions& options);
 
 // Bytes a value's buffer takes in a plan (its capacity rounded up to the alignment).
 uint64_t aligned_capacity(uint64_t bytes, uint64_t alignment);

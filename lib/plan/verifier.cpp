@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "plan/lifetimes.h"
 
@@ -47,196 +48,221 @@ void check_disjoint(std::vector<Use> uses, const std::string& where) {
   }
 }
 
+// Step of every node of g (its index in execution order).
+std::unordered_map<const Node*, int64_t> steps_of(const Graph& g) {
+  std::unordered_map<const Node*, int64_t> step;
+  for (size_t t = 0; t < g.nodes.size(); ++t) step[g.nodes[t].get()] = static_cast<int64_t>(t);
+  return step;
+}
+
+// Last step at which each value of g is read by g's nodes, directly or from inside their subgraphs.
+std::unordered_map<const Value*, int64_t> last_reads(const Graph& g) {
+  std::unordered_map<const Value*, int64_t> last;
+  for (size_t t = 0; t < g.nodes.size(); ++t) {
+    const Node& n = *g.nodes[t];
+    auto read = [&](const Value* v) {
+      if (v && v->graph == &g) last[v] = std::max<int64_t>(last.count(v) ? last[v] : -1, static_cast<int64_t>(t));
+    };
+    for (const Value* v : n.inputs) read(v);
+    for (const auto& sub : n.subgraphs)
+      for_each_graph(*sub, [&](Graph& s) {
+        for (const auto& inner : s.nodes)
+          for (const Value* v : inner->inputs) read(v);
+        for (const Value* v : s.outputs) read(v);
+      });
+  }
+  return last;
+}
+
 class Verifier {
  public:
-  Verifier(const Model& m, const planfile::Plan& p) : model_(m), plan_(p) {}
+  Verifier(const Model& m, const MemoryPlan& p) : model_(m), plan_(p) {}
 
   void run() {
-    if (plan_.graphs_size() == 0) reject("the plan has no graphs");
-    if (plan_.alignment() == 0 || (plan_.alignment() & (plan_.alignment() - 1))) reject("alignment is not a power of two");
+    if (plan_.graphs.empty()) reject("the plan has no graphs");
+    if (plan_.alignment == 0 || (plan_.alignment & (plan_.alignment - 1))) reject("alignment is not a power of two");
     // Pair IR graphs with plan graphs in the planner's order: pre-order, subgraphs in node order.
-    std::vector<const Graph*> graphs;
-    for_each_graph(const_cast<Graph&>(*model_.main), [&](Graph& g) { graphs.push_back(&g); });
-    if (graphs.size() != static_cast<size_t>(plan_.graphs_size()))
-      reject("the plan has " + std::to_string(plan_.graphs_size()) + " graphs, the model " + std::to_string(graphs.size()));
-    for (size_t i = 0; i < graphs.size(); ++i) {
-      const auto& gp = plan_.graphs(static_cast<int>(i));
-      const std::string owner = graphs[i]->owner ? graphs[i]->owner->name : "";
-      if (gp.owner_node() != owner || gp.owner_attribute() != graphs[i]->owner_attribute)
-        reject("plan graph " + std::to_string(i) + " is not " + graphs[i]->path());
-      index_[graphs[i]] = static_cast<int>(i);
+    for_each_graph(*model_.main, [&](Graph& g) { graphs_.push_back(&g); });
+    if (graphs_.size() != plan_.graphs.size())
+      reject("the plan has " + std::to_string(plan_.graphs.size()) + " graphs, the model " + std::to_string(graphs_.size()));
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      const GraphPlan& gp = plan_.graphs[i];
+      const std::string owner = graphs_[i]->owner ? graphs_[i]->owner->name : "";
+      if (gp.owner_node != owner || gp.owner_attribute != graphs_[i]->owner_attribute)
+        reject("plan graph " + std::to_string(i) + " is not " + graphs_[i]->path());
+      if (gp.num_steps != static_cast<int32_t>(graphs_[i]->nodes.size()))
+        reject(graphs_[i]->path() + ": the plan has " + std::to_string(gp.num_steps) + " steps, the graph " +
+               std::to_string(graphs_[i]->nodes.size()) + " nodes");
     }
-    if (plan_.graphs(0).frame_bytes() > plan_.arena_bytes()) reject("the main frame is larger than the arena");
+    if (plan_.graphs[0].frame_bytes > plan_.arena_bytes) reject("the main frame is larger than the arena");
     verify_dynamic();
-    for (const Graph* g : graphs) verify_graph(*g);
+    for (size_t i = 0; i < graphs_.size(); ++i) verify_graph(*graphs_[i], plan_.graphs[i]);
   }
 
  private:
-  // Last step at which each value of g is read by g's nodes, directly or from inside their subgraphs.
-  static std::unordered_map<const Value*, int64_t> last_reads(const Graph& g) {
-    std::unordered_map<const Value*, int64_t> last;
-    for (size_t t = 0; t < g.nodes.size(); ++t) {
-      const Node& n = *g.nodes[t];
-      auto read = [&](const Value* v) {
-        if (v && v->graph == &g) last[v] = std::max<int64_t>(last.count(v) ? last[v] : -1, static_cast<int64_t>(t));
-      };
-      for (const Value* v : n.inputs) read(v);
-      for (const auto& sub : n.subgraphs)
-        for_each_graph(*sub, [&](Graph& s) {
-          for (const auto& inner : s.nodes)
-            for (const Value* v : inner->inputs) read(v);
-          for (const Value* v : s.outputs) read(v);
-        });
-    }
-    return last;
-  }
-
   // Dynamic tensors live outside the arena: the plan lists exactly the IR's, each with its graph
   // (so the session allocates each one), and places none of them.
   void verify_dynamic() {
-    std::map<std::pair<int, std::string>, int> listed;
-    for (const auto& d : plan_.dynamic_tensors()) ++listed[{d.graph(), d.name()}];
-    for (const auto& [graph, index] : index_)
-      for (const auto& v : graph->values) {
-        if (!v->dynamic) continue;
-        if (listed[{index, v->name}]-- != 1)
-          reject(graph->path() + ": dynamic tensor '" + v->name + "' is not listed once in the plan");
-        for (const auto& b : plan_.graphs(index).buffers())
-          if (b.kind() == planfile::Buffer::TENSOR && b.name() == v->name)
-            reject(graph->path() + ": dynamic tensor '" + v->name + "' has arena memory in the plan");
+    std::map<std::pair<int32_t, int32_t>, int> listed;
+    for (const auto& d : plan_.dynamic_tensors) ++listed[{d.graph, d.value}];
+    for (size_t gi = 0; gi < graphs_.size(); ++gi) {
+      const Graph& g = *graphs_[gi];
+      for (size_t i = 0; i < g.values.size(); ++i) {
+        const Value& v = *g.values[i];
+        if (!v.dynamic) continue;
+        if (listed[{static_cast<int32_t>(gi), static_cast<int32_t>(i)}]-- != 1)
+          reject(g.path() + ": dynamic tensor '" + v.name + "' is not listed once in the plan");
+        for (const auto& b : plan_.graphs[gi].buffers)
+          if (b.kind == BufferKind::Tensor && b.value == static_cast<int32_t>(i))
+            reject(g.path() + ": dynamic tensor '" + v.name + "' has arena memory in the plan");
       }
-    for (const auto& [key, left] : listed)
-      if (left > 0) reject("the plan lists '" + key.second + "' as dynamic, the model does not");
+    }
+    for (const auto& d : plan_.dynamic_tensors)
+      if (listed[{d.graph, d.value}] > 0) reject("the plan lists '" + d.name + "' as dynamic, the model does not");
   }
 
-  const planfile::Buffer& buffer_named(const planfile::GraphPlan& gp, const std::string& name, const Graph& g) {
-    for (const auto& b : gp.buffers())
-      if (b.name() == name) return b;
-    reject(g.path() + ": '" + name + "' has no buffer in the plan");
+  void check_placement(const PlannedBuffer& b, uint64_t base, uint64_t limit, const std::string& where) {
+    if ((base + b.offset) % plan_.alignment != 0) reject(where + ": buffer '" + b.label() + "' is misaligned");
+    if (b.offset > limit || b.size > limit - b.offset)
+      reject(where + ": buffer '" + b.label() + "' ends past its frame (" + std::to_string(limit) + " bytes)");
   }
 
-  void check_placement(const planfile::Buffer& b, uint64_t base, uint64_t limit, const std::string& where) {
-    const uint64_t begin = base + b.offset();
-    if (begin % plan_.alignment() != 0) reject(where + ": buffer '" + b.name() + "' is misaligned");
-    if (b.offset() > limit || b.size() > limit - b.offset())
-      reject(where + ": buffer '" + b.name() + "' ends past its frame (" + std::to_string(limit) + " bytes)");
+  // Each tensor buffer's value, by index: every value that needs memory of the frame has exactly
+  // one buffer, and no buffer holds anything else.
+  std::unordered_map<const Value*, const PlannedBuffer*> tensor_buffers(const Graph& g, const GraphPlan& gp) {
+    std::unordered_map<const Value*, const PlannedBuffer*> of;
+    for (const PlannedBuffer& b : gp.buffers) {
+      if (b.kind != BufferKind::Tensor) continue;
+      if (b.value < 0 || static_cast<size_t>(b.value) >= g.values.size())
+        reject(g.path() + ": buffer '" + b.label() + "' names value " + std::to_string(b.value) + ", which the graph does not have");
+      const Value* v = g.values[static_cast<size_t>(b.value)].get();
+      if (!of.emplace(v, &b).second) reject(g.path() + ": tensor '" + v->name + "' has two buffers");
+    }
+    return of;
   }
 
-  void verify_graph(const Graph& g) {
-    const auto& gp = plan_.graphs(index_.at(&g));
+  void verify_graph(const Graph& g, const GraphPlan& gp) {
     const std::string where = g.path();
-    const uint64_t base = gp.base_offset();
-    if (base > plan_.arena_bytes() || gp.frame_bytes() > plan_.arena_bytes() - base)
-      reject(where + ": the frame leaves the arena");
+    const uint64_t base = gp.base_offset;
+    if (base > plan_.arena_bytes || gp.frame_bytes > plan_.arena_bytes - base) reject(where + ": the frame leaves the arena");
     const auto last = last_reads(g);
+    const auto step = steps_of(g);
     const int64_t final_step = std::max<int64_t>(static_cast<int64_t>(g.nodes.size()) - 1, 0);
-    std::unordered_map<const Node*, int64_t> step;
-    for (size_t t = 0; t < g.nodes.size(); ++t) step[g.nodes[t].get()] = static_cast<int64_t>(t);
+    auto buffers = tensor_buffers(g, gp);
 
     std::vector<Use> uses;
-    auto add = [&](const planfile::Buffer& b, int64_t first, int64_t lastt, int64_t tick_offset, uint64_t at) {
-      check_placement(b, base, gp.frame_bytes(), where);
-      uses.push_back({at + b.offset(), at + b.offset() + b.size(), first + tick_offset, lastt + tick_offset, "'" + b.name() + "'"});
+    auto add = [&](const PlannedBuffer& b, int64_t first, int64_t lastt) {
+      check_placement(b, base, gp.frame_bytes, where);
+      uses.push_back({base + b.offset, base + b.offset + b.size, first, lastt, "'" + b.label() + "'"});
     };
     // Values needing memory of this frame, with lifetimes from the IR.
-    struct Need { const planfile::Buffer* buffer; int64_t first, last; };
-    std::vector<Need> needs;
+    const bool main = g.owner == nullptr;
     for (const auto& v : g.values) {
       if (v->constant || v->dynamic) continue;
-      const bool main = g.owner == nullptr;
       if (!main && (v->is_graph_input || !v->producer)) continue;
       if (plan::is_bound_output(g, v.get())) continue;
-      const planfile::Buffer& b = buffer_named(gp, v->name, g);
-      if (b.size() < v->capacity_bytes) reject(where + ": buffer '" + v->name + "' is smaller than the tensor");
-      int64_t first = v->producer ? step.at(v->producer) : 0;
+      auto it = buffers.find(v.get());
+      if (it == buffers.end()) reject(where + ": '" + v->name + "' has no buffer in the plan");
+      const PlannedBuffer& b = *it->second;
+      buffers.erase(it);
+      if (b.size < v->capacity_bytes) reject(where + ": buffer '" + v->name + "' is smaller than the tensor");
+      const int64_t first = v->producer ? step.at(v->producer) : 0;
       int64_t end = std::max(first, last.count(v.get()) ? last.at(v.get()) : first);
       if (main && v->is_graph_output) end = final_step;
-      needs.push_back({&b, first, end});
+      add(b, first, end);
     }
-    // A scratchpad or region lives at its node's step only (node names need not be unique).
-    for (const auto& b : gp.buffers()) {
-      if (b.kind() == planfile::Buffer::TENSOR) continue;
-      if (b.first() < 0 || static_cast<size_t>(b.first()) >= g.nodes.size() ||
-          g.nodes[static_cast<size_t>(b.first())]->name != b.producer())
-        reject(where + ": '" + b.name() + "' is at step " + std::to_string(b.first()) + ", where node '" + b.producer() +
-               "' is not");
-      needs.push_back({&b, b.first(), b.first()});
+    if (!buffers.empty()) reject(where + ": '" + buffers.begin()->second->label() + "' has a buffer but needs none");
+    // A scratchpad or region lives at its node's step only.
+    for (const PlannedBuffer& b : gp.buffers) {
+      if (b.kind == BufferKind::Tensor) continue;
+      if (b.node < 0 || static_cast<size_t>(b.node) >= g.nodes.size() || b.first != b.node || b.last != b.node)
+        reject(where + ": '" + b.label() + "' is not live at its node's step only");
+      const Node& n = *g.nodes[static_cast<size_t>(b.node)];
+      if (b.kind == BufferKind::Region && !n.is_control_flow())
+        reject(where + ": region '" + b.label() + "' is at step " + std::to_string(b.node) + ", where " + n.describe() +
+               " has no subgraphs");
+      add(b, b.node, b.node);
     }
-    for (const Need& n : needs) add(*n.buffer, n.first, n.last, 0, base);
     check_disjoint(uses, where);
-
-    for (const auto& r : gp.regions()) verify_region(g, gp, r, base);
+    for (const Region& r : gp.regions) verify_region(g, gp, r);
   }
 
   // A region holds its subgraphs' frames (If branches over each other) and, after the body frame,
   // the loop slots. A Loop/Scan body is walked over three iterations with its slots.
-  void verify_region(const Graph& g, const planfile::GraphPlan& gp, const planfile::Region& r, uint64_t base) {
-    if (r.buffer() < 0 || r.buffer() >= gp.buffers_size()) reject(g.path() + ": region of '" + r.node() + "' has no buffer");
-    const planfile::Buffer& rb = gp.buffers(r.buffer());
-    const uint64_t region_at = base + rb.offset();
-    for (int s : r.subgraphs()) {
-      if (s <= 0 || s >= plan_.graphs_size()) reject(g.path() + ": region of '" + r.node() + "' names no graph");
-      const auto& sp = plan_.graphs(s);
-      if (sp.base_offset() != region_at) reject(sp.path() + ": frame does not start at its region");
-      if (sp.frame_bytes() > rb.size()) reject(sp.path() + ": frame is larger than its region");
+  void verify_region(const Graph& g, const GraphPlan& gp, const Region& r) {
+    if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= gp.buffers.size() ||
+        gp.buffers[static_cast<size_t>(r.buffer)].kind != BufferKind::Region)
+      reject(g.path() + ": region of '" + r.node + "' has no region buffer");
+    const PlannedBuffer& rb = gp.buffers[static_cast<size_t>(r.buffer)];
+    if (r.step != rb.node) reject(g.path() + ": region of '" + r.node + "' is not at its buffer's step");
+    const Node& n = *g.nodes[static_cast<size_t>(r.step)];
+    const uint64_t region_at = gp.base_offset + rb.offset;
+    for (int32_t s : r.subgraphs) {
+      if (s <= 0 || static_cast<size_t>(s) >= plan_.graphs.size() || graphs_[static_cast<size_t>(s)]->owner != &n)
+        reject(g.path() + ": region of '" + r.node + "' names a graph that is not its node's");
+      const GraphPlan& sp = plan_.graphs[static_cast<size_t>(s)];
+      if (sp.base_offset != region_at) reject(sp.path + ": frame does not start at its region");
+      if (sp.frame_bytes > rb.size) reject(sp.path + ": frame is larger than its region");
     }
-    if (r.carried_size() == 0) return;
-    if (r.subgraphs_size() != 1) reject(g.path() + ": loop region of '" + r.node() + "' must hold one body");
-    const auto& body_plan = plan_.graphs(r.subgraphs(0));
-    const Graph* body = nullptr;
-    for (const auto& [graph, idx] : index_)
-      if (idx == r.subgraphs(0)) body = graph;
-    const auto last = last_reads(*body);
-    std::unordered_map<const Node*, int64_t> step;
-    for (size_t t = 0; t < body->nodes.size(); ++t) step[body->nodes[t].get()] = static_cast<int64_t>(t);
-    const int64_t steps = std::max<int64_t>(static_cast<int64_t>(body->nodes.size()), 1);
+    if (r.carried.empty()) return;
+    if (r.subgraphs.size() != 1) reject(g.path() + ": loop region of '" + r.node + "' must hold one body");
+    verify_loop_slots(rb, r, *graphs_[static_cast<size_t>(r.subgraphs[0])], region_at);
+  }
+
+  void verify_loop_slots(const PlannedBuffer& rb, const Region& r, const Graph& body, uint64_t region_at) {
+    const GraphPlan& body_plan = plan_.graphs[static_cast<size_t>(r.subgraphs[0])];
+    const ControlFlowPorts ports(*body.owner);
+    const auto last = last_reads(body);
+    const auto step = steps_of(body);
+    const int64_t steps = std::max<int64_t>(static_cast<int64_t>(body.nodes.size()), 1);
     constexpr int kIterations = 3;
 
+    std::vector<int> seen(ports.slots(), 0);
+    for (const CarriedSlots& c : r.carried)
+      if (c.slot >= 0 && static_cast<size_t>(c.slot) < seen.size()) ++seen[static_cast<size_t>(c.slot)];
+    if (r.carried.size() != seen.size() || std::count(seen.begin(), seen.end(), 1) != static_cast<long>(seen.size()))
+      reject(body.path() + ": the plan must give each of the " + std::to_string(seen.size()) + " loop slots of '" + r.node +
+             "' once");
     std::vector<Use> uses;
     for (int k = 0; k < kIterations; ++k)
-      for (const auto& b : body_plan.buffers()) {
-        int64_t first = b.first(), lastt = b.last();
-        uses.push_back({region_at + b.offset(), region_at + b.offset() + b.size(), k * steps + first, k * steps + lastt,
-                        "body buffer '" + b.name() + "' (iteration " + std::to_string(k) + ")"});
-      }
-    for (const auto& c : r.carried()) {
-      const uint64_t size = (c.size() + plan_.alignment() - 1) / plan_.alignment() * plan_.alignment();
-      for (uint64_t slot : {c.slot0(), c.slot1()})
-        if (slot < body_plan.frame_bytes() || slot > rb.size() || size > rb.size() - slot)
-          reject(g.path() + ": slot of '" + c.name() + "' lies outside the region after the body frame");
-      const Value* in = nullptr;
-      for (const Value* v : body->inputs)
-        if (v->name == c.name()) in = v;
-      if (c.slot0() == c.slot1()) {  // the iteration counter: live throughout
-        uses.push_back({region_at + c.slot0(), region_at + c.slot0() + size, 0, kIterations * steps,
-                        "slot of '" + c.name() + "'"});
+      for (const auto& b : body_plan.buffers)
+        uses.push_back({region_at + b.offset, region_at + b.offset + b.size, k * steps + b.first, k * steps + b.last,
+                        "body buffer '" + b.label() + "' (iteration " + std::to_string(k) + ")"});
+    for (const CarriedSlots& c : r.carried) {
+      if (c.slot < 0 || static_cast<size_t>(c.slot) >= ports.slots() || ports.body_input_of_slot(c.slot) >= body.inputs.size())
+        reject(body.path() + ": the plan has a slot " + std::to_string(c.slot) + " that '" + r.node + "' does not have");
+      const uint64_t size = (c.size + plan_.alignment - 1) / plan_.alignment * plan_.alignment;
+      for (uint64_t slot : {c.slot0, c.slot1})
+        if (slot < body_plan.frame_bytes || slot > rb.size || size > rb.size - slot)
+          reject(body.path() + ": slot of '" + c.name + "' lies outside the region after the body frame");
+      const Value* in = body.inputs[ports.body_input_of_slot(c.slot)];
+      if (c.size < in->capacity_bytes) reject(body.path() + ": slot of '" + in->name + "' is smaller than the value");
+      if (c.slot0 == c.slot1) {  // the iteration counter: live throughout
+        uses.push_back({region_at + c.slot0, region_at + c.slot0 + size, 0, kIterations * steps, "slot of '" + c.name + "'"});
         continue;
       }
-      // Which body output feeds it: the body output at the same carried position.
-      const Value* out = nullptr;
-      for (size_t k = 0; k < body->inputs.size(); ++k)
-        if (body->inputs[k] == in) {
-          const size_t pos = body->owner->op_type == "Loop" ? k - 1 : k;
-          if (pos < body->outputs.size()) out = body->outputs[pos];
-        }
-      const int64_t written = out && out->producer && out->graph == body ? step.at(out->producer) : steps - 1;
-      const int64_t read_until = in && last.count(in) ? last.at(in) : 0;
+      // Iteration k writes slot k%2 when the body output of that slot is made, and iteration k+1
+      // reads it until its body input's last read.
+      const int64_t o = ports.body_output_of_slot(c.slot);
+      const Value* out = o >= 0 && static_cast<size_t>(o) < body.outputs.size() ? body.outputs[static_cast<size_t>(o)] : nullptr;
+      const int64_t written = out && out->producer && out->graph == &body ? step.at(out->producer) : steps - 1;
+      const int64_t read_until = last.count(in) ? last.at(in) : 0;
       for (int k = 0; k < kIterations; ++k) {
-        const uint64_t slot = k % 2 == 0 ? c.slot0() : c.slot1();
+        const uint64_t slot = k % 2 == 0 ? c.slot0 : c.slot1;
         uses.push_back({region_at + slot, region_at + slot + size, k * steps + written, (k + 1) * steps + read_until,
-                        "slot " + std::to_string(k % 2) + " of '" + c.name() + "' (written in iteration " + std::to_string(k) + ")"});
+                        "slot " + std::to_string(k % 2) + " of '" + c.name + "' (written in iteration " + std::to_string(k) + ")"});
       }
     }
-    check_disjoint(uses, body->path());
+    check_disjoint(uses, body.path());
   }
 
   const Model& model_;
-  const planfile::Plan& plan_;
-  std::unordered_map<const Graph*, int> index_;
+  const MemoryPlan& plan_;
+  std::vector<const Graph*> graphs_;
 };
 
 }  // namespace
 
-void verify_plan(const Model& model, const planfile::Plan& plan) { Verifier(model, plan).run(); }
+void verify_plan(const Model& model, const MemoryPlan& plan) { Verifier(model, plan).run(); }
 
 }  // namespace memplan

@@ -5,11 +5,11 @@
 #pragma once
 
 #include "ir/graph.h"
-#include "plan_file.pb.h"
+#include "plan/plan.h"
 
 namespace memplan {
 
 // Throws memplan::Error (ErrorKind::Verification) naming the buffers and the graph at fault.
-void verify_plan(const Model& model, const planfile::Plan& plan);
+void verify_plan(const Model& model, const MemoryPlan& plan);
 
 }  // namespace memplan

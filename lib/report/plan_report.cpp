@@ -19,18 +19,18 @@ std::string ratio(uint64_t a, uint64_t b) {
 struct Peak {
   int32_t step = 0;
   uint64_t bytes = 0;
-  std::vector<const planfile::Buffer*> live;
+  std::vector<const PlannedBuffer*> live;
 };
 
 // The step of the main graph where the most bytes are live, and what is live there.
-Peak main_peak(const planfile::Plan& plan) {
+Peak main_peak(const MemoryPlan& plan) {
   Peak peak;
-  if (plan.graphs_size() == 0) return peak;
-  const auto& g = plan.graphs(0);
+  if (plan.graphs.size() == 0) return peak;
+  const auto& g = plan.graphs[0];
   std::map<int32_t, int64_t> delta;
-  for (const auto& b : g.buffers()) {
-    delta[b.first()] += static_cast<int64_t>(b.size());
-    delta[b.last() + 1] -= static_cast<int64_t>(b.size());
+  for (const auto& b : g.buffers) {
+    delta[b.first] += static_cast<int64_t>(b.size);
+    delta[b.last + 1] -= static_cast<int64_t>(b.size);
   }
   int64_t live = 0;
   for (const auto& [step, d] : delta) {
@@ -40,107 +40,107 @@ Peak main_peak(const planfile::Plan& plan) {
       peak.step = step;
     }
   }
-  for (const auto& b : g.buffers())
-    if (b.first() <= peak.step && peak.step <= b.last()) peak.live.push_back(&b);
-  std::sort(peak.live.begin(), peak.live.end(), [](auto* a, auto* b) { return a->size() > b->size(); });
+  for (const auto& b : g.buffers)
+    if (b.first <= peak.step && peak.step <= b.last) peak.live.push_back(&b);
+  std::sort(peak.live.begin(), peak.live.end(), [](auto* a, auto* b) { return a->size > b->size; });
   return peak;
 }
 
-uint64_t scratchpad_bytes(const planfile::Plan& plan) {
+uint64_t scratchpad_bytes(const MemoryPlan& plan) {
   uint64_t most = 0;
-  for (const auto& g : plan.graphs())
-    for (const auto& b : g.buffers())
-      if (b.kind() == planfile::Buffer::SCRATCHPAD) most = std::max(most, b.size());
+  for (const auto& g : plan.graphs)
+    for (const auto& b : g.buffers)
+      if (b.kind == BufferKind::Scratchpad) most = std::max(most, b.size);
   return most;
 }
 
 }  // namespace
 
-std::string plan_peak_summary(const planfile::Plan& plan, size_t most_buffers) {
+std::string plan_peak_summary(const MemoryPlan& plan, size_t most_buffers) {
   const Peak peak = main_peak(plan);
   std::string out = "step " + std::to_string(peak.step) + ":";
   for (size_t i = 0; i < peak.live.size() && i < most_buffers; ++i)
-    out += std::string(i ? "," : "") + " '" + peak.live[i]->name() + "' (" + std::to_string(peak.live[i]->size()) + " bytes)";
+    out += std::string(i ? "," : "") + " '" + peak.live[i]->label() + "' (" + std::to_string(peak.live[i]->size) + " bytes)";
   if (peak.live.size() > most_buffers) out += ", ...";
   return out;
 }
 
-std::string plan_report_text(const planfile::Plan& p) {
+std::string plan_report_text(const MemoryPlan& p) {
   std::ostringstream o;
-  o << "memory plan for " << p.model_path() << "\n";
-  o << "  arena          " << p.arena_bytes() << " bytes (strategy " << p.strategy() << ", kept "
-    << p.chosen_strategy() << ")\n";
-  o << "  lower bound    " << p.lower_bound_bytes() << " bytes (arena / lower bound = "
-    << ratio(p.arena_bytes(), p.lower_bound_bytes()) << ")\n";
-  o << "  naive          " << p.naive_bytes() << " bytes (every tensor its own memory)\n";
-  o << "  per-subgraph   " << p.per_subgraph_bytes() << " bytes (every graph its own memory)\n";
-  o << "  weights        " << p.weights_bytes() << " bytes (read-only, outside the arena)\n";
+  o << "memory plan for " << p.model_path << "\n";
+  o << "  arena          " << p.arena_bytes << " bytes (strategy " << p.strategy << ", kept "
+    << p.chosen_strategy << ")\n";
+  o << "  lower bound    " << p.lower_bound_bytes << " bytes (arena / lower bound = "
+    << ratio(p.arena_bytes, p.lower_bound_bytes) << ")\n";
+  o << "  naive          " << p.naive_bytes << " bytes (every tensor its own memory)\n";
+  o << "  per-subgraph   " << p.per_subgraph_bytes << " bytes (every graph its own memory)\n";
+  o << "  weights        " << p.weights_bytes << " bytes (read-only, outside the arena)\n";
   o << "  scratchpad     " << scratchpad_bytes(p) << " bytes (largest kernel scratchpad, inside the arena)\n";
-  o << "  alignment      " << p.alignment() << " bytes\n";
+  o << "  alignment      " << p.alignment << " bytes\n";
   o << "strategies (arena bytes):";
-  for (const auto& [name, bytes] : p.strategy_bytes()) o << "  " << name << " " << bytes;
+  for (const auto& [name, bytes] : p.strategy_bytes) o << "  " << name << " " << bytes;
   o << "\ngraphs (frame bytes at absolute offset; lower bound):\n";
-  for (const auto& g : p.graphs()) {
+  for (const auto& g : p.graphs) {
     int depth = 0;
-    for (int at = g.parent(); at >= 0; at = p.graphs(at).parent()) ++depth;
-    o << std::string(2 + 2 * static_cast<size_t>(depth), ' ') << g.path() << ": frame " << g.frame_bytes() << " at "
-      << g.base_offset() << "; lower bound " << g.lower_bound_bytes() << "; " << g.buffers_size() << " buffers\n";
-    for (const auto& r : g.regions())
-      for (const auto& c : r.carried())
-        o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << r.op_type() << " '" << r.node() << "' slots for '"
-          << c.name() << "': " << c.size() << " bytes at +" << c.slot0() << ", +" << c.slot1() << "\n";
+    for (int32_t at = g.parent; at >= 0; at = p.graphs[static_cast<size_t>(at)].parent) ++depth;
+    o << std::string(2 + 2 * static_cast<size_t>(depth), ' ') << g.path << ": frame " << g.frame_bytes << " at "
+      << g.base_offset << "; lower bound " << g.lower_bound_bytes << "; " << g.buffers.size() << " buffers\n";
+    for (const auto& r : g.regions)
+      for (const auto& c : r.carried)
+        o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << r.op_type << " '" << r.node << "' slots for '"
+          << c.name << "': " << c.size << " bytes at +" << c.slot0 << ", +" << c.slot1 << "\n";
   }
-  if (p.dynamic_tensors_size() > 0) {
+  if (p.dynamic_tensors.size() > 0) {
     o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
-    for (const auto& d : p.dynamic_tensors()) {
-      const bool known = d.graph() > 0 && d.graph() < p.graphs_size();
-      o << "  '" << d.name() << "' " << d.shape() << " from " << d.producer() << (known ? " in " + p.graphs(d.graph()).path() : "")
-        << "; --bound " << d.name() << "=<dims> would plan it in the arena\n";
+    for (const auto& d : p.dynamic_tensors) {
+      const bool known = d.graph > 0 && static_cast<size_t>(d.graph) < p.graphs.size();
+      o << "  '" << d.name << "' " << d.shape << " from " << d.producer << (known ? " in " + p.graphs[static_cast<size_t>(d.graph)].path : "")
+        << "; a bound for it would plan it in the arena\n";
     }
   }
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto* b : peak.live)
-    o << "  " << b->name() << "  " << b->size() << " bytes  " << (b->producer().empty() ? "(input)" : "from " + b->producer())
-      << (b->upper_bound() ? "  (upper bound)" : "") << "\n";
+    o << "  " << b->label() << "  " << b->size << " bytes  " << (b->producer.empty() ? "(input)" : "from " + b->producer)
+      << (b->upper_bound ? "  (upper bound)" : "") << "\n";
   return o.str();
 }
 
-std::string plan_report_json(const planfile::Plan& p, const std::string& extra) {
+std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   std::ostringstream o;
-  o << "{\"model\": " << json_string(p.model_path()) << ", \"model_sha256\": " << json_string(p.model_sha256())
-    << ", \"arena_bytes\": " << p.arena_bytes() << ", \"lower_bound_bytes\": " << p.lower_bound_bytes()
-    << ", \"naive_bytes\": " << p.naive_bytes() << ", \"per_subgraph_bytes\": " << p.per_subgraph_bytes()
-    << ", \"weights_bytes\": " << p.weights_bytes() << ", \"scratchpad_bytes\": " << scratchpad_bytes(p)
-    << ", \"alignment\": " << p.alignment() << ", \"strategy\": " << json_string(p.strategy())
-    << ", \"chosen_strategy\": " << json_string(p.chosen_strategy()) << ", \"strategies\": {";
+  o << "{\"model\": " << json_string(p.model_path) << ", \"model_sha256\": " << json_string(p.model_sha256)
+    << ", \"arena_bytes\": " << p.arena_bytes << ", \"lower_bound_bytes\": " << p.lower_bound_bytes
+    << ", \"naive_bytes\": " << p.naive_bytes << ", \"per_subgraph_bytes\": " << p.per_subgraph_bytes
+    << ", \"weights_bytes\": " << p.weights_bytes << ", \"scratchpad_bytes\": " << scratchpad_bytes(p)
+    << ", \"alignment\": " << p.alignment << ", \"strategy\": " << json_string(p.strategy)
+    << ", \"chosen_strategy\": " << json_string(p.chosen_strategy) << ", \"strategies\": {";
   bool first = true;
-  for (const auto& [name, bytes] : p.strategy_bytes()) {
+  for (const auto& [name, bytes] : p.strategy_bytes) {
     o << (first ? "" : ", ") << json_string(name) << ": " << bytes;
     first = false;
   }
   Peak peak = main_peak(p);
   o << "}, \"peak\": {\"step\": " << peak.step << ", \"bytes\": " << peak.bytes << ", \"buffers\": [";
   for (size_t i = 0; i < peak.live.size(); ++i)
-    o << (i ? ", " : "") << "{\"name\": " << json_string(peak.live[i]->name()) << ", \"bytes\": " << peak.live[i]->size()
-      << ", \"producer\": " << json_string(peak.live[i]->producer()) << "}";
+    o << (i ? ", " : "") << "{\"name\": " << json_string(peak.live[i]->label()) << ", \"bytes\": " << peak.live[i]->size
+      << ", \"producer\": " << json_string(peak.live[i]->producer) << "}";
   o << "]}, \"dynamic_tensors\": [";
-  for (int i = 0; i < p.dynamic_tensors_size(); ++i) {
-    const auto& d = p.dynamic_tensors(i);
-    o << (i ? ", " : "") << "{\"name\": " << json_string(d.name()) << ", \"producer\": " << json_string(d.producer())
-      << ", \"shape\": " << json_string(d.shape()) << ", \"graph\": " << d.graph() << "}";
+  for (size_t i = 0; i < p.dynamic_tensors.size(); ++i) {
+    const auto& d = p.dynamic_tensors[i];
+    o << (i ? ", " : "") << "{\"name\": " << json_string(d.name) << ", \"producer\": " << json_string(d.producer)
+      << ", \"shape\": " << json_string(d.shape) << ", \"graph\": " << d.graph << "}";
   }
   o << "], \"graphs\": [";
-  for (int gi = 0; gi < p.graphs_size(); ++gi) {
-    const auto& g = p.graphs(gi);
-    o << (gi ? ", " : "") << "{\"path\": " << json_string(g.path()) << ", \"parent\": " << g.parent()
-      << ", \"frame_bytes\": " << g.frame_bytes() << ", \"base_offset\": " << g.base_offset()
-      << ", \"lower_bound_bytes\": " << g.lower_bound_bytes() << ", \"naive_bytes\": " << g.naive_bytes()
+  for (size_t gi = 0; gi < p.graphs.size(); ++gi) {
+    const auto& g = p.graphs[gi];
+    o << (gi ? ", " : "") << "{\"path\": " << json_string(g.path) << ", \"parent\": " << g.parent
+      << ", \"frame_bytes\": " << g.frame_bytes << ", \"base_offset\": " << g.base_offset
+      << ", \"lower_bound_bytes\": " << g.lower_bound_bytes << ", \"naive_bytes\": " << g.naive_bytes
       << ", \"buffers\": [";
-    for (int bi = 0; bi < g.buffers_size(); ++bi) {
-      const auto& b = g.buffers(bi);
-      o << (bi ? ", " : "") << "{\"name\": " << json_string(b.name()) << ", \"bytes\": " << b.size()
-        << ", \"offset\": " << b.offset() << ", \"first\": " << b.first() << ", \"last\": " << b.last() << "}";
+    for (size_t bi = 0; bi < g.buffers.size(); ++bi) {
+      const auto& b = g.buffers[bi];
+      o << (bi ? ", " : "") << "{\"name\": " << json_string(b.label()) << ", \"bytes\": " << b.size
+        << ", \"offset\": " << b.offset << ", \"first\": " << b.first << ", \"last\": " << b.last << "}";
     }
     o << "]}";
   }

@@ -10,11 +10,6 @@
 namespace memplan {
 namespace {
 
-using planfile::Buffer;
-using planfile::GraphPlan;
-using planfile::Plan;
-using planfile::Region;
-
 constexpr double kWidth = 1200, kLeft = 90, kRight = 20, kTop = 62;
 constexpr double kPlotW = kWidth - kLeft - kRight;
 constexpr double kRowPx = 24, kMinPlotH = 240, kMaxPlotH = 1400;  // height follows peak concurrency
@@ -83,30 +78,30 @@ double nice(double raw) {
 }
 
 int steps_of(const GraphPlan& g) {
-  int steps = std::max(g.num_steps(), 1);
-  for (const Buffer& b : g.buffers()) steps = std::max(steps, std::min(b.last(), kMaxSteps - 1) + 1);
+  int steps = std::max(g.num_steps, 1);
+  for (const PlannedBuffer& b : g.buffers) steps = std::max(steps, std::min(b.last, kMaxSteps - 1) + 1);
   return steps;
 }
 
 std::string graph_name(const GraphPlan& g) {
-  if (!g.path().empty()) return g.path();
-  return g.owner_node().empty() ? std::string("main") : g.owner_node() + "." + g.owner_attribute();
+  if (!g.path.empty()) return g.path;
+  return g.owner_node.empty() ? std::string("main") : g.owner_node + "." + g.owner_attribute;
 }
 
 class Painter {
  public:
-  explicit Painter(const Plan& plan) : plan_(plan) {}
+  explicit Painter(const MemoryPlan& plan) : plan_(plan) {}
 
   std::string render() {
     const GraphPlan empty;
-    const GraphPlan& main = plan_.graphs_size() > 0 ? plan_.graphs(0) : empty;
+    const GraphPlan& main = plan_.graphs.size() > 0 ? plan_.graphs[0] : empty;
     const int steps = steps_of(main);
-    uint64_t bytes = std::max<uint64_t>(plan_.arena_bytes(), 1);
+    uint64_t bytes = std::max<uint64_t>(plan_.arena_bytes, 1);
     std::vector<int> live(static_cast<size_t>(steps) + 1, 0);
-    for (const Buffer& b : main.buffers()) {
-      bytes = std::max(bytes, main.base_offset() + b.offset() + b.size());
-      ++live[static_cast<size_t>(std::clamp(b.first(), 0, steps))];
-      --live[static_cast<size_t>(std::clamp(std::max(b.first(), b.last()) + 1, 0, steps))];
+    for (const PlannedBuffer& b : main.buffers) {
+      bytes = std::max(bytes, main.base_offset + b.offset + b.size);
+      ++live[static_cast<size_t>(std::clamp(b.first, 0, steps))];
+      --live[static_cast<size_t>(std::clamp(std::max(b.first, b.last) + 1, 0, steps))];
     }
     int peak = 0;
     for (int i = 0, cur = 0; i < steps; ++i) peak = std::max(peak, cur += live[static_cast<size_t>(i)]);
@@ -123,14 +118,14 @@ class Painter {
         "y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#666\" stroke-width=\"2\"/></pattern></defs>\n";
     out_ += "<rect class=\"bg\" width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
 
-    const std::string strategy = plan_.chosen_strategy().empty() ? plan_.strategy() : plan_.chosen_strategy();
-    text(10, 20, "memplan plan: " + (plan_.model_path().empty() ? std::string("(model)") : plan_.model_path()),
+    const std::string strategy = plan_.chosen_strategy.empty() ? plan_.strategy : plan_.chosen_strategy;
+    text(10, 20, "memplan plan: " + (plan_.model_path.empty() ? std::string("(model)") : plan_.model_path),
          "font-size=\"14\" font-weight=\"bold\"");
-    std::string header = "arena " + std::to_string(plan_.arena_bytes()) + " bytes (" + human(plan_.arena_bytes()) +
-                         ") | lower bound " + std::to_string(plan_.lower_bound_bytes()) + " bytes | strategy " +
+    std::string header = "arena " + std::to_string(plan_.arena_bytes) + " bytes (" + human(plan_.arena_bytes) +
+                         ") | lower bound " + std::to_string(plan_.lower_bound_bytes) + " bytes | strategy " +
                          (strategy.empty() ? std::string("?") : strategy);
-    if (!plan_.strategy().empty() && plan_.strategy() != strategy) header += " (asked " + plan_.strategy() + ")";
-    header += " | " + std::to_string(plan_.graphs_size()) + " graphs, " + std::to_string(steps) + " steps";
+    if (!plan_.strategy.empty() && plan_.strategy != strategy) header += " (asked " + plan_.strategy + ")";
+    header += " | " + std::to_string(plan_.graphs.size()) + " graphs, " + std::to_string(steps) + " steps";
     text(10, 38, header, "font-size=\"11\"");
 
     // Grid and axes: y = byte offset (0 at top), x = step.
@@ -156,7 +151,7 @@ class Painter {
     text(14, kTop + plot_h / 2, "byte offset (0 at top)",
          "text-anchor=\"middle\" transform=\"rotate(-90 14 " + num(kTop + plot_h / 2) + ")\"");
 
-    if (plan_.graphs_size() > 0) draw_graph(main, kLeft, kLeft + kPlotW, main.base_offset(), 0, 0);
+    if (plan_.graphs.size() > 0) draw_graph(main, kLeft, kLeft + kPlotW, main.base_offset, 0, 0);
     out_ += "<rect class=\"plot\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(kPlotW) +
             "\" height=\"" + num(plot_h) + "\" fill=\"none\" stroke=\"#999\"/>\n";
     legend(kTop + plot_h + 56);
@@ -204,30 +199,30 @@ class Painter {
   void draw_graph(const GraphPlan& g, double x0, double x1, uint64_t base, int depth, double floor) {
     const double sx = (x1 - x0) / steps_of(g);
     const std::string where = graph_name(g);
-    for (int i = 0; i < g.buffers_size(); ++i) {
-      const Buffer& b = g.buffers(i);
-      const int first = std::max(b.first(), 0), last = std::max(b.last(), first);
+    for (size_t i = 0; i < g.buffers.size(); ++i) {
+      const PlannedBuffer& b = g.buffers[i];
+      const int first = std::max(b.first, 0), last = std::max(b.last, first);
       const double x = x0 + first * sx, w = std::max((last + 1 - first) * sx, kMinRect);
-      const double y = y_of(base + b.offset()), h = std::max(static_cast<double>(b.size()) * yscale_, kMinRect);
-      const char* kind = b.kind() == Buffer::REGION       ? "region"
-                         : b.kind() == Buffer::SCRATCHPAD ? "scratchpad"
+      const double y = y_of(base + b.offset), h = std::max(static_cast<double>(b.size) * yscale_, kMinRect);
+      const char* kind = b.kind == BufferKind::Region       ? "region"
+                         : b.kind == BufferKind::Scratchpad ? "scratchpad"
                                                           : "tensor";
-      const std::string title = b.name() + "\n" + std::to_string(b.size()) + " bytes" +
-                                (b.upper_bound() ? " (upper bound)" : "") + ", " + kind + "\noffset " +
-                                std::to_string(base + b.offset()) + " (frame +" + std::to_string(b.offset()) +
+      const std::string title = b.label() + "\n" + std::to_string(b.size) + " bytes" +
+                                (b.upper_bound ? " (upper bound)" : "") + ", " + kind + "\noffset " +
+                                std::to_string(base + b.offset) + " (frame +" + std::to_string(b.offset) +
                                 ")\nsteps " + std::to_string(first) + ".." + std::to_string(last) + " of " + where;
-      if (b.kind() != Buffer::REGION) {
-        const bool scratch = b.kind() == Buffer::SCRATCHPAD;
+      if (b.kind != BufferKind::Region) {
+        const bool scratch = b.kind == BufferKind::Scratchpad;
         rect(x, y, w, h,
-             std::string("class=\"buf\" fill=\"") + color(b.name()) + "\" stroke=\"#333\" stroke-width=\"0.5\"" +
+             std::string("class=\"buf\" fill=\"") + color(b.label()) + "\" stroke=\"#333\" stroke-width=\"0.5\"" +
                  (scratch ? " stroke-dasharray=\"3 2\"" : ""),
              title);
-        label(x, y, w, h, {b.name() + " (" + human(b.size()) + ")", b.name()}, floor);
+        label(x, y, w, h, {b.label() + " (" + human(b.size) + ")", b.label()}, floor);
         continue;
       }
       rect(x, y, w, h, "class=\"region\" fill=\"#f6f6f6\" stroke=\"none\"", title);
-      for (const Region& r : g.regions())
-        if (r.buffer() == i && depth < kMaxDepth) draw_region(r, g, x, w, base + b.offset(), h, depth, floor);
+      for (const Region& r : g.regions)
+        if (r.buffer == static_cast<int32_t>(i) && depth < kMaxDepth) draw_region(r, g, x, w, base + b.offset, h, depth, floor);
       rect(x, y, w, h, "class=\"outline\" fill=\"none\" stroke=\"#000\" stroke-width=\"1.5\"");
     }
   }
@@ -235,12 +230,14 @@ class Painter {
   void draw_region(const Region& r, const GraphPlan& parent, double x, double w, uint64_t base, double h, int depth,
                    double floor) {
     std::vector<const GraphPlan*> subs;
-    for (int gi : r.subgraphs())
-      if (gi > 0 && gi < plan_.graphs_size() && &plan_.graphs(gi) != &parent) subs.push_back(&plan_.graphs(gi));
-    const bool is_if = subs.size() == 2 || r.op_type() == "If";
+    for (int32_t gi : r.subgraphs) {
+      const auto at = static_cast<size_t>(gi);
+      if (gi > 0 && at < plan_.graphs.size() && &plan_.graphs[at] != &parent) subs.push_back(&plan_.graphs[at]);
+    }
+    const bool is_if = subs.size() == 2 || r.op_type == "If";
     if (is_if)  // then on the left, else on the right, whatever order the subgraphs were planned in
       std::stable_sort(subs.begin(), subs.end(), [](const GraphPlan* a, const GraphPlan* b) {
-        return a->owner_attribute() == "then_branch" && b->owner_attribute() != "then_branch";
+        return a->owner_attribute == "then_branch" && b->owner_attribute != "then_branch";
       });
     const size_t n = subs.size();
     const double cw = w / static_cast<double>(std::max<size_t>(n, 1)), inset = cw > 8 ? 1 : 0, tag_h = kFont + 2;
@@ -252,19 +249,19 @@ class Painter {
     for (size_t k = 0; k < n; ++k) {
       const GraphPlan& sub = *subs[k];
       const double cx = x + static_cast<double>(k) * cw;
-      const std::string& attr = sub.owner_attribute();
+      const std::string& attr = sub.owner_attribute;
       const std::string role = attr == "then_branch" || (attr.empty() && is_if && n == 2 && k == 0) ? "then"
                                : attr == "else_branch" || (attr.empty() && is_if && n == 2)         ? "else"
                                : attr.empty() ? "graph " + std::to_string(k)
                                               : attr;
-      const std::string caption = role + " " + human(sub.frame_bytes());
-      const double fh = static_cast<double>(sub.frame_bytes()) * yscale_;
+      const std::string caption = role + " " + human(sub.frame_bytes);
+      const double fh = static_cast<double>(sub.frame_bytes) * yscale_;
       rect(cx, y_of(base), cw, fh, "class=\"frame\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 2\"",
-           caption + "\n" + graph_name(sub) + " of " + r.node() + " (" + r.op_type() + ")\nframe " +
-               std::to_string(sub.frame_bytes()) + " bytes at offset " + std::to_string(base) + ", " +
+           caption + "\n" + graph_name(sub) + " of " + r.node + " (" + r.op_type + ")\nframe " +
+               std::to_string(sub.frame_bytes) + " bytes at offset " + std::to_string(base) + ", " +
                std::to_string(steps_of(sub)) + " steps");
       // The caption goes under the frame when the region has free room there (no slots), else on top.
-      const bool below = r.carried_size() == 0 && fh + tag_h + 4 <= h && y_of(base) + fh + 2 >= floor;
+      const bool below = r.carried.size() == 0 && fh + tag_h + 4 <= h && y_of(base) + fh + 2 >= floor;
       const double tag_y = below ? y_of(base) + fh + 2 : std::max(y_of(base), floor) + 2;
       draw_graph(sub, cx + inset, cx + cw - inset, base, depth + 1, below ? floor : tag_y + tag_h);
       if (k > 0)
@@ -272,18 +269,18 @@ class Painter {
                 num(y_of(base) + h) + "\" stroke=\"#000\" stroke-width=\"1\"/>\n";
       captions.push_back({cx + 2, tag_y, cw - 4, y_of(base) + h - tag_y, {caption, role}});
     }
-    for (const auto& c : r.carried()) {
-      const bool shared = c.slot0() == c.slot1();
+    for (const auto& c : r.carried) {
+      const bool shared = c.slot0 == c.slot1;
       for (int s = 0; s < (shared ? 1 : 2); ++s) {
-        const uint64_t rel = s == 0 ? c.slot0() : c.slot1();
+        const uint64_t rel = s == 0 ? c.slot0 : c.slot1;
         // std::string(...) + ...: `"literal" + std::string&&` trips GCC 12's -Wrestrict (a false positive).
         const std::string slot = shared ? std::string("slot0=1") : std::string("slot") + std::to_string(s);
-        const std::string name = slot + " " + c.name();
-        const std::string brief = (shared ? std::string("s0=1") : std::string("s") + std::to_string(s)) + " " + c.name();
-        const double y = y_of(base + rel), sh = std::max(static_cast<double>(c.size()) * yscale_, kMinRect);
+        const std::string name = slot + " " + c.name;
+        const std::string brief = (shared ? std::string("s0=1") : std::string("s") + std::to_string(s)) + " " + c.name;
+        const double y = y_of(base + rel), sh = std::max(static_cast<double>(c.size) * yscale_, kMinRect);
         rect(x, y, w, sh, "class=\"slot\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"",
-             name + "\n" + std::to_string(c.size()) + " bytes at offset " + std::to_string(base + rel) + " (region +" +
-                 std::to_string(rel) + ")\ncarried value of " + r.node() + ": iteration k writes slot k%2");
+             name + "\n" + std::to_string(c.size) + " bytes at offset " + std::to_string(base + rel) + " (region +" +
+                 std::to_string(rel) + ")\ncarried value of " + r.node + ": iteration k writes slot k%2");
         tag(x, y + (sh - tag_h) / 2, w, sh, {name, brief, slot}, true);
       }
     }
@@ -308,13 +305,13 @@ class Painter {
          "fill=\"#555\"");
   }
 
-  const Plan& plan_;
+  const MemoryPlan& plan_;
   double yscale_ = 1;
   std::string out_;
 };
 
 }  // namespace
 
-std::string plan_svg(const planfile::Plan& plan) { return Painter(plan).render(); }
+std::string plan_svg(const MemoryPlan& plan) { return Painter(plan).render(); }
 
 }  // namespace memplan

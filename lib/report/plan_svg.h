@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "plan_file.pb.h"
+#include "plan/plan.h"
 
 namespace memplan {
 
 // A self-contained SVG 1.1 document: no scripts, no external references, deterministic output.
-std::string plan_svg(const planfile::Plan& plan);
+std::string plan_svg(const MemoryPlan& plan);
 
 }  // namespace memplan

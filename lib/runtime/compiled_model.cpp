@@ -2,10 +2,9 @@
 
 #include "memplan/error.h"
 #include "onnx/importer.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "plan/lifetimes.h"
 #include "plan/plan_file.h"
-#include "plan/verifier.h"
 #include "report/plan_report.h"
 #include "runtime/compiled_model_impl.h"
 #include "runtime/kernel_selection.h"
@@ -74,6 +73,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       NodeExec ne;
       ne.node = n.get();
       ne.dynamic = n->touches_dynamic();
+      if (n->is_control_flow()) ne.ports.emplace(*n);
       for (const Value* v : n->inputs) ne.inputs.push_back(m.id(v));
       for (const Value* v : n->outputs) ne.outputs.push_back(m.id(v));
       if (auto it = sel.kernels.find(n.get()); it != sel.kernels.end()) ne.kernel = std::move(it->second);
@@ -91,46 +91,37 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
   for (const Value* v : m.model.main->outputs) m.outputs.push_back(info_of(v));
 }
 
-}  // namespace
-
+// Arena offsets and loop slots from the (verified) plan: buffers name values by their index in
+// their graph and nodes by their step.
 void bind_plan(CompiledModel::Impl& m) {
   std::vector<const Graph*> graphs;
   for_each_graph(*m.model.main, [&](Graph& g) { graphs.push_back(&g); });
-  if (graphs.size() != static_cast<size_t>(m.plan.graphs_size())) fail(m.model.path + ": the plan does not match the model");
   for (size_t gi = 0; gi < graphs.size(); ++gi) {
     const Graph& g = *graphs[gi];
-    const auto& gp = m.plan.graphs(static_cast<int>(gi));
-    // A scratchpad or region belongs to the node at its step: node names need not be unique.
-    auto node_at = [&](int32_t step, const std::string& name) -> NodeExec& {
-      if (step < 0 || static_cast<size_t>(step) >= g.nodes.size() || g.nodes[static_cast<size_t>(step)]->name != name)
-        fail(m.model.path + ": the plan names a node '" + name + "' at step " + std::to_string(step) +
-             " that the model does not have there");
+    const GraphPlan& gp = m.plan.graphs[gi];
+    auto node_at = [&](int32_t step) -> NodeExec& {
       return m.nodes[static_cast<size_t>(m.node_index.at(g.nodes[static_cast<size_t>(step)].get()))];
     };
-    for (const auto& b : gp.buffers()) {
-      const uint64_t at = gp.base_offset() + b.offset();
-      switch (b.kind()) {
-        case planfile::Buffer::TENSOR: {
-          const Value* v = g.find_local(b.name());
-          if (!v) fail(m.model.path + ": the plan names a tensor '" + b.name() + "' the model does not have");
-          const int32_t id = m.id(v);
-          m.homes[id] = CompiledModel::Impl::Home::Arena;
-          m.offsets[id] = at;
-          m.capacities[id] = v->capacity_bytes;
-          break;
-        }
-        case planfile::Buffer::SCRATCHPAD: node_at(b.first(), b.producer()).scratchpad_offset = at; break;
-        default: break;
+    for (const PlannedBuffer& b : gp.buffers) {
+      const uint64_t at = gp.base_offset + b.offset;
+      if (b.kind == BufferKind::Tensor) {
+        const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
+        m.homes[static_cast<size_t>(id)] = CompiledModel::Impl::Home::Arena;
+        m.offsets[static_cast<size_t>(id)] = at;
+      } else if (b.kind == BufferKind::Scratchpad) {
+        node_at(b.node).scratchpad_offset = at;
       }
     }
-    for (const auto& r : gp.regions()) {
-      const uint64_t base = gp.base_offset() + gp.buffers(r.buffer()).offset();
-      NodeExec& ne = node_at(r.step(), r.node());
-      ne.slots.clear();
-      for (const auto& c : r.carried()) ne.slots.push_back({{base + c.slot0(), base + c.slot1()}, c.size()});
+    for (const Region& r : gp.regions) {
+      const uint64_t base = gp.base_offset + gp.buffers[static_cast<size_t>(r.buffer)].offset;
+      NodeExec& ne = node_at(r.step);
+      ne.slots.assign(r.carried.size(), {});
+      for (const CarriedSlots& c : r.carried) ne.slots[static_cast<size_t>(c.slot)] = {{base + c.slot0, base + c.slot1}, c.size};
     }
   }
 }
+
+}  // namespace
 
 CompiledModel::CompiledModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompiledModel::~CompiledModel() = default;
@@ -143,57 +134,29 @@ struct CompiledModelAccess {
 
 namespace {
 
-KernelSelection select_all(CompiledModel::Impl& m) {
-  KernelSelection sel = select_kernels(m.model, m.dnnl);
-  if (!sel.unsupported.empty())
-    fail_unsupported(m.model.path + ": memplan cannot run this model: " + sel.unsupported_summary());
-  return sel;
+std::shared_ptr<const CompiledModel> finish(Compilation c) {
+  auto impl = std::make_unique<CompiledModel::Impl>();
+  impl->dnnl = std::move(c.dnnl);
+  impl->model = std::move(c.model);
+  impl->plan = std::move(c.plan);
+  build_exec(*impl, c.kernels);
+  bind_plan(*impl);
+  return CompiledModelAccess::make(std::move(impl));
 }
 
 }  // namespace
 
 std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& path, const CompileOptions& o) {
-  auto impl = std::make_unique<Impl>();
-  const ShapeOptions shapes = shape_options(o);
-  impl->model = prepare_model(path, shapes);
-  KernelSelection sel = select_all(*impl);
   PlanOptions planning;
   auto strategy = plan::parse_strategy(o.strategy);
   if (!strategy) fail("unknown strategy '" + o.strategy + "'");
   planning.strategy = *strategy;
   planning.alignment = o.alignment;
-  planning.scratchpad_bytes = [&sel](const Node& n) { return sel.scratchpad_bytes(n); };
-  impl->plan = plan_and_verify(impl->model, shapes, planning);
-  build_exec(*impl, sel);
-  bind_plan(*impl);
-  return CompiledModelAccess::make(std::move(impl));
+  return finish(compile_model(path, shape_options(o), planning));
 }
 
 std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& model_path, const std::string& plan_path) {
-  auto impl = std::make_unique<Impl>();
-  impl->plan = read_plan_file(plan_path);
-  impl->model = load_model_for_plan(model_path, impl->plan);
-  verify_plan(impl->model, impl->plan);
-  KernelSelection sel = select_all(*impl);
-  // The plan must have room for each kernel's scratchpad, as chosen on this machine: a scratchpad
-  // buffer of the node's graph at the node's step.
-  std::unordered_map<const Graph*, int> graph_index;
-  for_each_graph(*impl->model.main, [&](Graph& g) { graph_index.emplace(&g, static_cast<int>(graph_index.size())); });
-  for (const auto& [node, kernel] : sel.kernels) {
-    const uint64_t need = kernel->scratchpad_bytes();
-    if (need == 0) continue;
-    const auto& nodes = node->graph->nodes;
-    const auto step = std::find_if(nodes.begin(), nodes.end(), [n = node](const auto& p) { return p.get() == n; }) - nodes.begin();
-    bool found = false;
-    for (const auto& b : impl->plan.graphs(graph_index.at(node->graph)).buffers())
-      found = found || (b.kind() == planfile::Buffer::SCRATCHPAD && b.first() == step && b.size() >= need);
-    if (!found)
-      fail(plan_path + ": the plan has no room for the scratchpad of " + node->describe() +
-           " (made on another machine or version?); compile it again");
-  }
-  build_exec(*impl, sel);
-  bind_plan(*impl);
-  return CompiledModelAccess::make(std::move(impl));
+  return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
 }
 
 std::vector<TensorInfo> model_inputs(const std::string& model_path) {
@@ -205,7 +168,7 @@ std::vector<TensorInfo> model_inputs(const std::string& model_path) {
 
 const std::vector<TensorInfo>& CompiledModel::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& CompiledModel::outputs() const { return impl_->outputs; }
-uint64_t CompiledModel::arena_bytes() const { return impl_->plan.arena_bytes(); }
+uint64_t CompiledModel::arena_bytes() const { return impl_->plan.arena_bytes; }
 void CompiledModel::save_plan(const std::string& path) const { write_plan_file(impl_->plan, path); }
 std::string CompiledModel::report_text() const { return plan_report_text(impl_->plan); }
 std::string CompiledModel::report_json(const std::string& extra) const { return plan_report_json(impl_->plan, extra); }

@@ -4,12 +4,14 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "ir/control_flow_ports.h"
 #include "ir/graph.h"
 #include "memplan/memplan.h"
-#include "plan_file.pb.h"
+#include "plan/plan.h"
 #include "runtime/dnnl_context.h"
 #include "runtime/kernel.h"
 
@@ -26,7 +28,8 @@ struct NodeExec {
   std::vector<int32_t> inputs;             // value ids, -1 for omitted
   std::vector<int32_t> outputs;            // value ids, -1 for omitted
   uint64_t scratchpad_offset = 0;          // absolute arena offset
-  std::vector<LoopSlots> slots;            // Loop: counter, condition, carried...; Scan: states
+  std::vector<LoopSlots> slots;            // by ControlFlowPorts slot: Loop counter, condition, carried...; Scan states
+  std::optional<ControlFlowPorts> ports;   // If/Loop/Scan
   bool dynamic = false;                    // touches a dynamic tensor: its kernel is made at run time
 };
 
@@ -37,9 +40,9 @@ struct GraphExec {
 };
 
 struct CompiledModel::Impl {
+  std::unique_ptr<rt::DnnlContext> dnnl;  // the kernels point at it: destroyed last
   Model model;
-  planfile::Plan plan;
-  rt::DnnlContext dnnl;
+  MemoryPlan plan;
 
   // Dense ids for every value of every graph.
   std::unordered_map<const Value*, int32_t> ids;
@@ -64,10 +67,5 @@ struct CompiledModel::Impl {
   int32_t id(const Value* v) const { return v ? ids.at(v) : -1; }
 };
 
-// Builds everything but the plan-dependent parts from a model whose shapes are fixed: kernels
-// (collecting every unsupported op into one error), value ids, weights.
-void prepare_kernels(CompiledModel::Impl& m);
-// Assigns arena offsets and loop slots from the (verified) plan.
-void bind_plan(CompiledModel::Impl& m);
 
 }  // namespace memplan

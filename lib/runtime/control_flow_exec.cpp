@@ -1,7 +1,8 @@
 // If, Loop and Scan at run time. Subgraph inputs and outputs are bound by pointer: a branch or
 // body output made by one of its own nodes is written straight into the parent's buffer, a loop
 // slot (iteration k writes slot k%2 and reads slot (k-1)%2) or a slice of a scan output. Other
-// outputs (constants, pass-through inputs) are copied once.
+// outputs (constants, pass-through inputs) are copied once. Which node port meets which subgraph
+// port is ControlFlowPorts' answer (lib/ir/control_flow_ports.h). Nothing here allocates.
 #include <cstring>
 
 #include "memplan/error.h"
@@ -35,6 +36,295 @@ rt::TensorView slice0(const rt::TensorView& whole, int64_t index, uint64_t elem_
   return s;
 }
 
+using Home = CompiledModel::Impl::Home;
+
+// What Loop and Scan share: the body, its ports and slots, and the session's views.
+class BodyRun {
+ public:
+  BodyRun(Session::Impl& s, const NodeExec& ne)
+      : s_(s), ne_(ne), n_(*ne.node), body_(*n_.subgraph(kBody)), ge_(s.m.graphs.at(&body_)), ports_(*ne.ports) {}
+
+ protected:
+  rt::TensorView& inner(const Value* v) { return s_.view(s_.m.id(v)); }
+  rt::TensorView& node_input(int32_t port) { return s_.view(ne_.inputs[static_cast<size_t>(port)]); }
+  // -1 when the node omits it (or declares fewer outputs than its body returns).
+  int32_t node_output(int32_t port) const {
+    return port >= 0 && static_cast<size_t>(port) < ne_.outputs.size() ? ne_.outputs[static_cast<size_t>(port)] : -1;
+  }
+  const LoopSlots& slots(int32_t slot) const { return ne_.slots[static_cast<size_t>(slot)]; }
+  // Slot `which` (0 or 1) of `slot`, shaped like `like`.
+  rt::TensorView slot_view(int32_t slot, int which, const rt::TensorView& like) {
+    rt::TensorView v = s_.slot_view(slots(slot).slot[which], like);
+    v.capacity = slots(slot).size;
+    return v;
+  }
+  // Points a bound body output at slot `which` of `slot`.
+  void bind_to_slot(rt::TensorView& out, int32_t slot, int which) {
+    out.data = s_.arena + slots(slot).slot[which];
+    out.capacity = slots(slot).size;
+  }
+  bool bound(size_t body_output) const { return ge_.outputs_bound[body_output] != 0; }
+
+  static inline const std::string kBody = "body";
+  Session::Impl& s_;
+  const NodeExec& ne_;
+  const Node& n_;
+  const Graph& body_;
+  const GraphExec& ge_;
+  const ControlFlowPorts& ports_;
+};
+
+class LoopRun : BodyRun {
+ public:
+  using BodyRun::BodyRun;
+
+  void run() {
+    const int64_t max_trips = ne_.inputs[0] >= 0 ? read_int(node_input(0)) : INT64_MAX;
+    bool cond = ne_.inputs[1] >= 0 ? read_bool(node_input(1)) : true;
+    start(cond);
+    int64_t k = 0;
+    for (; k < max_trips && cond; ++k) {
+      const int cur = static_cast<int>(k % 2);
+      bind_inputs(k);
+      bind_outputs(k);
+      s_.run_graph(body_);
+      copy_outputs(k);
+      cond = read_bool(rt::TensorView{s_.arena + slots(kConditionSlot).slot[cur]});
+    }
+    finish(k);
+  }
+
+ private:
+  static constexpr int32_t kCounterSlot = 0, kConditionSlot = 1;
+
+  // Iteration 0 reads its condition from slot 1 (it writes slot 0); the counter has one slot.
+  void start(bool cond) {
+    s_.arena[slots(kConditionSlot).slot[1]] = std::byte{cond ? uint8_t{1} : uint8_t{0}};
+    rt::TensorView& counter = inner(body_.inputs[0]);
+    counter.data = s_.arena + slots(kCounterSlot).slot[0];
+    counter.capacity = 8;
+    // A scan output whose length only the loop decides is dynamic: it grows as iterations append.
+    for (size_t i = 0; i < ports_.scan_outputs(body_.outputs.size()); ++i) grow(node_output_of_scan(i), 0);
+  }
+
+  int32_t node_output_of_scan(size_t i) const { return node_output(static_cast<int32_t>(ports_.node_output_of_scan(i))); }
+
+  void grow(int32_t id, uint64_t bytes) {
+    if (id >= 0 && s_.m.homes[static_cast<size_t>(id)] == Home::Dynamic) s_.reserve_dynamic(id, bytes, true);
+  }
+
+  // Iteration k reads the initial values (k = 0) or what iteration k - 1 wrote.
+  void bind_inputs(int64_t k) {
+    const int prev = 1 - static_cast<int>(k % 2);
+    std::memcpy(inner(body_.inputs[0]).data, &k, 8);
+    for (size_t b = 1; b < body_.inputs.size(); ++b) {
+      const Port p = ports_.body_input(b);
+      rt::TensorView& in = inner(body_.inputs[b]);
+      if (p.kind == Port::Kind::Condition) {
+        in.data = s_.arena + slots(p.slot).slot[prev];
+        in.capacity = 1;
+        continue;
+      }
+      const rt::TensorView& init = node_input(p.node_port);
+      in = k == 0 ? init : slot_view(p.slot, prev, init);
+    }
+  }
+
+  // Slice k of scan output i, for an element of `elem` bytes; grows a dynamic one.
+  rt::TensorView scan_slice(size_t i, int64_t k, uint64_t elem, const Value* produced) {
+    const int32_t id = node_output_of_scan(i);
+    const uint64_t need = (static_cast<uint64_t>(k) + 1) * elem;
+    grow(id, need);
+    const rt::TensorView& whole = s_.view(id);
+    if (need > whole.capacity)
+      fail(s_.m.model.path + ": " + n_.describe() + ": scan output '" + produced->name + "' exceeds its bound after " +
+           std::to_string(k + 1) + " iterations; raise the bound of '" + n_.outputs[ports_.node_output_of_scan(i)]->name + "'");
+    return slice0(whole, k, elem);
+  }
+
+  // Bound outputs: the condition and carried values into this iteration's slots, scan outputs
+  // into slice k.
+  void bind_outputs(int64_t k) {
+    const int cur = static_cast<int>(k % 2);
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      if (!bound(o)) continue;
+      const Port p = ports_.body_output(o);
+      rt::TensorView& out = inner(body_.outputs[o]);
+      if (p.slot >= 0) {
+        bind_to_slot(out, p.slot, cur);
+      } else {
+        const rt::TensorView slice = scan_slice(p.index, k, s_.m.capacities[static_cast<size_t>(s_.m.id(body_.outputs[o]))], body_.outputs[o]);
+        out.data = slice.data;
+        out.capacity = slice.capacity;
+      }
+    }
+  }
+
+  // Outputs the body did not write in place (constants, pass-through inputs) are copied there.
+  void copy_outputs(int64_t k) {
+    const int cur = static_cast<int>(k % 2);
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      if (bound(o)) continue;
+      const Port p = ports_.body_output(o);
+      const rt::TensorView& src = inner(body_.outputs[o]);
+      if (p.slot >= 0) {
+        rt::TensorView dst = slot_view(p.slot, cur, src);
+        s_.copy_into(dst, src, n_, "carried value");
+      } else if (node_output_of_scan(p.index) >= 0) {
+        rt::TensorView dst = scan_slice(p.index, k, src.byte_size(), body_.outputs[o]);
+        s_.copy_into(dst, src, n_, "scan output");
+      }
+    }
+  }
+
+  // Final carried values: the last slot written, or the initial values after zero iterations;
+  // scan outputs get their length.
+  void finish(int64_t k) {
+    for (size_t j = 0; j < ports_.carried(); ++j) {
+      if (node_output(static_cast<int32_t>(j)) < 0) continue;
+      const int32_t slot = ports_.slot_of_carried(j);
+      const rt::TensorView& init = node_input(static_cast<int32_t>(ports_.first_carried_input() + j));
+      rt::TensorView src = k == 0 ? init : s_.slot_view(slots(slot).slot[(k - 1) % 2], init);
+      if (k > 0) {
+        const rt::TensorView& last = inner(body_.outputs[static_cast<size_t>(ports_.body_output_of_slot(slot))]);
+        src.rank = last.rank;
+        src.dims = last.dims;
+      }
+      s_.copy_into(s_.view(node_output(static_cast<int32_t>(j))), src, n_, "final carried value");
+    }
+    for (size_t i = 0; i < ports_.scan_outputs(body_.outputs.size()); ++i) {
+      const int32_t id = node_output_of_scan(i);
+      if (id < 0) continue;
+      rt::TensorView& whole = s_.view(id);
+      const Value* elem = body_.outputs[ports_.body_output_of_node_output(ports_.node_output_of_scan(i))];
+      const rt::TensorView& last = inner(elem);
+      whole.rank = (elem->type.has_rank ? static_cast<int>(elem->type.dims.size()) : last.rank) + 1;
+      whole.dims[0] = k;
+      for (int d = 1; d < whole.rank; ++d)
+        whole.dims[d] = k > 0 ? last.dims[d - 1] : std::max<int64_t>(elem->type.dims[d - 1].value, 0);
+    }
+  }
+};
+
+// Scan from opset 9 scans axis 0 of each scan input. Opset 8 has a leading batch axis on every
+// input and output (each batch item is scanned on its own, along axis 1) and sequence_lens first.
+class ScanRun : BodyRun {
+ public:
+  ScanRun(Session::Impl& s, const NodeExec& ne) : BodyRun(s, ne), batched_(n_.opset < 9) {
+    in_dirs_ = &ints(batched_ ? kDirs : kInDirs);
+    out_dirs_ = batched_ ? &kNone : &ints(kOutDirs);
+    for (int64_t a : ints(kInAxes))
+      if (a != 0) fail_unsupported(s_.m.model.path + ": " + n_.describe() + ": scan_input_axes other than 0 cannot run yet");
+    for (int64_t a : ints(kOutAxes))
+      if (a != 0) fail_unsupported(s_.m.model.path + ": " + n_.describe() + ": scan_output_axes other than 0 cannot run yet");
+    const rt::TensorView& lead = scan_input(0);
+    batch_ = batched_ ? lead.dims[0] : 1;
+    steps_ = lead.dims[batched_ ? 1 : 0];
+  }
+
+  void run() {
+    for (int64_t b = 0; b < batch_; ++b) {
+      for (int64_t t = 0; t < steps_; ++t) {
+        bind_inputs(b, t);
+        bind_outputs(b, t);
+        s_.run_graph(body_);
+        copy_outputs(b, t);
+      }
+      finish(b);
+    }
+  }
+
+ private:
+  // References, not copies: run() must not allocate.
+  static inline const std::vector<int64_t> kNone;
+  static inline const std::string kDirs = "directions", kInDirs = "scan_input_directions",
+                                  kOutDirs = "scan_output_directions", kInAxes = "scan_input_axes",
+                                  kOutAxes = "scan_output_axes";
+  const std::vector<int64_t>& ints(const std::string& name) const {
+    const Attribute* a = n_.attr(name);
+    return a ? a->ints : kNone;
+  }
+
+  rt::TensorView& state_input(size_t j) { return node_input(static_cast<int32_t>(ports_.first_carried_input() + j)); }
+  rt::TensorView& scan_input(size_t i) {
+    return node_input(static_cast<int32_t>(ports_.first_carried_input() + ports_.carried() + i));
+  }
+  // Batch item b of a batched tensor (the tensor itself when not batched).
+  rt::TensorView item(const rt::TensorView& v, int64_t b) const {
+    return batched_ ? slice0(v, b, v.byte_size() / static_cast<uint64_t>(std::max<int64_t>(batch_, 1))) : v;
+  }
+  // The position step t reads or writes along a scan axis, for the direction at `i` of `dirs`.
+  int64_t position(const std::vector<int64_t>& dirs, size_t i, int64_t t) const {
+    return i < dirs.size() && dirs[i] == 1 ? steps_ - 1 - t : t;
+  }
+
+  void bind_inputs(int64_t b, int64_t t) {
+    const int prev = 1 - static_cast<int>(t % 2);
+    for (size_t j = 0; j < ports_.carried(); ++j) {
+      const rt::TensorView init = item(state_input(j), b);
+      inner(body_.inputs[j]) = t == 0 ? init : s_.slot_view(slots(ports_.slot_of_carried(j)).slot[prev], init);
+    }
+    for (size_t i = 0; i < ports_.scan_inputs(); ++i) {
+      const rt::TensorView whole = item(scan_input(i), b);
+      const uint64_t elem = whole.byte_size() / static_cast<uint64_t>(std::max<int64_t>(whole.dims[0], 1));
+      inner(body_.inputs[ports_.carried() + i]) = slice0(whole, position(*in_dirs_, i, t), elem);
+    }
+  }
+
+  void bind_outputs(int64_t b, int64_t t) {
+    const int cur = static_cast<int>(t % 2);
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      if (!bound(o)) continue;
+      const Port p = ports_.body_output(o);
+      rt::TensorView& out = inner(body_.outputs[o]);
+      if (p.slot >= 0) {
+        bind_to_slot(out, p.slot, cur);
+      } else {
+        const uint64_t elem = s_.m.capacities[static_cast<size_t>(s_.m.id(body_.outputs[o]))];
+        out.data = item(s_.view(node_output(p.node_port)), b).data + static_cast<uint64_t>(position(*out_dirs_, p.index, t)) * elem;
+        out.capacity = elem;
+      }
+    }
+  }
+
+  void copy_outputs(int64_t b, int64_t t) {
+    const int cur = static_cast<int>(t % 2);
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      if (bound(o)) continue;
+      const Port p = ports_.body_output(o);
+      const rt::TensorView& src = inner(body_.outputs[o]);
+      if (p.slot >= 0) {
+        rt::TensorView dst = slot_view(p.slot, cur, src);
+        s_.copy_into(dst, src, n_, "state value");
+      } else if (node_output(p.node_port) >= 0) {
+        rt::TensorView dst = slice0(item(s_.view(node_output(p.node_port)), b), position(*out_dirs_, p.index, t), src.byte_size());
+        s_.copy_into(dst, src, n_, "scan output");
+      }
+    }
+  }
+
+  // The final states of batch item b: the last slot written, or the initial values after no step.
+  void finish(int64_t b) {
+    for (size_t j = 0; j < ports_.carried(); ++j) {
+      const int32_t id = node_output(static_cast<int32_t>(j));
+      if (id < 0) continue;
+      const rt::TensorView init = item(state_input(j), b);
+      const rt::TensorView src = steps_ == 0 ? init : s_.slot_view(slots(ports_.slot_of_carried(j)).slot[(steps_ - 1) % 2], init);
+      if (!batched_) {
+        s_.copy_into(s_.view(id), src, n_, "final state");
+      } else {
+        rt::TensorView dst = item(s_.view(id), b);
+        s_.copy_into(dst, src, n_, "final state");
+      }
+    }
+  }
+
+  const bool batched_;
+  const std::vector<int64_t>* in_dirs_ = nullptr;
+  const std::vector<int64_t>* out_dirs_ = nullptr;
+  int64_t batch_ = 1, steps_ = 0;
+};
+
 }  // namespace
 
 rt::TensorView Session::Impl::slot_view(uint64_t offset, const rt::TensorView& like) {
@@ -47,7 +337,7 @@ void Session::Impl::copy_into(rt::TensorView& dst, const rt::TensorView& src, co
   const uint64_t bytes = src.byte_size();
   if (bytes > dst.capacity)
     fail(m.model.path + ": " + node.describe() + ": " + what + " needs " + std::to_string(bytes) +
-         " bytes but its buffer holds " + std::to_string(dst.capacity) + "; raise its bound with --bound");
+         " bytes but its buffer holds " + std::to_string(dst.capacity) + "; raise its bound");
   if (bytes && dst.data != src.data) std::memmove(dst.data, src.data, bytes);
   dst.rank = src.rank;
   dst.dims = src.dims;
@@ -59,7 +349,7 @@ void Session::Impl::run_if(const NodeExec& ne) {
   const Graph& g = *n.subgraph(read_bool(view(ne.inputs[0])) ? kThen : kElse);
   const GraphExec& ge = m.graphs.at(&g);
   for (size_t k = 0; k < g.outputs.size(); ++k)
-    if (ne.outputs[k] >= 0 && ge.outputs_bound[k]) {
+    if (ge.outputs_bound[k]) {  // bound only where the If has the output (lifetimes.h)
       rt::TensorView& inner = view(m.id(g.outputs[k]));
       inner.data = view(ne.outputs[k]).data;
       inner.capacity = view(ne.outputs[k]).capacity;
@@ -68,200 +358,12 @@ void Session::Impl::run_if(const NodeExec& ne) {
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     if (ne.outputs[k] < 0) continue;
     const rt::TensorView& inner = view(m.id(g.outputs[k]));
-    if (m.homes[static_cast<size_t>(ne.outputs[k])] == CompiledModel::Impl::Home::Dynamic)
-      reserve_dynamic(ne.outputs[k], inner.byte_size(), false);
+    if (m.homes[static_cast<size_t>(ne.outputs[k])] == Home::Dynamic) reserve_dynamic(ne.outputs[k], inner.byte_size(), false);
     copy_into(view(ne.outputs[k]), inner, n, "branch output");
   }
 }
 
-void Session::Impl::run_loop(const NodeExec& ne) {
-  const Node& n = *ne.node;
-  static const std::string kBody = "body";
-  const Graph& body = *n.subgraph(kBody);
-  const GraphExec& ge = m.graphs.at(&body);
-  const size_t carried = n.inputs.size() - 2;
-  const int64_t max_trips = ne.inputs[0] >= 0 ? read_int(view(ne.inputs[0])) : INT64_MAX;
-  bool cond = ne.inputs[1] >= 0 ? read_bool(view(ne.inputs[1])) : true;
-
-  // Slot 0 of the condition holds iteration 0's input condition (iteration 0 writes slot 0 after).
-  const LoopSlots& cond_slots = ne.slots[1];
-  arena[cond_slots.slot[1]] = std::byte{cond ? uint8_t{1} : uint8_t{0}};
-  rt::TensorView& iter_in = view(m.id(body.inputs[0]));
-  iter_in.data = arena + ne.slots[0].slot[0];
-  iter_in.capacity = 8;
-
-  // A scan output whose length only the loop decides is a dynamic tensor: it grows as iterations
-  // append to it (the earlier slices are kept).
-  auto grow_if_dynamic = [&](int32_t id, uint64_t bytes) {
-    if (m.homes[static_cast<size_t>(id)] == CompiledModel::Impl::Home::Dynamic) reserve_dynamic(id, bytes, true);
-  };
-  for (size_t o = carried; o < n.outputs.size(); ++o)
-    if (ne.outputs[o] >= 0) grow_if_dynamic(ne.outputs[o], 0);
-  int64_t k = 0;
-  for (; k < max_trips && cond; ++k) {
-    const int cur = static_cast<int>(k % 2), prev = 1 - cur;
-    std::memcpy(iter_in.data, &k, 8);
-    rt::TensorView& cond_in = view(m.id(body.inputs[1]));
-    cond_in.data = arena + cond_slots.slot[prev];
-    cond_in.capacity = 1;
-    for (size_t j = 0; j < carried; ++j) {
-      rt::TensorView& in = view(m.id(body.inputs[j + 2]));
-      const rt::TensorView& init = view(ne.inputs[j + 2]);
-      in = k == 0 ? init : slot_view(ne.slots[j + 2].slot[prev], init);
-      if (k > 0) in.capacity = ne.slots[j + 2].size;
-    }
-    // Bound outputs: the condition and carried values into this iteration's slots, scan outputs
-    // into slice k.
-    for (size_t o = 0; o < body.outputs.size(); ++o) {
-      if (!ge.outputs_bound[o]) continue;
-      rt::TensorView& out = view(m.id(body.outputs[o]));
-      if (o <= carried) {
-        out.data = arena + ne.slots[o + 1].slot[cur];
-        out.capacity = ne.slots[o + 1].size;
-      } else if (ne.outputs[o - 1] >= 0) {
-        const uint64_t elem = m.capacities[static_cast<size_t>(m.id(body.outputs[o]))];
-        grow_if_dynamic(ne.outputs[o - 1], (static_cast<uint64_t>(k) + 1) * elem);
-        const rt::TensorView& whole = view(ne.outputs[o - 1]);
-        if ((static_cast<uint64_t>(k) + 1) * elem > whole.capacity)
-          fail(m.model.path + ": " + n.describe() + ": scan output '" + body.outputs[o]->name + "' exceeds its bound after " +
-               std::to_string(k) + " iterations; raise it with --bound " + n.outputs[o - 1]->name + "=<dims>");
-        out.data = whole.data + static_cast<uint64_t>(k) * elem;
-        out.capacity = elem;
-      }
-    }
-    run_graph(body);
-    for (size_t o = 0; o < body.outputs.size(); ++o) {
-      if (ge.outputs_bound[o]) continue;
-      const rt::TensorView& src = view(m.id(body.outputs[o]));
-      if (o <= carried) {
-        rt::TensorView dst = slot_view(ne.slots[o + 1].slot[cur], src);
-        dst.capacity = ne.slots[o + 1].size;
-        copy_into(dst, src, n, "carried value");
-      } else if (ne.outputs[o - 1] >= 0) {
-        const uint64_t elem = src.byte_size();
-        grow_if_dynamic(ne.outputs[o - 1], (static_cast<uint64_t>(k) + 1) * elem);
-        const rt::TensorView& whole = view(ne.outputs[o - 1]);
-        if ((static_cast<uint64_t>(k) + 1) * elem > whole.capacity)
-          fail(m.model.path + ": " + n.describe() + ": scan output '" + n.outputs[o - 1]->name +
-               "' exceeds its bound; raise it with --bound " + n.outputs[o - 1]->name + "=<dims>");
-        rt::TensorView dst = slice0(whole, k, elem);
-        copy_into(dst, src, n, "scan output");
-      }
-    }
-    cond = read_bool(rt::TensorView{arena + cond_slots.slot[cur]});
-  }
-
-  // Final carried values: the last slot written, or the initial values after zero iterations.
-  for (size_t j = 0; j < carried; ++j) {
-    if (ne.outputs[j] < 0) continue;
-    const rt::TensorView& init = view(ne.inputs[j + 2]);
-    rt::TensorView src = k == 0 ? init : slot_view(ne.slots[j + 2].slot[(k - 1) % 2], init);
-    if (k > 0) {
-      const rt::TensorView& last = view(m.id(body.outputs[j + 1]));
-      src.rank = last.rank;
-      src.dims = last.dims;
-    }
-    copy_into(view(ne.outputs[j]), src, n, "final carried value");
-  }
-  for (size_t o = carried; o < n.outputs.size(); ++o) {
-    if (ne.outputs[o] < 0) continue;
-    rt::TensorView& whole = view(ne.outputs[o]);
-    const Value* elem = body.outputs[o + 1];
-    const rt::TensorView& last = view(m.id(elem));
-    whole.rank = (elem->type.has_rank ? static_cast<int>(elem->type.dims.size()) : last.rank) + 1;
-    whole.dims[0] = k;
-    for (int d = 1; d < whole.rank; ++d) whole.dims[d] = k > 0 ? last.dims[d - 1] : std::max<int64_t>(elem->type.dims[d - 1].value, 0);
-  }
-}
-
-// Scan from opset 9 scans axis 0 of each scan input. Opset 8 has a leading batch axis on every
-// input and output (each batch item is scanned on its own, along axis 1) and sequence_lens first.
-void Session::Impl::run_scan(const NodeExec& ne) {
-  const Node& n = *ne.node;
-  static const std::string kBody = "body";
-  const Graph& body = *n.subgraph(kBody);
-  const GraphExec& ge = m.graphs.at(&body);
-  const bool batched = n.opset < 9;
-  const size_t first = batched ? 1 : 0;
-  const size_t scans = static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
-  const size_t states = n.inputs.size() - first - scans;
-  // References, not copies: run() must not allocate.
-  static const std::vector<int64_t> kNone;
-  static const std::string kDirs = "directions", kInDirs = "scan_input_directions",
-                           kOutDirs = "scan_output_directions", kInAxes = "scan_input_axes",
-                           kOutAxes = "scan_output_axes";
-  auto ints = [&n](const std::string& name) -> const std::vector<int64_t>& {
-    const Attribute* a = n.attr(name);
-    return a ? a->ints : kNone;
-  };
-  const std::vector<int64_t>& in_dirs = ints(batched ? kDirs : kInDirs);
-  const std::vector<int64_t>& out_dirs = batched ? kNone : ints(kOutDirs);
-  for (int64_t a : ints(kInAxes))
-    if (a != 0) fail_unsupported(m.model.path + ": " + n.describe() + ": scan_input_axes other than 0 cannot run yet");
-  for (int64_t a : ints(kOutAxes))
-    if (a != 0) fail_unsupported(m.model.path + ": " + n.describe() + ": scan_output_axes other than 0 cannot run yet");
-  auto in = [&](size_t k) -> rt::TensorView& { return view(ne.inputs[first + k]); };
-  const rt::TensorView& lead = in(states);
-  const int64_t batch = batched ? lead.dims[0] : 1;
-  const int64_t steps = lead.dims[batched ? 1 : 0];
-  // Batch item b of a batched tensor (the tensor itself when not batched).
-  auto item = [&](const rt::TensorView& v, int64_t b) {
-    return batched ? slice0(v, b, v.byte_size() / static_cast<uint64_t>(std::max<int64_t>(batch, 1))) : v;
-  };
-
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t t = 0; t < steps; ++t) {
-      const int cur = static_cast<int>(t % 2), prev = 1 - cur;
-      for (size_t j = 0; j < states; ++j) {
-        const rt::TensorView init = item(in(j), b);
-        view(m.id(body.inputs[j])) = t == 0 ? init : slot_view(ne.slots[j].slot[prev], init);
-      }
-      for (size_t i = 0; i < scans; ++i) {
-        const rt::TensorView whole = item(in(states + i), b);
-        const bool reverse = i < in_dirs.size() && in_dirs[i] == 1;
-        const uint64_t elem = whole.byte_size() / static_cast<uint64_t>(std::max<int64_t>(whole.dims[0], 1));
-        view(m.id(body.inputs[states + i])) = slice0(whole, reverse ? steps - 1 - t : t, elem);
-      }
-      for (size_t o = 0; o < body.outputs.size(); ++o) {
-        if (!ge.outputs_bound[o]) continue;
-        rt::TensorView& out = view(m.id(body.outputs[o]));
-        if (o < states) {
-          out.data = arena + ne.slots[o].slot[cur];
-          out.capacity = ne.slots[o].size;
-        } else if (ne.outputs[o] >= 0) {
-          const bool reverse = o - states < out_dirs.size() && out_dirs[o - states] == 1;
-          const uint64_t elem = m.capacities[static_cast<size_t>(m.id(body.outputs[o]))];
-          out.data = item(view(ne.outputs[o]), b).data + static_cast<uint64_t>(reverse ? steps - 1 - t : t) * elem;
-          out.capacity = elem;
-        }
-      }
-      run_graph(body);
-      for (size_t o = 0; o < body.outputs.size(); ++o) {
-        if (ge.outputs_bound[o]) continue;
-        const rt::TensorView& src = view(m.id(body.outputs[o]));
-        if (o < states) {
-          rt::TensorView dst = slot_view(ne.slots[o].slot[cur], src);
-          dst.capacity = ne.slots[o].size;
-          copy_into(dst, src, n, "state value");
-        } else if (ne.outputs[o] >= 0) {
-          const bool reverse = o - states < out_dirs.size() && out_dirs[o - states] == 1;
-          rt::TensorView dst = slice0(item(view(ne.outputs[o]), b), reverse ? steps - 1 - t : t, src.byte_size());
-          copy_into(dst, src, n, "scan output");
-        }
-      }
-    }
-    for (size_t j = 0; j < states; ++j) {
-      if (ne.outputs[j] < 0) continue;
-      const rt::TensorView init = item(in(j), b);
-      const rt::TensorView src = steps == 0 ? init : slot_view(ne.slots[j].slot[(steps - 1) % 2], init);
-      if (!batched) {
-        copy_into(view(ne.outputs[j]), src, n, "final state");
-      } else {
-        rt::TensorView dst = item(view(ne.outputs[j]), b);
-        copy_into(dst, src, n, "final state");
-      }
-    }
-  }
-}
+void Session::Impl::run_loop(const NodeExec& ne) { LoopRun(*this, ne).run(); }
+void Session::Impl::run_scan(const NodeExec& ne) { ScanRun(*this, ne).run(); }
 
 }  // namespace memplan

@@ -30,7 +30,7 @@ class WeightRelease {
   explicit WeightRelease(std::unordered_set<const Value*>& released) : released_(released) {}
   void after(const Node& n, const rt::Kernel* kernel) {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const Value* v = n.inputs[k];
+      Value* v = n.inputs[k];
       if (!v || !v->constant || std::find(n.inputs.begin(), n.inputs.begin() + static_cast<long>(k), v) !=
                                     n.inputs.begin() + static_cast<long>(k))
         continue;  // not a constant, or already seen at an earlier input of n
@@ -40,7 +40,11 @@ class WeightRelease {
       State& st = state_[v];
       st.needed = st.needed || read;
       if (++st.done == v->consumers.size() && !st.needed && v->constant.use_count() == 1) {
-        std::vector<std::byte>().swap(const_cast<Tensor&>(*v->constant).bytes);  // frees it (= {} keeps the capacity)
+        // The value keeps its type and size (the plan counts its weight bytes), not its bytes.
+        auto shape_only = std::make_shared<Tensor>();
+        shape_only->dtype = v->constant->dtype;
+        shape_only->dims = v->constant->dims;
+        v->constant = std::move(shape_only);
         released_.insert(v);
       }
     }
@@ -57,7 +61,7 @@ class WeightRelease {
 
 }  // namespace
 
-KernelSelection select_kernels(const Model& model, rt::DnnlContext& dnnl) {
+KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   KernelSelection sel;
   WeightRelease release(sel.released);
   rt::KernelEnv env{&dnnl, model.path};

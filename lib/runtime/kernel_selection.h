@@ -17,8 +17,8 @@ struct KernelSelection {
   std::unordered_map<const Node*, std::unique_ptr<rt::Kernel>> kernels;
   // One entry per node memplan cannot run: "Op (opset N) at node 'x': reason".
   std::vector<std::string> unsupported;
-  // Constants no one reads at run time (their kernels keep reordered copies): their bytes are
-  // freed, and the session gives them no view.
+  // Constants no one reads at run time (their kernels keep reordered copies): select_kernels frees
+  // their bytes (the value keeps a shape-only tensor), and the session gives them no view.
   std::unordered_set<const Value*> released;
   uint64_t scratchpad_bytes(const Node& n) const;
   // All unsupported ops in one line, grouped by op type with counts.
@@ -27,7 +27,9 @@ struct KernelSelection {
 
 // Makes a kernel for every node of every graph but If, Loop and Scan (the executor runs those)
 // and the nodes that touch a dynamic tensor (the session makes theirs once their shapes are known;
-// here only their op's factory must exist).
-KernelSelection select_kernels(const Model& model, rt::DnnlContext& dnnl);
+// here only their op's factory must exist). Frees the bytes of the constants it lists as released,
+// as soon as the last of their readers has its kernel, so the weights and the kernels' reordered
+// copies are never all in memory at once.
+KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl);
 
 }  // namespace memplan

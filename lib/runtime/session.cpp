@@ -44,7 +44,7 @@ void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, st
 
 Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions opts)
     : owner(std::move(model)), m(owner->impl()), options(opts) {
-  arena_bytes = m.plan.arena_bytes();
+  arena_bytes = m.plan.arena_bytes;
   const uint64_t alloc = (std::max<uint64_t>(arena_bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
   arena = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
   if (!arena)

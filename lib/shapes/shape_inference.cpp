@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/control_flow_ports.h"
 #include "memplan/error.h"
-#include "passes/expand_functions.h"
-#include "passes/inline_if.h"
 #include "shapes/constant_folding.h"
 #include "shapes/control_flow_shapes.h"
 #include "shapes/onnx_inference.h"
@@ -41,7 +40,8 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
     if (it == main.inputs.end()) {
       std::string names;
       for (Value* v : main.inputs) names += (names.empty() ? "" : ", ") + v->name;
-      fail(model.path + ": --shape " + name + ": the model has no input of that name (inputs: " + names + ")");
+      fail(model.path + ": a shape is given for '" + name + "', but the model has no input of that name (inputs: " +
+           names + ")");
     }
     TensorType& t = (*it)->type;
     // As ONNX Runtime: a one-element shape stands for a declared scalar, symbolic dims take any
@@ -73,23 +73,25 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
         }
   });
   for (const auto& [name, value] : opts.dims)
-    if (!used.count(name)) fail(model.path + ": --dim " + name + ": no dimension of the model is named '" + name + "'");
+    if (!used.count(name))
+      fail(model.path + ": a value is given for dim '" + name + "', but no dimension of the model is named so");
   for (Value* in : main.inputs) {
-    if (!in->type.has_rank)
-      fail(model.path + ": input '" + in->name + "' has no shape; give one with --shape " + in->name + "=<dims>");
+    const Remedy shape{Remedy::Option::InputShapes, in->name, "<dims>"};
+    if (!in->type.has_rank) fail(model.path + ": input '" + in->name + "' has no shape; give it one", {shape});
     for (const Dim& d : in->type.dims)
       if (!d.known()) {
-        std::string hint = d.symbol.empty() ? "--shape " + in->name + "=<dims>"
-                                            : "--dim " + d.symbol + "=<value> or --shape " + in->name + "=<dims>";
+        std::vector<Remedy> fixes{shape};
+        if (!d.symbol.empty()) fixes.insert(fixes.begin(), {Remedy::Option::Dims, d.symbol, "<value>"});
         fail(model.path + ": input '" + in->name + "' has unset dimension '" + (d.symbol.empty() ? "?" : d.symbol) +
-             "' (shape " + in->type.shape_string() + "); fix it with " + hint);
+                 "' (shape " + in->type.shape_string() + "); fix it",
+             fixes);
       }
   }
 }
 
 class ShapeInference {
  public:
-  ShapeInference(Model& m, const ShapeOptions& o, const ConstantEvaluator& e) : model_(m), opts_(o), evaluate_(e) {}
+  ShapeInference(Model& m, const ShapeOptions& o, const ShapeHooks& h) : model_(m), opts_(o), hooks_(h) {}
 
   void run() {
     infer_graph(*model_.main);
@@ -105,21 +107,13 @@ class ShapeInference {
     for_each_graph(*model_.main, [&](Graph& g) { size_values(g); });
     for (const auto& [name, dims] : opts_.bounds)
       if (!used_bounds_.count(name))
-        fail(model_.path + ": --bound " + name + ": no tensor of the model is named '" + name + "'");
+        fail(model_.path + ": a bound is given for '" + name + "', but no tensor of the model is named so");
   }
 
   void infer_graph(Graph& g) {
     for (size_t i = 0; i < g.nodes.size();) {
-      Node& n = *g.nodes[i];
-      if (n.op_type == "If" && n.domain.empty()) {
-        const Value* cond = n.inputs.empty() ? nullptr : n.inputs[0];
-        if (cond && cond->constant) {
-          inline_if_branch(g, i, cond->constant->int_at(0) != 0);
-          continue;  // infer the spliced-in nodes next
-        }
-      }
-      if (should_expand_function(n) && expand_function_node(model_, g, i)) continue;  // infer the body's nodes next
-      infer_node(n);
+      if (hooks_.rewrite && hooks_.rewrite(g, i)) continue;  // infer the nodes now standing there next
+      infer_node(*g.nodes[i]);
       ++i;
     }
     std::erase_if(g.nodes, [](const std::unique_ptr<Node>& n) {
@@ -147,7 +141,7 @@ class ShapeInference {
       if (!out || out->constant) continue;
       auto b = opts_.bounds.find(out->name);
       if (b == opts_.bounds.end()) continue;
-      const std::string what = model_.path + ": --bound for tensor '" + out->name + "'";
+      const std::string what = model_.path + ": the bound given for tensor '" + out->name + "'";
       out->capacity_bytes = checked_mul(checked_element_count(b->second, what), dtype_size(out->type.dtype), what);
       out->capacity_known = true;
       out->shape_varies = out->shape_varies || !out->type.is_static();
@@ -172,8 +166,8 @@ class ShapeInference {
     }
     infer_with_onnx(n, model_.path);
     bound_by_inputs(n, opts_.bounds);
-    if (evaluate_)
-      if (auto folded = evaluate_(n)) make_constants(n, *folded);
+    if (hooks_.evaluate)
+      if (auto folded = hooks_.evaluate(n)) make_constants(n, *folded);
   }
 
   // The node's outputs become constants; the node itself is dropped at the end of its graph.
@@ -227,8 +221,8 @@ class ShapeInference {
       if (!v->type.is_static()) {
         std::string origin = v->producer ? " (output of " + v->producer->describe() + ")" : "";
         if (opts_.static_only)
-          fail(what + origin + " has no static shape " + v->type.shape_string() +
-               "; give an upper bound with --bound " + v->name + "=<dims> (or drop --static)");
+          fail(what + origin + " has no static shape " + v->type.shape_string() + "; give it an upper bound",
+               {{Remedy::Option::Bounds, v->name, "<dims>"}, {Remedy::Option::StaticOnly, "", ""}});
         make_dynamic(g, *v, what + origin);
         continue;
       }
@@ -244,14 +238,15 @@ class ShapeInference {
   static void make_dynamic(const Graph& g, Value& v, const std::string& what) {
     auto refuse = [&](const std::string& why) {
       fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() + ", but " + why +
-                       "; give an upper bound with --bound " + v.name + "=<dims>");
+                           "; give it an upper bound",
+                       {{Remedy::Option::Bounds, v.name, "<dims>"}});
     };
     if (g.owner && g.owner->op_type != "If" && std::count(g.outputs.begin(), g.outputs.end(), &v))
       refuse("a " + g.owner->op_type + " body returns it, which needs its size at compile time");
     for (const Node* c : v.consumers) {
       if (c->op_type != "Loop" && c->op_type != "Scan") continue;
-      const size_t first_sized = c->op_type == "Loop" ? 2 : 0;  // a Loop's trip count and condition are read as data
-      for (size_t i = first_sized; i < c->inputs.size(); ++i)
+      // A Loop's trip count and condition, and Scan 8's sequence_lens, are read as data.
+      for (size_t i = ControlFlowPorts(*c).first_carried_input(); i < c->inputs.size(); ++i)
         if (c->inputs[i] == &v) refuse(c->describe() + " carries or scans it in slots planned at compile time");
     }
     v.dynamic = true;
@@ -262,16 +257,16 @@ class ShapeInference {
 
   Model& model_;
   const ShapeOptions& opts_;
-  const ConstantEvaluator& evaluate_;
+  const ShapeHooks& hooks_;
   std::map<std::string, int> unsupported_;
   std::set<std::string> used_bounds_;
 };
 
 }  // namespace
 
-void infer_shapes(Model& model, const ShapeOptions& options, const ConstantEvaluator& evaluate) {
+void infer_shapes(Model& model, const ShapeOptions& options, const ShapeHooks& hooks) {
   bind_user_shapes(model, options);
-  ShapeInference(model, options, evaluate).run();
+  ShapeInference(model, options, hooks).run();
 }
 
 }  // namespace memplan

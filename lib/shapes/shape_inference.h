@@ -30,10 +30,22 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
 // so folding covers every op memplan runs; lib/shapes itself folds only shape computations.
 using ConstantEvaluator = std::function<std::optional<std::vector<Tensor>>(const Node&)>;
 
+// Replaces g.nodes[index] by other nodes, in its place, and returns true; or leaves g alone and
+// returns false. The pipeline rewrites while shapes flow, because what a rewrite needs is known
+// only then: an If whose condition has just folded is replaced by its branch, a function op with
+// no kernel runs as its body. Shape inference then infers the nodes that now stand there.
+using NodeRewriter = std::function<bool(Graph& g, size_t index)>;
+
+// What the pipeline lends shape inference (lib/shapes depends on neither the kernels nor the passes).
+struct ShapeHooks {
+  ConstantEvaluator evaluate;
+  NodeRewriter rewrite;
+};
+
 // After it returns, every non-constant value in every graph has a capacity in bytes (exact, or a
-// checked upper bound) or is dynamic (Value::dynamic; main graph only), folded nodes are gone, and
-// Ifs with a constant condition are inlined. Fails with one message listing every op ONNX does
-// not know, or naming the tensor whose size cannot be fixed and the option that would fix it.
-void infer_shapes(Model& model, const ShapeOptions& options, const ConstantEvaluator& evaluate = {});
+// checked upper bound) or is dynamic (Value::dynamic), and folded nodes are gone. Fails with one
+// message listing every op ONNX does not know, or naming the tensor whose size cannot be fixed and
+// the option that would fix it.
+void infer_shapes(Model& model, const ShapeOptions& options, const ShapeHooks& hooks = {});
 
 }  // namespace memplan

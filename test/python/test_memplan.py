@@ -132,7 +132,7 @@ class CompileAndRun(unittest.TestCase):
                     assert_close(self, out[name], want, "%s set %d" % (name, k))
         with self.assertRaises(memplan.Error) as e:
             memplan.compile(path, static_only=True)
-        self.assertIn("--bound sums=", str(e.exception))
+        self.assertIn("bounds[sums] = <dims>", str(e.exception))
         self.assertEqual(e.exception.kind, memplan.ErrorKind.InvalidInput)
 
     def test_reports_and_arena(self):

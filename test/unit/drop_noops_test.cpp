@@ -7,7 +7,7 @@
 #include "memplan/memplan.h"
 
 #include "passes/drop_noops.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 
 using namespace memplan;

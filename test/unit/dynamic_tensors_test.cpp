@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "memplan/memplan.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "plan/verifier.h"
 #include "support/model_builder.h"
 
@@ -75,7 +75,7 @@ TEST_CASE("dynamic tensors: a run-time trip count's scan output and what it flow
   // The scan output and the two tensors sized by it are dynamic; Shape and ReduceSum have
   // static outputs and stay planned.
   for (const char* name : {"\"stack\"", "\"doubled\"", "\"t\""}) CHECK_THAT(report, Catch::Contains(name));
-  CHECK_THAT(model->report_text(), Catch::Contains("'stack' [?, 2] from loop; --bound stack=<dims>"));
+  CHECK_THAT(model->report_text(), Catch::Contains("'stack' [?, 2] from loop; a bound for it would plan it in the arena"));
 
   for (bool guard : {false, true}) {
     INFO("guard mode " << guard);
@@ -109,7 +109,7 @@ TEST_CASE("dynamic tensors: --static refuses them, naming the tensor and the --b
   const std::string path = write(loop_model(), "memplan_dynamic_strict.onnx");
   CompileOptions o;
   o.static_only = true;
-  CHECK_THROWS_WITH(CompiledModel::compile(path, o), Catch::Contains("'stack'") && Catch::Contains("--bound stack="));
+  CHECK_THROWS_WITH(CompiledModel::compile(path, o), Catch::Contains("'stack'") && Catch::Contains("bounds[stack] = <dims>"));
   o.bounds["stack"] = {8, 2};  // with a bound the whole chain is planned in the arena
   auto model = CompiledModel::compile(path, o);
   CHECK_THAT(model->report_json(), Catch::Contains("\"dynamic_tensors\": []"));
@@ -121,14 +121,14 @@ TEST_CASE("dynamic tensors: --static refuses them, naming the tensor and the --b
 
 TEST_CASE("dynamic tensors: the verifier wants the plan to list exactly the dynamic tensors", "[dynamic][verifier]") {
   const std::string path = write(loop_model(), "memplan_dynamic_verify.onnx");
-  Compiled c = compile_model(path, {}, {});
-  REQUIRE(c.plan.dynamic_tensors_size() == 3);
+  Compilation c = compile_model(path, {}, {});
+  REQUIRE(c.plan.dynamic_tensors.size() == 3);
   REQUIRE_NOTHROW(verify_plan(c.model, c.plan));
-  planfile::Plan missing = c.plan;
-  missing.mutable_dynamic_tensors()->RemoveLast();
+  MemoryPlan missing = c.plan;
+  missing.dynamic_tensors.pop_back();
   CHECK_THROWS_WITH(verify_plan(c.model, missing), Catch::Contains("is not listed once"));
-  planfile::Plan extra = c.plan;
-  extra.add_dynamic_tensors()->set_name("x_final");
+  MemoryPlan extra = c.plan;
+  extra.dynamic_tensors.push_back({0, -1, "x_final", "", "", 1});
   CHECK_THROWS_WITH(verify_plan(c.model, extra), Catch::Contains("'x_final'"));
 }
 
@@ -187,6 +187,6 @@ TEST_CASE("dynamic tensors: a loop body may not return one, the error names it a
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::Unsupported);
     CHECK_THAT(e.what(), Catch::Contains("'inner_stack'") && Catch::Contains("a Loop body returns it") &&
-                             Catch::Contains("--bound inner_stack="));
+                             Catch::Contains("bounds[inner_stack] = <dims>"));
   }
 }

@@ -13,7 +13,7 @@
 
 #include "ir/tensor.h"
 #include "memplan/memplan.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 
 using namespace memplan;
@@ -87,11 +87,11 @@ void require_near(const Doubles& got, const Doubles& want, double tolerance) {
 }
 
 // The op types of the main graph once shapes are fixed (expansions done, folded nodes gone).
-// The main graph's ops once shapes are inferred, without the kernel folding that prepare_model
-// adds (it would fold a node of constant inputs whichever path it took).
+// The main graph's ops once shapes are inferred with the pipeline's rewrites, without the kernel
+// folding that prepare_model adds (it would fold a node of constant inputs whichever path it took).
 std::vector<std::string> ops_after_shapes(const std::string& path, const ShapeOptions& shapes) {
   Model m = import_model(path);
-  infer_shapes(m, shapes);
+  infer_shapes(m, shapes, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
   std::vector<std::string> ops;
   for (const auto& n : m.main->nodes) ops.push_back(n->op_type);
   return ops;

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "memplan/memplan.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 
 using namespace memplan;

@@ -10,7 +10,7 @@
 
 #include "memplan/memplan.h"
 #include "passes/assign_layouts.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 
 using namespace memplan;

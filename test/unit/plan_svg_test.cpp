@@ -19,9 +19,10 @@
 
 #include "plan_file.pb.h"
 
-using memplan::planfile::Buffer;
-using memplan::planfile::GraphPlan;
-using memplan::planfile::Plan;
+using memplan::BufferKind;
+using memplan::GraphPlan;
+using memplan::PlannedBuffer;
+using Plan = memplan::MemoryPlan;
 
 namespace {
 
@@ -200,15 +201,14 @@ bool has_text(const Element& root, const std::string& s) {
   return false;
 }
 
-void add(GraphPlan& g, const std::string& name, Buffer::Kind kind, uint64_t size, uint64_t offset, int first,
-         int last) {
-  Buffer& b = *g.add_buffers();
-  b.set_name(name);
-  b.set_kind(kind);
-  b.set_size(size);
-  b.set_offset(offset);
-  b.set_first(first);
-  b.set_last(last);
+void add(GraphPlan& g, const std::string& name, BufferKind kind, uint64_t size, uint64_t offset, int first, int last) {
+  PlannedBuffer& b = g.buffers.emplace_back();
+  b.name = name;
+  b.kind = kind;
+  b.size = size;
+  b.offset = offset;
+  b.first = first;
+  b.last = last;
 }
 
 const std::string kOdd = "t<&\"1'>";
@@ -217,61 +217,45 @@ const std::string kOdd = "t<&\"1'>";
 // at step 3 (body frame 512 B, carried `acc` 256 B in slots at region +512 and +768).
 Plan sample_plan() {
   Plan p;
-  p.set_model_path("models/sample.onnx");
-  p.set_strategy("auto");
-  p.set_chosen_strategy("greedy_by_size");
-  p.set_arena_bytes(2560);
-  p.set_lower_bound_bytes(2048);
-  p.set_alignment(64);
+  p.model_path = "models/sample.onnx";
+  p.strategy = "auto";
+  p.chosen_strategy = "greedy_by_size";
+  p.arena_bytes = 2560;
+  p.lower_bound_bytes = 2048;
+  p.alignment = 64;
 
-  GraphPlan& main = *p.add_graphs();
-  main.set_parent(-1);
-  main.set_path("main");
-  main.set_num_steps(5);
-  main.set_frame_bytes(2560);
-  add(main, "input", Buffer::TENSOR, 1024, 0, 0, 1);
-  add(main, kOdd, Buffer::TENSOR, 512, 1024, 0, 3);
-  add(main, "out", Buffer::TENSOR, 1024, 0, 2, 4);
-  add(main, "cond_region", Buffer::REGION, 768, 1536, 1, 1);
-  add(main, "loop_region", Buffer::REGION, 1024, 1536, 3, 3);
-  auto& rif = *main.add_regions();
-  rif.set_node("cond");
-  rif.set_op_type("If");
-  rif.set_step(1);
-  rif.set_buffer(3);
-  rif.add_subgraphs(1);
-  rif.add_subgraphs(2);
-  auto& rloop = *main.add_regions();
-  rloop.set_node("loop");
-  rloop.set_op_type("Loop");
-  rloop.set_step(3);
-  rloop.set_buffer(4);
-  rloop.add_subgraphs(3);
-  auto& acc = *rloop.add_carried();
-  acc.set_name("acc");
-  acc.set_size(256);
-  acc.set_slot0(512);
-  acc.set_slot1(768);
+  GraphPlan& main = p.graphs.emplace_back();
+  main.parent = -1;
+  main.path = "main";
+  main.num_steps = 5;
+  main.frame_bytes = 2560;
+  add(main, "input", BufferKind::Tensor, 1024, 0, 0, 1);
+  add(main, kOdd, BufferKind::Tensor, 512, 1024, 0, 3);
+  add(main, "out", BufferKind::Tensor, 1024, 0, 2, 4);
+  add(main, "cond", BufferKind::Region, 768, 1536, 1, 1);
+  add(main, "loop", BufferKind::Region, 1024, 1536, 3, 3);
+  main.regions.push_back({1, "cond", "If", 3, {1, 2}, {}});
+  main.regions.push_back({3, "loop", "Loop", 4, {3}, {{2, "acc", 256, 512, 768}}});
 
   auto sub = [&](const char* node, const char* attribute, uint64_t frame, int steps) -> GraphPlan& {
-    GraphPlan& g = *p.add_graphs();
-    g.set_parent(0);
-    g.set_owner_node(node);
-    g.set_owner_attribute(attribute);
-    g.set_path(std::string(node) + "." + attribute);
-    g.set_frame_bytes(frame);
-    g.set_base_offset(1536);
-    g.set_num_steps(steps);
+    GraphPlan& g = p.graphs.emplace_back();
+    g.parent = 0;
+    g.owner_node = node;
+    g.owner_attribute = attribute;
+    g.path = std::string(node) + "." + attribute;
+    g.frame_bytes = frame;
+    g.base_offset = 1536;
+    g.num_steps = steps;
     return g;
   };
   GraphPlan& then_g = sub("cond", "then_branch", 768, 2);
-  add(then_g, "then_a", Buffer::TENSOR, 512, 0, 0, 0);
-  add(then_g, "then_b", Buffer::TENSOR, 256, 512, 0, 1);
+  add(then_g, "then_a", BufferKind::Tensor, 512, 0, 0, 0);
+  add(then_g, "then_b", BufferKind::Tensor, 256, 512, 0, 1);
   GraphPlan& else_g = sub("cond", "else_branch", 256, 1);
-  add(else_g, "else_a", Buffer::TENSOR, 256, 0, 0, 0);
+  add(else_g, "else_a", BufferKind::Tensor, 256, 0, 0, 0);
   GraphPlan& body = sub("loop", "body", 512, 2);
-  add(body, "body_t", Buffer::TENSOR, 256, 0, 0, 1);
-  add(body, "body_scratch", Buffer::SCRATCHPAD, 256, 256, 1, 1);
+  add(body, "body_t", BufferKind::Tensor, 256, 0, 0, 1);
+  add(body, "body_scratch", BufferKind::Scratchpad, 256, 256, 1, 1);
   return p;
 }
 
@@ -327,21 +311,21 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
   SECTION("one rectangle per buffer, with its tooltip") {
     const auto rects = buffer_rects(root);
     size_t buffers = 0;
-    for (const GraphPlan& g : plan.graphs())
-      for (const Buffer& b : g.buffers()) {
+    for (const GraphPlan& g : plan.graphs)
+      for (const PlannedBuffer& b : g.buffers) {
         ++buffers;
-        INFO(b.name());
-        REQUIRE(rects.count(b.name()) == 1);
-        CHECK(rects.at(b.name()).size() == 1);
+        INFO(b.label());
+        REQUIRE(rects.count(b.label()) == 1);
+        CHECK(rects.at(b.label()).size() == 1);
       }
     CHECK(rects.size() == buffers);
     CHECK(title_of(*rects.at(kOdd)[0]) == kOdd + "\n512 bytes, tensor\noffset 1024 (frame +1024)\nsteps 0..3 of main");
     CHECK(title_of(*rects.at("then_b")[0]) ==
           "then_b\n256 bytes, tensor\noffset 2048 (frame +512)\nsteps 0..1 of cond.then_branch");
-    CHECK(title_of(*rects.at("cond_region")[0]) ==
-          "cond_region\n768 bytes, region\noffset 1536 (frame +1536)\nsteps 1..1 of main");
-    CHECK(title_of(*rects.at("body_scratch")[0]).find("256 bytes, scratchpad") != std::string::npos);
-    CHECK(cls(*rects.at("cond_region")[0]) == "region");
+    CHECK(title_of(*rects.at("region:cond")[0]) ==
+          "region:cond\n768 bytes, region\noffset 1536 (frame +1536)\nsteps 1..1 of main");
+    CHECK(title_of(*rects.at("scratchpad:body_scratch")[0]).find("256 bytes, scratchpad") != std::string::npos);
+    CHECK(cls(*rects.at("region:cond")[0]) == "region");
     CHECK(cls(*rects.at("out")[0]) == "buf");
 
     // The name is escaped in the source, never raw.
@@ -367,7 +351,7 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
     CHECK(odd[1] > input[1]);           // larger offset lower down
     CHECK((input[2] - input[0]) == Approx(2 * (out[2] - out[0]) / 3).margin(0.2));
 
-    const auto region = box("cond_region"), then_a = box("then_a"), else_a = box("else_a");
+    const auto region = box("region:cond"), then_a = box("then_a"), else_a = box("else_a");
     const double mid = (region[0] + region[2]) / 2;
     CHECK(then_a[0] >= region[0] - 0.1);
     CHECK(then_a[2] <= mid + 0.1);
@@ -376,7 +360,7 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
     CHECK(then_a[1] == Approx(region[1]));  // both branch frames start at the region's base
     CHECK(else_a[1] == Approx(region[1]));
 
-    const auto loop = box("loop_region"), body_t = box("body_t");
+    const auto loop = box("region:loop"), body_t = box("body_t");
     CHECK(body_t[0] >= loop[0] - 0.1);
     CHECK(body_t[2] <= loop[2] + 0.1);
   }
@@ -396,7 +380,7 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
     CHECK(cls(*slot0) == "slot");
     CHECK(slot0->attrs.at("fill") == "url(#hatch)");
     CHECK(title_of(*slot1).find("offset 2304 (region +768)") != std::string::npos);
-    const Element& body_scratch = *buffer_rects(root).at("body_scratch")[0];
+    const Element& body_scratch = *buffer_rects(root).at("scratchpad:body_scratch")[0];
     CHECK(attr(*slot0, "y") >= attr(body_scratch, "y") + attr(body_scratch, "height") - 0.1);  // after the body frame
     CHECK(attr(*slot1, "y") > attr(*slot0, "y"));
   }
@@ -416,7 +400,7 @@ TEST_CASE("plan_svg draws every buffer, If branches and loop slots as well-forme
 
 TEST_CASE("plan_svg puts then on the left whatever order the branches were planned in", "[svg]") {
   Plan plan = sample_plan();
-  auto& subgraphs = *plan.mutable_graphs(0)->mutable_regions(0)->mutable_subgraphs();
+  auto& subgraphs = plan.graphs[0].regions[0].subgraphs;
   std::swap(subgraphs[0], subgraphs[1]);  // else planned first
   const Element root = parse(memplan::plan_svg(plan));
   const Element* then_frame = with_title_line(root, "rect", "then 768 B");
@@ -430,12 +414,12 @@ TEST_CASE("plan_svg puts then on the left whatever order the branches were plann
 
 TEST_CASE("plan_svg stays bounded and well-formed for hundreds of buffers", "[svg]") {
   Plan plan;
-  plan.set_arena_bytes(64ull * 1000 * 1000);
-  GraphPlan& main = *plan.add_graphs();
-  main.set_num_steps(400);
+  plan.arena_bytes = 64ull * 1000 * 1000;
+  GraphPlan& main = plan.graphs.emplace_back();
+  main.num_steps = 400;
   for (int i = 0; i < 600; ++i)
     add(main, "/model/layer." + std::to_string(i) + "/MatMul_output_0",
-        i % 7 == 0 ? Buffer::SCRATCHPAD : Buffer::TENSOR, static_cast<uint64_t>(64 * (1 + i % 97)),
+        i % 7 == 0 ? BufferKind::Scratchpad : BufferKind::Tensor, static_cast<uint64_t>(64 * (1 + i % 97)),
         static_cast<uint64_t>(i) * 100000, i % 400, std::min(i % 400 + i % 5, 399));
   const std::string svg = memplan::plan_svg(plan);
   Element root;

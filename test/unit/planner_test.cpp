@@ -9,7 +9,7 @@
 #include <iterator>
 
 #include "memplan/error.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "plan/plan_file.h"
 #include "plan/verifier.h"
 
@@ -19,19 +19,19 @@ namespace {
 
 std::string model_path(const std::string& name) { return std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/model.onnx"; }
 
-Compiled compile(const std::string& name, plan::Strategy s = plan::Strategy::Auto) {
+Compilation compile(const std::string& name, plan::Strategy s = plan::Strategy::Auto) {
   PlanOptions o;
   o.strategy = s;
   return compile_model(model_path(name), {}, o);
 }
 
-planfile::GraphPlan* graph_owned_by(planfile::Plan& p, const std::string& node, const std::string& attr) {
-  for (auto& g : *p.mutable_graphs())
-    if (g.owner_node() == node && g.owner_attribute() == attr) return &g;
+GraphPlan* graph_owned_by(MemoryPlan& p, const std::string& node, const std::string& attr) {
+  for (auto& g : p.graphs)
+    if (g.owner_node == node && g.owner_attribute == attr) return &g;
   return nullptr;
 }
 
-bool rejected(const Model& m, const planfile::Plan& p) {
+bool rejected(const Model& m, const MemoryPlan& p) {
   try {
     verify_plan(m, p);
     return false;
@@ -47,54 +47,54 @@ TEST_CASE("every example model plans, verifies, and auto is no worse than any st
   for (const char* name : {"example", "nested_if_loop_if", "loop_scan_outputs", "loop_data_dependent_exit",
                            "if_different_shapes", "capture_two_levels", "scan_sum", "tiny_mlp"}) {
     INFO(name);
-    Compiled c = compile(name);
+    Compilation c = compile(name);
     const auto& p = c.plan;
-    CHECK(p.arena_bytes() >= p.lower_bound_bytes());
-    CHECK(p.arena_bytes() <= p.naive_bytes());
-    for (const auto& [strategy, bytes] : p.strategy_bytes()) CHECK(p.arena_bytes() <= bytes);
+    CHECK(p.arena_bytes >= p.lower_bound_bytes);
+    CHECK(p.arena_bytes <= p.naive_bytes);
+    for (const auto& [strategy, bytes] : p.strategy_bytes) CHECK(p.arena_bytes <= bytes);
     for (plan::Strategy s : plan::concrete_strategies()) verify_plan(c.model, compile(name, s).plan);
   }
 }
 
 TEST_CASE("an If region is the larger of its branch frames, and branches share its bytes", "[planner]") {
-  Compiled c = compile("example");
+  Compilation c = compile("example");
   auto& p = c.plan;
   const auto* then_g = graph_owned_by(p, "if0", "then_branch");
   const auto* else_g = graph_owned_by(p, "if0", "else_branch");
   REQUIRE(then_g);
   REQUIRE(else_g);
-  CHECK(then_g->base_offset() == else_g->base_offset());
-  const auto& main = p.graphs(0);
-  REQUIRE(main.regions_size() == 1);
-  const auto& region = main.buffers(main.regions(0).buffer());
-  CHECK(region.size() == std::max(then_g->frame_bytes(), else_g->frame_bytes()));
-  CHECK(region.first() == region.last());
+  CHECK(then_g->base_offset == else_g->base_offset);
+  const auto& main = p.graphs[0];
+  REQUIRE(main.regions.size() == 1);
+  const auto& region = main.buffers[static_cast<size_t>(main.regions[0].buffer)];
+  CHECK(region.size == std::max(then_g->frame_bytes, else_g->frame_bytes));
+  CHECK(region.first == region.last);
   verify_plan(c.model, p);  // two branches sharing bytes are accepted
 }
 
 TEST_CASE("a Loop region is the body frame plus two slots per carried value", "[planner]") {
-  Compiled c = compile("loop_scan_outputs");
-  const auto& main = c.plan.graphs(0);
-  REQUIRE(main.regions_size() == 1);
-  const auto& r = main.regions(0);
-  const auto& body = c.plan.graphs(r.subgraphs(0));
+  Compilation c = compile("loop_scan_outputs");
+  const auto& main = c.plan.graphs[0];
+  REQUIRE(main.regions.size() == 1);
+  const auto& r = main.regions[0];
+  const auto& body = c.plan.graphs[r.subgraphs[0]];
   uint64_t slots = 0;
-  for (const auto& s : r.carried()) slots += (s.slot0() == s.slot1() ? 1 : 2) * ((s.size() + 63) / 64 * 64);
-  CHECK(main.buffers(r.buffer()).size() == body.frame_bytes() + slots);
-  CHECK(r.carried_size() == 3);  // iteration counter, condition, one carried value
+  for (const auto& s : r.carried) slots += (s.slot0 == s.slot1 ? 1 : 2) * ((s.size + 63) / 64 * 64);
+  CHECK(main.buffers[r.buffer].size == body.frame_bytes + slots);
+  CHECK(r.carried.size() == 3);  // iteration counter, condition, one carried value
 }
 
 TEST_CASE("the verifier rejects a buffer moved onto a live neighbour", "[planner][verifier]") {
-  Compiled c = compile("tiny_mlp");
-  auto& main = *c.plan.mutable_graphs(0);
+  Compilation c = compile("tiny_mlp");
+  auto& main = c.plan.graphs[0];
   // Find two buffers live at the same step and put the second onto the first.
   bool moved = false;
-  for (int i = 0; i < main.buffers_size() && !moved; ++i)
-    for (int j = 0; j < main.buffers_size() && !moved; ++j) {
-      auto& a = *main.mutable_buffers(i);
-      auto& b = *main.mutable_buffers(j);
-      if (i != j && a.first() <= b.last() && b.first() <= a.last() && a.size() && b.size()) {
-        b.set_offset(a.offset());
+  for (size_t i = 0; i < main.buffers.size() && !moved; ++i)
+    for (size_t j = 0; j < main.buffers.size() && !moved; ++j) {
+      auto& a = main.buffers[i];
+      auto& b = main.buffers[j];
+      if (i != j && a.first <= b.last && b.first <= a.last && a.size && b.size) {
+        b.offset = a.offset;
         moved = true;
       }
     }
@@ -103,37 +103,38 @@ TEST_CASE("the verifier rejects a buffer moved onto a live neighbour", "[planner
 }
 
 TEST_CASE("the verifier rejects a loop-carried slot reused inside the body", "[planner][verifier]") {
-  Compiled c = compile("loop_scan_outputs");
-  auto& main = *c.plan.mutable_graphs(0);
-  auto& r = *main.mutable_regions(0);
-  auto& body = *c.plan.mutable_graphs(r.subgraphs(0));
-  REQUIRE(body.buffers_size() > 0);
+  Compilation c = compile("loop_scan_outputs");
+  auto& main = c.plan.graphs[0];
+  auto& r = main.regions[0];
+  auto& body = c.plan.graphs[static_cast<size_t>(r.subgraphs[0])];
+  REQUIRE(body.buffers.size() > 0);
   // Grow the body frame over the slots and move a body buffer onto the carried value's slot 0.
-  const auto& carried = r.carried(2);
-  auto& victim = *body.mutable_buffers(0);
-  victim.set_offset(carried.slot0());
-  body.set_frame_bytes(carried.slot0() + victim.size());
+  const auto& carried = r.carried[2];
+  auto& victim = body.buffers[0];
+  victim.offset = carried.slot0;
+  body.frame_bytes = carried.slot0 + victim.size;
   CHECK(rejected(c.model, c.plan));
 }
 
 TEST_CASE("the verifier rejects misaligned offsets and frames that leave the arena", "[planner][verifier]") {
-  Compiled c = compile("tiny_mlp");
+  Compilation c = compile("tiny_mlp");
   auto copy = c.plan;
-  copy.mutable_graphs(0)->mutable_buffers(0)->set_offset(c.plan.graphs(0).buffers(0).offset() + 8);
+  copy.graphs[0].buffers[0].offset = c.plan.graphs[0].buffers[0].offset + 8;
   CHECK(rejected(c.model, copy));
   copy = c.plan;
-  copy.set_arena_bytes(copy.arena_bytes() / 2);
+  copy.arena_bytes = copy.arena_bytes / 2;
   CHECK(rejected(c.model, copy));
 }
 
 TEST_CASE("plan files round-trip and refuse truncation, corruption and other models", "[planner][planfile]") {
-  Compiled c = compile("example");
+  Compilation c = compile("example");
   const std::string path = std::string(MEMPLAN_BINARY_DIR) + "/test_example.mplan";
   write_plan_file(c.plan, path);
-  planfile::Plan back = read_plan_file(path);
-  CHECK(back.arena_bytes() == c.plan.arena_bytes());
-  CHECK(back.graphs_size() == c.plan.graphs_size());
-  verify_plan(load_model_for_plan(model_path("example"), back), back);
+  MemoryPlan back = read_plan_file(path);
+  CHECK(back.arena_bytes == c.plan.arena_bytes);
+  CHECK(back.graphs.size() == c.plan.graphs.size());
+  const Compilation loaded = load_compilation(model_path("example"), back, path);
+  verify_plan(loaded.model, loaded.plan);
 
   std::string bytes;
   {
@@ -152,15 +153,15 @@ TEST_CASE("plan files round-trip and refuse truncation, corruption and other mod
   CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("corrupt"));
   write("not a plan at all");
   CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("not a memplan plan file"));
-  CHECK_THROWS_WITH(load_model_for_plan(model_path("tiny_mlp"), back), Catch::Contains("another model"));
+  CHECK_THROWS_WITH(load_compilation(model_path("tiny_mlp"), back, path), Catch::Contains("another model"));
 }
 
 TEST_CASE("plan files with a valid checksum but a broken structure are refused before anything walks them",
           "[planner][planfile]") {
-  Compiled c = compile("example");
-  REQUIRE(c.plan.graphs_size() >= 3);
+  Compilation c = compile("example");
+  REQUIRE(c.plan.graphs.size() >= 3);
   const std::string path = std::string(MEMPLAN_BINARY_DIR) + "/test_broken.mplan";
-  auto refused = [&](planfile::Plan p, const std::string& says) {
+  auto refused = [&](MemoryPlan p, const std::string& says) {
     write_plan_file(p, path);  // a correct checksum: only the structure is wrong
     INFO(says);
     CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("plan file is invalid") && Catch::Contains(says));
@@ -168,23 +169,23 @@ TEST_CASE("plan files with a valid checksum but a broken structure are refused b
     CHECK_FALSE(r.signaled);
     CHECK(r.exit_code == 2);
   };
-  planfile::Plan p = c.plan;
-  p.mutable_graphs(1)->set_parent(1000);  // out of range: the report indexed past the graphs
+  MemoryPlan p = c.plan;
+  p.graphs[1].parent = 1000;  // out of range: the report indexed past the graphs
   refused(p, "graph 1 names parent 1000");
   p = c.plan;
-  p.mutable_graphs(1)->set_parent(2);  // with graph 2's parent 1, a cycle: inspect looped forever
+  p.graphs[1].parent = 2;  // with graph 2's parent 1, a cycle: inspect looped forever
   refused(p, "graph 1 names parent 2");
   p = c.plan;
-  p.mutable_graphs(0)->mutable_buffers(0)->set_offset(UINT64_MAX - 8);  // offset + size wraps around
+  p.graphs[0].buffers[0].offset = UINT64_MAX - 8;  // offset + size wraps around
   refused(p, "lies outside its frame");
   p = c.plan;
-  p.mutable_graphs(0)->mutable_regions(0)->set_buffer(-1);
+  p.graphs[0].regions[0].buffer = -1;
   refused(p, "has no buffer");
   p = c.plan;
-  p.mutable_graphs(0)->set_frame_bytes(p.arena_bytes() + 1);
+  p.graphs[0].frame_bytes = p.arena_bytes + 1;
   refused(p, "its frame leaves the arena");
   p = c.plan;
-  p.set_alignment(3);
+  p.alignment = 3;
   refused(p, "alignment");
 }
 
@@ -201,15 +202,15 @@ TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner
       // The trip count is a run-time input, so the scan output is dynamic; in strict mode it needs
       // a bound, and a clear error names the option. The body's Slice by the iteration number is
       // bounded by its input.
-      Compiled dynamic = compile_model(path, shapes, {});
-      REQUIRE(dynamic.plan.dynamic_tensors_size() == 1);
-      CHECK(dynamic.plan.dynamic_tensors(0).name() == "res_scan");
+      Compilation dynamic = compile_model(path, shapes, {});
+      REQUIRE(dynamic.plan.dynamic_tensors.size() == 1);
+      CHECK(dynamic.plan.dynamic_tensors[0].name == "res_scan");
       shapes.static_only = true;
-      CHECK_THROWS_WITH(compile_model(path, shapes, {}), Catch::Contains("--bound res_scan="));
+      CHECK_THROWS_WITH(compile_model(path, shapes, {}), Catch::Contains("bounds[res_scan] = <dims>"));
       shapes.bounds["res_scan"] = {5, 1};
     }
-    Compiled c = compile_model(path, shapes, {});
-    CHECK(c.plan.arena_bytes() >= c.plan.lower_bound_bytes());
-    CHECK(c.plan.graphs_size() >= 2);
+    Compilation c = compile_model(path, shapes, {});
+    CHECK(c.plan.arena_bytes >= c.plan.lower_bound_bytes);
+    CHECK(c.plan.graphs.size() >= 2);
   }
 }

@@ -11,6 +11,7 @@
 
 #include "memplan/error.h"
 #include "onnx/importer.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 
 namespace {
@@ -170,7 +171,7 @@ TEST_CASE("options: --shape and --dim errors name the option and the problem", "
     o.input_shapes["nope"] = {1, 3};
     Error e = shape_error(relu_model({"N", 3}), o);
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains("m.onnx") && Catch::Contains("--shape nope") &&
+    CHECK_THAT(e.what(), Catch::Contains("m.onnx") && Catch::Contains("a shape is given for 'nope'") &&
                              Catch::Contains("no input of that name") && Catch::Contains("inputs: x"));
   }
   SECTION("an unknown dim name") {
@@ -179,7 +180,7 @@ TEST_CASE("options: --shape and --dim errors name the option and the problem", "
     o.dims["M"] = 3;
     Error e = shape_error(relu_model({"N", 3}), o);
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains("m.onnx") && Catch::Contains("--dim M") && Catch::Contains("'M'"));
+    CHECK_THAT(e.what(), Catch::Contains("m.onnx") && Catch::Contains("a value is given for dim 'M'"));
   }
   SECTION("a rank mismatch") {
     ShapeOptions o;
@@ -191,8 +192,13 @@ TEST_CASE("options: --shape and --dim errors name the option and the problem", "
   SECTION("a symbolic dim left unset") {
     Error e = shape_error(relu_model({"N", 3}));
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains("m.onnx") && Catch::Contains("'x'") && Catch::Contains("--dim N") &&
-                             Catch::Contains("--shape x"));
+    CHECK_THAT(e.what(), Catch::Contains("m.onnx") && Catch::Contains("'x'") && Catch::Contains("dims[N] = <value>") &&
+                             Catch::Contains("input_shapes[x] = <dims>"));
+    REQUIRE(e.remedies().size() == 2);
+    CHECK(e.remedies()[0].option == Remedy::Option::Dims);
+    CHECK(e.remedies()[0].name == "N");
+    CHECK(e.remedies()[1].option == Remedy::Option::InputShapes);
+    CHECK_THAT(e.message(), !Catch::Contains("input_shapes["));
   }
   SECTION("an unnamed unknown dim") {
     ModelBuilder b("relu");
@@ -202,7 +208,7 @@ TEST_CASE("options: --shape and --dim errors name the option and the problem", "
     add_output(b.graph(), "y", elem::kFloat, {3});
     Error e = shape_error(b);
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains("'x'") && Catch::Contains("--shape x=<dims>"));
+    CHECK_THAT(e.what(), Catch::Contains("'x'") && Catch::Contains("input_shapes[x] = <dims>"));
   }
   SECTION("an input without a shape") {
     ModelBuilder b("relu");
@@ -211,7 +217,7 @@ TEST_CASE("options: --shape and --dim errors name the option and the problem", "
     add_output_unranked(b.graph(), "y", elem::kFloat);
     Error e = shape_error(b);
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains("'x'") && Catch::Contains("no shape") && Catch::Contains("--shape x=<dims>"));
+    CHECK_THAT(e.what(), Catch::Contains("'x'") && Catch::Contains("no shape") && Catch::Contains("input_shapes[x] = <dims>"));
     ShapeOptions o;
     o.input_shapes["x"] = {2, 2};
     Model m = b.import();
@@ -228,7 +234,7 @@ TEST_CASE("symbolic_dim.onnx needs --dim N", "[shapes]") {
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::InvalidInput);
-    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("--dim N"));
+    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("dims[N] = <value>"));
   }
   Model ok = import_model(path);
   ShapeOptions o;
@@ -339,7 +345,7 @@ TEST_CASE("an If whose condition folds to a constant is replaced by its branch",
     Model m = folded_if_model(2).import();
     CHECK(m.main->nodes.size() == 5);
     CHECK(count_graphs(*m.main) == 3);
-    infer_shapes(m, {});
+    infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
     CHECK(node_names(*m.main) == std::vector<std::string>{"then_relu", "neg"});
     CHECK(count_graphs(*m.main) == 1);
     CHECK_FALSE(has_control_flow(*m.main));
@@ -351,7 +357,7 @@ TEST_CASE("an If whose condition folds to a constant is replaced by its branch",
   }
   SECTION("else") {
     Model m = folded_if_model(5).import();
-    infer_shapes(m, {});
+    infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
     CHECK(node_names(*m.main) == std::vector<std::string>{"else_reshape", "neg"});
     CHECK(count_graphs(*m.main) == 1);
     check_static(value(*m.main, "y"), {15}, 60);
@@ -375,7 +381,7 @@ TEST_CASE("an inlined If branch that returns an outer value gets an Identity", "
   attr_graph(if_n, "else_branch", e);
   add_output(g, "y", elem::kFloat, {4});
   Model m = b.import();
-  infer_shapes(m, {});
+  infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
   REQUIRE(m.main->nodes.size() == 1);
   Node& id = *m.main->nodes[0];
   CHECK(id.op_type == "Identity");
@@ -406,7 +412,7 @@ TEST_CASE("an inlined If branch that holds a Loop moves the Loop up a level", "[
   attr_graph(if_n, "else_branch", e);
   add_output(g, "y", elem::kFloat, {4});
   Model m = b.import();
-  infer_shapes(m, {});
+  infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
   REQUIRE(m.main->nodes.size() == 1);
   Node& loop = *m.main->nodes[0];
   CHECK(loop.name == "loop");
@@ -446,7 +452,7 @@ TEST_CASE("inlining a branch whose value names clash with the parent's keeps bot
   add_node(g, "Add", {"y", "outer_val"}, {"z"}, "final");
   add_output(g, "z", elem::kFloat, {4});
   Model m = b.import();
-  infer_shapes(m, {});
+  infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
   CHECK(node_names(*m.main) == std::vector<std::string>{"outer_mul", "else_local", "else_sub", "final"});
   Value* main_val = value(*m.main, "outer_val");
   Node* else_local = m.main->nodes[1].get();
@@ -610,7 +616,7 @@ TEST_CASE("Loop: a data-dependent trip count makes its scan outputs dynamic, or 
       FAIL("no error");
     } catch (const Error& e) {
       CHECK(e.kind() == ErrorKind::InvalidInput);
-      CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("'sums'") && Catch::Contains("--bound sums="));
+      CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("'sums'") && Catch::Contains("bounds[sums] = <dims>"));
       CHECK(std::string(e.what()).find('\n') == std::string::npos);
     }
   }
@@ -638,7 +644,7 @@ TEST_CASE("options: --bound naming no tensor of the model is an error", "[shapes
   o.bounds["typo"] = {4};
   Error e = shape_error(relu_model({2}), o);
   CHECK(e.kind() == ErrorKind::InvalidInput);
-  CHECK_THAT(e.what(), Catch::Contains("--bound typo"));
+  CHECK_THAT(e.what(), Catch::Contains("a bound is given for 'typo'"));
 }
 
 // ------------------------------------------------------------------------------------------------

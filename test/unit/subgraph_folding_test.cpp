@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "memplan/memplan.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 
 using namespace memplan;

@@ -17,6 +17,21 @@ std::map<const CLI::App*, std::function<void()>>& actions() {
   return a;
 }
 
+// The remedies of an error as this CLI's flags: " (--bound y=<dims>, or drop --static)".
+std::string cli_remedies(const std::vector<Remedy>& remedies) {
+  std::string out;
+  for (const Remedy& r : remedies) {
+    out += out.empty() ? " (" : ", or ";
+    switch (r.option) {
+      case Remedy::Option::InputShapes: out += "--shape " + one_line(r.name) + "=" + r.value; break;
+      case Remedy::Option::Dims: out += "--dim " + one_line(r.name) + "=" + r.value; break;
+      case Remedy::Option::Bounds: out += "--bound " + one_line(r.name) + "=" + r.value; break;
+      case Remedy::Option::StaticOnly: out += "drop --static"; break;
+    }
+  }
+  return out.empty() ? out : out + ")";
+}
+
 }  // namespace
 
 void add_action(CLI::App* sub, std::function<void()> action) { actions()[sub] = std::move(action); }
@@ -33,7 +48,7 @@ int run_selected(CLI::App& app, bool verbose) {
       it->second();
       return 0;
     } catch (const memplan::Error& e) {
-      std::cerr << "memplan: error: " << e.what() << "\n";
+      std::cerr << "memplan: error: " << e.message() << cli_remedies(e.remedies()) << "\n";
       return static_cast<int>(e.kind());
     } catch (const std::bad_alloc&) {
       std::cerr << "memplan: error: out of memory\n";

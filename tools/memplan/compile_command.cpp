@@ -4,16 +4,10 @@
 
 #include "commands.h"
 #include "memplan/error.h"
-#include <spdlog/spdlog.h>
-
-#include "onnx/importer.h"
-#include "plan/compile.h"
-#include "runtime/dnnl_context.h"
-#include "runtime/kernel_selection.h"
+#include "pipeline/compile_pipeline.h"
 #include "plan/plan_file.h"
-#include "plan/verifier.h"
 #include "report/plan_report.h"
-#include "report/plan_svg.h"  // plan_svg
+#include "report/plan_svg.h"
 #include "report/summary.h"
 #include "shape_options.h"
 
@@ -44,15 +38,9 @@ void register_compile(CLI::App& app) {
     PlanOptions planning;
     planning.strategy = *plan::parse_strategy(args->strategy);
     planning.alignment = args->align;
-    const ShapeOptions shapes = to_shape_options(args->shapes);
-    Compiled c{prepare_model(args->model, shapes), {}};
-    // Kernel selection comes before planning, so the plan holds each kernel's scratchpad.
-    rt::DnnlContext dnnl;
-    KernelSelection kernels = select_kernels(c.model, dnnl);
-    if (!kernels.unsupported.empty())
-      spdlog::warn("{}: memplan run cannot run this model: {}", args->model, kernels.unsupported_summary());
-    planning.scratchpad_bytes = [&kernels](const Node& n) { return kernels.scratchpad_bytes(n); };
-    c.plan = plan_and_verify(c.model, shapes, planning);
+    // A model with ops memplan cannot run still gets its plan, with a warning.
+    const Compilation c =
+        compile_model(args->model, to_shape_options(args->shapes), planning, OnUnsupported::Warn);
     if (args->summary) std::cout << model_summary(c.model);
     if (!args->output.empty()) write_plan_file(c.plan, args->output);
     if (!args->svg.empty()) write_file_atomically(args->svg, plan_svg(c.plan));
@@ -68,11 +56,11 @@ void register_verify(CLI::App& app) {
   sub->add_option("plan", *plan_path, "The .mplan file")->required();
   sub->add_option("model", *model_path, "The .onnx file (default: the path recorded in the plan)");
   add_action(sub, [plan_path, model_path] {
-    planfile::Plan plan = read_plan_file(*plan_path);
-    const std::string model_file = model_path->empty() ? plan.model_path() : *model_path;
-    Model model = load_model_for_plan(model_file, plan);
-    verify_plan(model, plan);
-    std::cout << *plan_path << ": OK (" << plan.arena_bytes() << " bytes arena, " << plan.graphs_size()
+    MemoryPlan plan = read_plan_file(*plan_path);
+    const std::string model_file = model_path->empty() ? plan.model_path : *model_path;
+    // The whole load: identity, shapes, kernels on this machine (their scratchpads), the verifier.
+    const Compilation c = load_compilation(model_file, std::move(plan), *plan_path, OnUnsupported::Warn);
+    std::cout << *plan_path << ": OK (" << c.plan.arena_bytes << " bytes arena, " << c.plan.graphs.size()
               << " graphs verified against " << model_file << ")\n";
   });
 }
@@ -84,7 +72,7 @@ void register_inspect(CLI::App& app) {
   sub->add_option("plan", *plan_path, "The .mplan file")->required();
   sub->add_option("--report", *report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   add_action(sub, [plan_path, report] {
-    planfile::Plan plan = read_plan_file(*plan_path);
+    const MemoryPlan plan = read_plan_file(*plan_path);
     std::cout << (*report == "json" ? plan_report_json(plan) : plan_report_text(plan));
   });
 }

@@ -105,6 +105,95 @@ std::string ms(double v) {
   return buf;
 }
 
+// A given plan is checked against the model and the inputs; otherwise shapes come from the inputs,
+// and new shapes mean a new plan.
+std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<InputFile>& files) {
+  std::shared_ptr<const CompiledModel> model;
+  if (!a.plan.empty()) model = CompiledModel::load(a.model, a.plan);
+  files = match_inputs(a, model ? model->inputs() : model_inputs(a.model));
+  if (model) {
+    for (const InputFile& f : files)
+      for (const TensorInfo& t : model->inputs())
+        if (t.name == f.name && t.shape != f.shape)
+          fail(a.plan + ": the plan was made for other input shapes (input '" + f.name +
+               "'); compile a plan for these inputs or run without --plan");
+    return model;
+  }
+  const ShapeOptions shapes = to_shape_options(a.shapes);
+  CompileOptions options;
+  options.dims = shapes.dims;
+  options.bounds = shapes.bounds;
+  options.static_only = shapes.static_only;
+  options.strategy = a.strategy;
+  for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
+  return CompiledModel::compile(a.model, options);
+}
+
+struct Timings {
+  double min = 0, median = 0, max = 0;
+  size_t runs = 0;
+};
+
+// Warm-up runs, then the timed ones. Inputs are read from their files straight into their arena
+// slots before every run (a slot is reused once its input has been read).
+Timings run_timed(const RunArgs& a, Session& session, const std::vector<InputFile>& files) {
+  auto load_inputs = [&] {
+    for (const InputFile& f : files) {
+      void* slot = session.input_buffer(f.name, static_cast<int32_t>(f.info.dtype), f.shape, f.info.data_bytes);
+      io::read_npy_data(f.path, f.info, slot, f.info.data_bytes);
+    }
+  };
+  for (int r = 0; r < a.warmup; ++r) {
+    load_inputs();
+    session.run();
+  }
+  if (a.profile) session.reset_profile();
+  std::vector<double> times;
+  for (int r = 0; r < a.repeat; ++r) {
+    load_inputs();
+    const auto t0 = std::chrono::steady_clock::now();
+    session.run();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  return {times.front(), n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2, times.back(), n};
+}
+
+std::vector<std::string> write_outputs(const RunArgs& a, const CompiledModel& model, const Session& session) {
+  std::filesystem::create_directories(a.output_dir);
+  std::vector<std::string> written;
+  for (const TensorInfo& o : model.outputs()) {
+    TensorRef ref = session.output(o.name);
+    const std::string path = (std::filesystem::path(a.output_dir) / (file_name_for(o.name) + ".npy")).string();
+    io::write_npy(path, static_cast<DType>(ref.dtype), ref.shape, ref.data, ref.bytes);
+    written.push_back(path);
+  }
+  return written;
+}
+
+void print_report(const RunArgs& a, const CompiledModel& model, const Session& session, const Timings& t,
+                  const std::vector<std::string>& written) {
+  const std::vector<DynamicTensorUse> dynamic = session.dynamic_tensors();
+  if (a.report == "json") {
+    std::string dynamic_json;
+    for (const DynamicTensorUse& d : dynamic)
+      dynamic_json += (dynamic_json.empty() ? "" : ", ") + json_string(d.name) + ": " + std::to_string(d.max_bytes);
+    std::cout << model.report_json("\"run_ms\": {\"min\": " + ms(t.min) + ", \"median\": " + ms(t.median) +
+                                   ", \"max\": " + ms(t.max) + "}, \"runs\": " + std::to_string(t.runs) +
+                                   ", \"dynamic_tensor_max_bytes\": {" + dynamic_json + "}" +
+                                   (a.profile ? ", " + profile_json(session.profile(), a.repeat) : ""));
+    return;
+  }
+  std::cout << model.report_text();
+  for (const DynamicTensorUse& d : dynamic)
+    std::cout << "dynamic tensor '" << d.name << "': at most " << d.max_bytes << " bytes in these runs\n";
+  std::cout << "inference: min " << ms(t.min) << " ms, median " << ms(t.median) << " ms, max " << ms(t.max)
+            << " ms over " << t.runs << " run(s)\n";
+  if (a.profile) std::cout << profile_text(session.profile(), a.repeat);
+  for (const std::string& p : written) std::cout << "wrote " << p << "\n";
+}
+
 }  // namespace
 
 void register_run(CLI::App& app) {
@@ -128,80 +217,11 @@ void register_run(CLI::App& app) {
   add_shape_options(*sub, a->shapes);
   add_action(sub, [a] {
     if (a->threads > 0) omp_set_num_threads(a->threads);
-    // A given plan is checked against the model first; otherwise shapes come from the inputs, and
-    // new shapes mean a new plan.
-    std::shared_ptr<const CompiledModel> model;
-    if (!a->plan.empty()) model = CompiledModel::load(a->model, a->plan);
-    const std::vector<TensorInfo> declared = model ? model->inputs() : model_inputs(a->model);
-    std::vector<InputFile> files = match_inputs(*a, declared);
-    if (model) {
-      for (const InputFile& f : files)
-        for (const TensorInfo& t : model->inputs())
-          if (t.name == f.name && t.shape != f.shape)
-            fail(a->plan + ": the plan was made for other input shapes (input '" + f.name +
-                 "'); compile a plan for these inputs or run without --plan");
-    } else {
-      const ShapeOptions shapes = to_shape_options(a->shapes);
-      CompileOptions options;
-      options.dims = shapes.dims;
-      options.bounds = shapes.bounds;
-      options.static_only = shapes.static_only;
-      options.strategy = a->strategy;
-      for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
-      model = CompiledModel::compile(a->model, options);
-    }
-
+    std::vector<InputFile> files;
+    const std::shared_ptr<const CompiledModel> model = compiled_for(*a, files);
     Session session(model, SessionOptions{a->check_memory, a->profile});
-    // Inputs are read from their files straight into their arena slots, before every run (a slot
-    // is reused once its input has been read).
-    auto load_inputs = [&] {
-      for (const InputFile& f : files) {
-        void* slot = session.input_buffer(f.name, static_cast<int32_t>(f.info.dtype), f.shape, f.info.data_bytes);
-        io::read_npy_data(f.path, f.info, slot, f.info.data_bytes);
-      }
-    };
-    for (int r = 0; r < a->warmup; ++r) {
-      load_inputs();
-      session.run();
-    }
-    if (a->profile) session.reset_profile();
-    std::vector<double> times;
-    for (int r = 0; r < a->repeat; ++r) {
-      load_inputs();
-      const auto t0 = std::chrono::steady_clock::now();
-      session.run();
-      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    const double median = times.size() % 2 ? times[times.size() / 2]
-                                            : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
-
-    std::filesystem::create_directories(a->output_dir);
-    std::vector<std::string> written;
-    for (const TensorInfo& o : model->outputs()) {
-      TensorRef ref = session.output(o.name);
-      const std::string path = (std::filesystem::path(a->output_dir) / (file_name_for(o.name) + ".npy")).string();
-      io::write_npy(path, static_cast<DType>(ref.dtype), ref.shape, ref.data, ref.bytes);
-      written.push_back(path);
-    }
-    const std::vector<DynamicTensorUse> dynamic = session.dynamic_tensors();
-    if (a->report == "json") {
-      std::string dynamic_json;
-      for (const DynamicTensorUse& d : dynamic)
-        dynamic_json += (dynamic_json.empty() ? "" : ", ") + json_string(d.name) + ": " + std::to_string(d.max_bytes);
-      std::cout << model->report_json("\"run_ms\": {\"min\": " + ms(times.front()) + ", \"median\": " + ms(median) +
-                                      ", \"max\": " + ms(times.back()) + "}, \"runs\": " + std::to_string(times.size()) +
-                                      ", \"dynamic_tensor_max_bytes\": {" + dynamic_json + "}" +
-                                      (a->profile ? ", " + profile_json(session.profile(), a->repeat) : ""));
-    } else {
-      std::cout << model->report_text();
-      for (const DynamicTensorUse& d : dynamic)
-        std::cout << "dynamic tensor '" << d.name << "': at most " << d.max_bytes << " bytes in these runs\n";
-      std::cout << "inference: min " << ms(times.front()) << " ms, median " << ms(median) << " ms, max "
-                << ms(times.back()) << " ms over " << times.size() << " run(s)\n";
-      if (a->profile) std::cout << profile_text(session.profile(), a->repeat);
-      for (const std::string& p : written) std::cout << "wrote " << p << "\n";
-    }
+    const Timings t = run_timed(*a, session, files);
+    print_report(*a, *model, session, t, write_outputs(*a, *model, session));
   });
 }
 

@@ -1,0 +1,120 @@
+#include "pipeline/compile_pipeline.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "memplan/error.h"
+#include "onnx/importer.h"
+#include "passes/assign_layouts.h"
+#include "passes/drop_noops.h"
+#include "passes/expand_functions.h"
+#include "passes/fuse_conv.h"
+#include "passes/inline_if.h"
+#include "plan/verifier.h"
+#include "report/plan_report.h"
+#include "runtime/constant_evaluator.h"
+
+namespace memplan {
+namespace {
+
+// A plan can be valid and still not fit this machine: say so when it is made, not only when a
+// session fails to allocate it.
+void warn_if_larger_than_memory(const MemoryPlan& plan) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;
+  const auto memory = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  if (plan.arena_bytes > memory)
+    spdlog::warn("{}: the arena needs {} bytes, more than this machine's {} bytes of memory; the peak is at {}",
+                 plan.model_path, plan.arena_bytes, memory, plan_peak_summary(plan));
+}
+
+void select(Compilation& c, OnUnsupported unsupported) {
+  c.kernels = select_kernels(c.model, *c.dnnl);
+  if (c.kernels.unsupported.empty()) return;
+  const std::string what = c.model.path + ": memplan cannot run this model: " + c.kernels.unsupported_summary();
+  if (unsupported == OnUnsupported::Fail) fail_unsupported(what);
+  spdlog::warn("{}", what);
+}
+
+// The plan must have room for each kernel's scratchpad as chosen on this machine: a scratchpad
+// buffer of the node's graph at the node's step (another ISA may choose larger ones).
+void check_scratchpads(const Compilation& c, const std::string& plan_path) {
+  std::unordered_map<const Graph*, size_t> graph_index;
+  for_each_graph(*c.model.main, [&](Graph& g) { graph_index.emplace(&g, graph_index.size()); });
+  for (const auto& [node, kernel] : c.kernels.kernels) {
+    const uint64_t need = kernel->scratchpad_bytes();
+    if (need == 0) continue;
+    const auto& nodes = node->graph->nodes;
+    const auto step = std::find_if(nodes.begin(), nodes.end(), [n = node](const auto& p) { return p.get() == n; }) - nodes.begin();
+    bool found = false;
+    for (const PlannedBuffer& b : c.plan.graphs[graph_index.at(node->graph)].buffers)
+      found = found || (b.kind == BufferKind::Scratchpad && b.node == step && b.size >= need);
+    if (!found)
+      fail(plan_path + ": the plan has no room for the scratchpad of " + node->describe() +
+           " (made on another machine or version?); compile it again");
+  }
+}
+
+}  // namespace
+
+NodeRewriter pipeline_rewrites(Model& model) {
+  return [&model](Graph& g, size_t i) {
+    return inline_constant_if(g, i) || (should_expand_function(*g.nodes[i]) && expand_function_node(model, g, i));
+  };
+}
+
+ShapeHooks pipeline_shape_hooks(Model& model) {
+  return {[&model](const Node& n) { return evaluate_with_kernel(n, model.path); }, pipeline_rewrites(model)};
+}
+
+void prepare_model(Model& model, const ShapeOptions& shapes) {
+  infer_shapes(model, shapes, pipeline_shape_hooks(model));
+  spdlog::debug("shapes fixed");
+  const int dropped = drop_noops(model);
+  spdlog::debug("{} no-op nodes removed", dropped);
+  const int fused = fuse_conv(model);
+  spdlog::debug("Conv fusions removed {} nodes", fused);
+  const int blocked = assign_layouts(model, preferred_channel_block());
+  spdlog::debug("{} tensors channel-blocked", blocked);
+}
+
+Model prepare_model(const std::string& path, const ShapeOptions& shapes) {
+  Model model = import_model(path);
+  spdlog::debug("imported {}", path);
+  prepare_model(model, shapes);
+  return model;
+}
+
+Compilation compile_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning,
+                          OnUnsupported unsupported) {
+  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes), {}, {}};
+  // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
+  select(c, unsupported);
+  planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
+  c.plan = plan_memory(c.model, planning);
+  c.plan.model_sha256 = c.model.sha256;
+  c.plan.model_path = c.model.path;
+  c.plan.shapes = shapes;
+  verify_plan(c.model, c.plan);
+  spdlog::debug("plan verified: arena {} bytes", c.plan.arena_bytes);
+  warn_if_larger_than_memory(c.plan);
+  return c;
+}
+
+Compilation load_compilation(const std::string& model_path, MemoryPlan plan, const std::string& plan_path,
+                             OnUnsupported unsupported) {
+  Compilation c{std::make_unique<rt::DnnlContext>(), import_model(model_path), {}, std::move(plan)};
+  if (c.model.sha256 != c.plan.model_sha256)
+    fail(model_path + ": the plan was made for another model (sha256 " + c.plan.model_sha256.substr(0, 12) +
+         "..., this file " + c.model.sha256.substr(0, 12) + "...)");
+  prepare_model(c.model, c.plan.shapes);
+  select(c, unsupported);
+  verify_plan(c.model, c.plan);
+  check_scratchpads(c, plan_path);
+  return c;
+}
+
+}  // namespace memplan

@@ -1,0 +1,51 @@
+// The compile pipeline, the one that CompiledModel, the CLI and the tests all run:
+//
+//   import -> shapes (constants folded by the runtime's kernels; an If whose condition folds is
+//             replaced by its branch, a function op with no kernel by its body, as shapes flow)
+//          -> passes (no-ops dropped, Conv fusions, channel-blocked layouts)
+//          -> kernel selection (oneDNN primitives made: real layouts and scratchpads)
+//          -> plan -> verify
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "plan/planner.h"
+#include "runtime/dnnl_context.h"
+#include "runtime/kernel_selection.h"
+#include "shapes/shape_inference.h"
+
+namespace memplan {
+
+struct Compilation {
+  std::unique_ptr<rt::DnnlContext> dnnl;  // the kernels point at it: first in, last out
+  Model model;
+  KernelSelection kernels;
+  MemoryPlan plan;
+};
+
+// Whether a model with ops memplan cannot run still gets a plan (`memplan compile` warns and
+// plans the rest; CompiledModel refuses it).
+enum class OnUnsupported { Fail, Warn };
+
+// import -> shapes -> passes: the IR every later stage sees.
+Model prepare_model(const std::string& path, const ShapeOptions& shapes);
+void prepare_model(Model& model, const ShapeOptions& shapes);
+
+// The hooks prepare_model lends shape inference: the runtime's kernels for folding, and the
+// rewrites (an If whose condition folds is inlined, a function op with no kernel expanded).
+ShapeHooks pipeline_shape_hooks(Model& model);
+NodeRewriter pipeline_rewrites(Model& model);
+
+// The whole pipeline. `planning.scratchpad_bytes` is the kernels' (whatever the caller set).
+Compilation compile_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning,
+                          OnUnsupported unsupported = OnUnsupported::Fail);
+
+// A plan made earlier, with the model it was made for: the model's identity is checked, it is
+// prepared with the plan's own shape options, kernels are selected on this machine, the plan is
+// verified, and every kernel's scratchpad must have room in it. `plan_path` is for messages.
+Compilation load_compilation(const std::string& model_path, MemoryPlan plan, const std::string& plan_path,
+                             OnUnsupported unsupported = OnUnsupported::Fail);
+
+}  // namespace memplan

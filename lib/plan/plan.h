@@ -1,0 +1,113 @@
+// The memory plan in memory: what the planner makes, the verifier checks, the report draws and the
+// runtime binds. A buffer says what it holds by id (a value's index in its graph's `values`, a
+// node's step), never by name: ONNX does not make node names unique. Names are kept for reports.
+// lib/plan/plan_file turns a plan into the .mplan protobuf and back.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "shapes/shape_inference.h"
+
+namespace memplan {
+
+enum class BufferKind : uint8_t {
+  Tensor,      // an intermediate value, or a main-graph input or output
+  Region,      // the memory a control-flow node's subgraphs run in
+  Scratchpad,  // a kernel's temporary memory
+};
+
+struct PlannedBuffer {
+  BufferKind kind = BufferKind::Tensor;
+  int32_t value = -1;    // Tensor: index into its graph's values; -1 otherwise
+  int32_t node = -1;     // the step of the producer (Tensor; -1 for inputs), or of the region's or scratchpad's node
+  std::string name;      // the tensor's name, or the node's
+  std::string producer;  // the producing node's name ("" for inputs)
+  uint64_t size = 0;     // capacity in bytes (aligned)
+  uint64_t offset = 0;   // relative to the graph's frame
+  int32_t first = 0;     // first step it is live
+  int32_t last = 0;      // last step, inclusive
+  bool upper_bound = false;  // the size is a bound; the run-time shape may be smaller
+
+  // "x", "region:loop1", "scratchpad:conv1": how reports name it.
+  std::string label() const;
+};
+
+// A subgraph value that is not planned but bound, at run time, to parent memory.
+struct Binding {
+  enum class Kind : uint8_t {
+    Input,    // a subgraph input: a view of a parent value (or a loop slot)
+    Capture,  // an outer-scope value read directly
+    Output,   // a subgraph output written into a parent buffer (or slot, or slice)
+  };
+  Kind kind = Kind::Input;
+  std::string name;
+  std::string parent_value;  // the value it binds to in the enclosing scope ("" for a loop slot)
+  int32_t slot = -1;         // the loop slot (ControlFlowPorts numbering), else -1
+};
+
+// Two slots per Loop/Scan carried value (one for a Loop's iteration counter) after the body frame.
+struct CarriedSlots {
+  int32_t slot = -1;   // ControlFlowPorts numbering: Loop 0 counter, 1 condition, 2 + j carried
+  std::string name;    // the body input it feeds
+  uint64_t size = 0;
+  uint64_t slot0 = 0;  // offsets relative to the region's base
+  uint64_t slot1 = 0;
+};
+
+// A control-flow node's region: one buffer of the parent where its subgraph frames start.
+struct Region {
+  int32_t step = 0;                // the node's step in the parent
+  std::string node;                // its name, for reports
+  std::string op_type;
+  int32_t buffer = -1;             // index into the parent's buffers
+  std::vector<int32_t> subgraphs;  // indices into MemoryPlan::graphs
+  std::vector<CarriedSlots> carried;
+};
+
+struct GraphPlan {
+  int32_t parent = -1;          // index into MemoryPlan::graphs; -1 for the main graph
+  std::string owner_node;       // the If/Loop/Scan node that owns it ("" for main)
+  std::string owner_attribute;  // then_branch, else_branch or body
+  std::string path;             // for reports
+  uint64_t frame_bytes = 0;
+  uint64_t lower_bound_bytes = 0;  // recursive, as the design notes define it
+  uint64_t naive_bytes = 0;
+  uint64_t base_offset = 0;     // absolute offset of the frame in the arena
+  int32_t num_steps = 0;
+  std::vector<PlannedBuffer> buffers;
+  std::vector<Binding> bindings;
+  std::vector<Region> regions;
+  std::map<std::string, uint64_t> strategy_bytes;
+};
+
+// A tensor whose size only the run decides: no arena memory; the session allocates it.
+struct DynamicTensor {
+  int32_t graph = 0;     // index into MemoryPlan::graphs
+  int32_t value = -1;    // index into that graph's values
+  std::string name;
+  std::string producer;
+  std::string shape;     // what is known at compile time, "[?, 4]"
+  int32_t dtype = 0;     // ONNX element type
+};
+
+struct MemoryPlan {
+  std::string model_sha256;  // of the .onnx file the plan was made for
+  std::string model_path;    // for messages only
+  ShapeOptions shapes;       // the shape options it was made with
+  uint64_t alignment = 64;
+  std::string strategy;          // asked for ("auto" or one name)
+  std::string chosen_strategy;   // whose result was kept
+  uint64_t arena_bytes = 0;
+  uint64_t lower_bound_bytes = 0;
+  uint64_t naive_bytes = 0;
+  uint64_t per_subgraph_bytes = 0;  // every subgraph its own memory
+  uint64_t weights_bytes = 0;
+  std::map<std::string, uint64_t> strategy_bytes;  // strategy name -> arena bytes
+  std::vector<GraphPlan> graphs;  // graphs[0] is the main graph; for_each_graph's order
+  std::vector<DynamicTensor> dynamic_tensors;
+};
+
+}  // namespace memplan
