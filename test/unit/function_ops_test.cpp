@@ -15,6 +15,7 @@
 #include "memplan/memplan.h"
 #include "plan/compile.h"
 #include "support/model_builder.h"
+#include "support/numeric.h"
 
 using namespace memplan;
 using namespace memplan::test;
@@ -78,12 +79,9 @@ std::vector<Doubles> run(const std::string& path, const std::vector<Feed>& feeds
   return out;
 }
 
+// |got - want| <= tolerance * (1 + |want|), element by element.
 void require_near(const Doubles& got, const Doubles& want, double tolerance) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", expected " << want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])));
-  }
+  require_close(got, want, abs_rel(tolerance, tolerance));
 }
 
 // The op types of the main graph once shapes are fixed (expansions done, folded nodes gone).
