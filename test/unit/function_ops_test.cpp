@@ -489,21 +489,12 @@ TEST_CASE("SequenceMap is refused in one line: sequences are not supported", "[f
 
 TEST_CASE("a function body expands inside an If branch taken at run time", "[function_ops]") {
   // The then-branch takes the softmax of the outer x (float64: the body), the else-branch -x.
-  ModelBuilder mb("if_softmax", 13);
-  auto& g = mb.graph();
-  add_input(g, "c", elem::kBool, {});
-  add_input(g, "x", kF64, {3});
-  onnx::GraphProto then_g, else_g;
-  then_g.set_name("then");
-  add_node(then_g, "Softmax", {"x"}, {"s"}, "softmax");
-  add_output(then_g, "s", kF64, {3});
-  else_g.set_name("else");
-  add_node(else_g, "Neg", {"x"}, {"n"}, "neg");
-  add_output(else_g, "n", kF64, {3});
-  auto* n = add_node(g, "If", {"c"}, {"y"}, "if");
-  attr_graph(n, "then_branch", then_g);
-  attr_graph(n, "else_branch", else_g);
-  add_output(g, "y", kF64, {3});
+  IfModel mb("if_softmax", 13);
+  mb.condition_input("c").input("x", kF64, {3});
+  mb.then_node("Softmax", {"x"}, value_info("s", kF64, {3}), "softmax");
+  mb.else_node("Neg", {"x"}, value_info("n", kF64, {3}), "neg");
+  mb.add_if();
+  add_output(mb.graph(), "y", kF64, {3});
   const std::string path = save(mb, "if_softmax");
   const Doubles x = {0, std::log(2.0), std::log(5.0)};
   require_near(run(path, {{"c", kBool, {}, {1}}, {"x", kF64, {3}, x}}, {"y"})[0], {0.125, 0.25, 0.625}, 1e-12);
