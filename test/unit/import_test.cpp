@@ -2,8 +2,6 @@
 // shadowing), topological order, initializers and Constant nodes, external data, version limits.
 #include "onnx/importer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include "memplan/error.h"
 #include "shapes/shape_inference.h"
 #include "support/model_builder.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -35,22 +34,6 @@ std::vector<fs::path> example_model_files() {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "memplan_import_test_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
@@ -726,7 +709,7 @@ std::string float_bytes(const std::vector<float>& v) {
 }  // namespace
 
 TEST_CASE("external data inside the model's folder loads", "[import]") {
-  TempDir dir;
+  TempDir dir("import_test");
   const std::vector<float> w{1.f, -2.f, 3.5f, 0.f};
   SECTION("a file next to the model, whole") {
     write_file(dir.path / "weights.bin", float_bytes(w));
@@ -744,7 +727,7 @@ TEST_CASE("external data inside the model's folder loads", "[import]") {
 }
 
 TEST_CASE("external data outside the model's folder is refused", "[import]") {
-  TempDir dir;
+  TempDir dir("import_test");
   write_file(dir.path / "secret.bin", float_bytes({9.f, 9.f, 9.f, 9.f}));
   const fs::path model = dir.path / "m" / "model.onnx";
   std::string location;
@@ -768,7 +751,7 @@ TEST_CASE("external data outside the model's folder is refused", "[import]") {
 }
 
 TEST_CASE("external data that is too short or missing is refused", "[import]") {
-  TempDir dir;
+  TempDir dir("import_test");
   write_file(dir.path / "weights.bin", float_bytes({1.f, 2.f}));
   std::string location = "weights.bin";
   int64_t offset = -1, length = -1;
