@@ -13,6 +13,7 @@
 #include "memplan/error.h"
 #include "runtime/dnnl_context.h"
 #include "runtime/kernel_registry.h"
+#include "support/numeric.h"
 
 namespace memplan::test {
 
@@ -146,6 +147,18 @@ class KernelCase {
   std::unique_ptr<rt::Kernel> kernel_;
 };
 
+// The dims of a result view.
+inline std::vector<int64_t> dims_of(const rt::TensorView& v) { return {v.dims.begin(), v.dims.begin() + v.rank}; }
+
+// An output whose shape the kernel sets at run time, in a buffer of `capacity` bytes.
+inline Value* dynamic_output(KernelCase& c, const std::string& name, DType t, std::vector<int64_t> dims,
+                             uint64_t capacity) {
+  Value* v = c.output(name, t, std::move(dims));
+  v->shape_varies = true;
+  v->capacity_bytes = capacity;
+  return v;
+}
+
 // Runs the case, expecting an Error of `kind` whose message contains every one of `parts`.
 inline void require_error(KernelCase& c, ErrorKind kind, const std::vector<std::string>& parts) {
   try {
@@ -167,8 +180,17 @@ using memplan::DType;
 using memplan::Error;
 using memplan::ErrorKind;
 using memplan::Value;
+using memplan::test::dims_of;
+using memplan::test::dynamic_output;
 using memplan::test::KernelCase;
 using memplan::test::require_error;
+// numeric.h: the file binds its own require_close (RequireClose) with its tolerance.
+using memplan::test::abs_rel;
+using memplan::test::absolute;
+using memplan::test::random_floats;
+using memplan::test::RequireClose;
+using memplan::test::scaled;
+using memplan::test::Tolerance;
 using Dims = std::vector<int64_t>;
 using Floats = std::vector<float>;
 using Doubles = std::vector<double>;

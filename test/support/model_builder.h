@@ -184,6 +184,99 @@ class ModelBuilder {
   onnx::ModelProto model_;
 };
 
+// ---- If --------------------------------------------------------------------------------------------
+
+// A branch graph named `name`, for the caller's nodes and outputs.
+inline onnx::GraphProto branch_graph(const std::string& name) {
+  onnx::GraphProto b;
+  b.set_name(name);
+  return b;
+}
+
+// Adds op(inputs) -> out.name(), the node named `node`, and declares `out` an output of g.
+inline void add_node_to_output(onnx::GraphProto& g, const std::string& op, std::vector<std::string> inputs,
+                               const onnx::ValueInfoProto& out, const std::string& node) {
+  add_node(g, op, std::move(inputs), {out.name()}, node);
+  *g.add_output() = out;
+}
+
+// A branch of one node: op(inputs) -> out.name(), the node named `node`, `out` the branch's output.
+inline onnx::GraphProto one_node_branch(const std::string& name, const std::string& op, std::vector<std::string> inputs,
+                                        const onnx::ValueInfoProto& out, const std::string& node) {
+  onnx::GraphProto b = branch_graph(name);
+  add_node_to_output(b, op, std::move(inputs), out, node);
+  return b;
+}
+
+// If(cond) -> outputs in g, with then_branch and else_branch as its two graph attributes.
+inline onnx::NodeProto* add_if(onnx::GraphProto& g, const std::string& cond, std::vector<std::string> outputs,
+                               const onnx::GraphProto& then_branch, const onnx::GraphProto& else_branch,
+                               const std::string& name = "if") {
+  onnx::NodeProto* n = add_node(g, "If", {cond}, std::move(outputs), name);
+  attr_graph(n, "then_branch", then_branch);
+  attr_graph(n, "else_branch", else_branch);
+  return n;
+}
+
+// The If model the shape and import tests keep writing: the outer values its branches read (main
+// graph inputs, in order), a condition (a bool scalar input, a constant initializer, or a value
+// the caller computes), a then- and an else-branch (graphs "then" and "else") for the caller to
+// fill, and If(condition) -> y named "if", added to the main graph when add_if() is called, after
+// whatever nodes the caller has put there so far.
+//   IfModel b;
+//   b.input("x", elem::kFloat, {4}).input("z", elem::kFloat, {4}).condition_input("p");
+//   b.then_node("Identity", {"x"}, value_info_unranked("t_out", elem::kFloat), "t_id");
+//   b.else_node("Neg", {"z"}, value_info("e_out", elem::kFloat, {4}), "e_neg");
+//   b.add_if();
+//   add_output_unranked(b.graph(), "y", elem::kFloat);
+class IfModel : public ModelBuilder {
+ public:
+  explicit IfModel(const std::string& graph_name = "hand_built", int64_t opset = 17)
+      : ModelBuilder(graph_name, opset), then_(branch_graph("then")), else_(branch_graph("else")) {}
+
+  // A main-graph input (a value the branches may read).
+  IfModel& input(const std::string& name, int32_t elem_type, const Shape& shape) {
+    add_input(graph(), name, elem_type, shape);
+    return *this;
+  }
+  // The condition: a bool scalar input, a bool scalar initializer, or a value the caller makes.
+  IfModel& condition_input(const std::string& name = "p") {
+    add_input(graph(), name, elem::kBool, {});
+    return condition(name);
+  }
+  IfModel& condition_constant(bool value, const std::string& name = "cond") {
+    add_initializer(graph(), tensor_bool(name, {}, {static_cast<uint8_t>(value ? 1 : 0)}));
+    return condition(name);
+  }
+  IfModel& condition(const std::string& name) {
+    cond_ = name;
+    return *this;
+  }
+
+  onnx::GraphProto& then_branch() { return then_; }
+  onnx::GraphProto& else_branch() { return else_; }
+  // Adds op(inputs) -> out.name() to the branch and declares `out` as one of its outputs.
+  IfModel& then_node(const std::string& op, std::vector<std::string> inputs, const onnx::ValueInfoProto& out,
+                     const std::string& node) {
+    add_node_to_output(then_, op, std::move(inputs), out, node);
+    return *this;
+  }
+  IfModel& else_node(const std::string& op, std::vector<std::string> inputs, const onnx::ValueInfoProto& out,
+                     const std::string& node) {
+    add_node_to_output(else_, op, std::move(inputs), out, node);
+    return *this;
+  }
+
+  // Adds If(condition) -> outputs, holding the two branches as they are now, to the main graph.
+  onnx::NodeProto* add_if(std::vector<std::string> outputs = {"y"}, const std::string& name = "if") {
+    return memplan::test::add_if(graph(), cond_, std::move(outputs), then_, else_, name);
+  }
+
+ private:
+  onnx::GraphProto then_, else_;
+  std::string cond_;
+};
+
 // Helpers for looking at an imported IR.
 inline Node* find_node(const Graph& g, const std::string& name) {
   for (const auto& n : g.nodes)

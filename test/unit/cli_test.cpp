@@ -16,6 +16,7 @@
 
 #include "support/cli_runner.h"
 #include "support/model_builder.h"
+#include "support/temp_dir.h"
 
 extern char** environ;
 
@@ -216,14 +217,11 @@ TEST_CASE("cli: a name with a newline in it does not split the error line", "[cl
   add_input(b.graph(), "x", elem::kFloat, {2});
   add_node(b.graph(), "Add", {"x", "no\nwhere"}, {"y"}, "add\nnode");
   add_output(b.graph(), "y", elem::kFloat, {2});
-  std::string tmpl = (fs::temp_directory_path() / "memplan_cli_test_XXXXXX").string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  const fs::path file = fs::path(tmpl) / "ctl.onnx";
+  TempDir dir("cli_test");
+  const fs::path file = dir.path / "ctl.onnx";
   {
     std::ofstream out(file, std::ios::binary);
     out << b.bytes();
   }
   expect_error({"compile", file.string()}, 2, {file.string()});
-  std::error_code ec;
-  fs::remove_all(tmpl, ec);
 }

@@ -15,6 +15,7 @@
 #include "memplan/memplan.h"
 #include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
+#include "support/numeric.h"
 
 using namespace memplan;
 using namespace memplan::test;
@@ -78,12 +79,9 @@ std::vector<Doubles> run(const std::string& path, const std::vector<Feed>& feeds
   return out;
 }
 
+// |got - want| <= tolerance * (1 + |want|), element by element.
 void require_near(const Doubles& got, const Doubles& want, double tolerance) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", expected " << want[i]);
-    CHECK(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])));
-  }
+  require_close(got, want, abs_rel(tolerance, tolerance));
 }
 
 // The op types of the main graph once shapes are fixed (expansions done, folded nodes gone).
@@ -491,21 +489,12 @@ TEST_CASE("SequenceMap is refused in one line: sequences are not supported", "[f
 
 TEST_CASE("a function body expands inside an If branch taken at run time", "[function_ops]") {
   // The then-branch takes the softmax of the outer x (float64: the body), the else-branch -x.
-  ModelBuilder mb("if_softmax", 13);
-  auto& g = mb.graph();
-  add_input(g, "c", elem::kBool, {});
-  add_input(g, "x", kF64, {3});
-  onnx::GraphProto then_g, else_g;
-  then_g.set_name("then");
-  add_node(then_g, "Softmax", {"x"}, {"s"}, "softmax");
-  add_output(then_g, "s", kF64, {3});
-  else_g.set_name("else");
-  add_node(else_g, "Neg", {"x"}, {"n"}, "neg");
-  add_output(else_g, "n", kF64, {3});
-  auto* n = add_node(g, "If", {"c"}, {"y"}, "if");
-  attr_graph(n, "then_branch", then_g);
-  attr_graph(n, "else_branch", else_g);
-  add_output(g, "y", kF64, {3});
+  IfModel mb("if_softmax", 13);
+  mb.condition_input("c").input("x", kF64, {3});
+  mb.then_node("Softmax", {"x"}, value_info("s", kF64, {3}), "softmax");
+  mb.else_node("Neg", {"x"}, value_info("n", kF64, {3}), "neg");
+  mb.add_if();
+  add_output(mb.graph(), "y", kF64, {3});
   const std::string path = save(mb, "if_softmax");
   const Doubles x = {0, std::log(2.0), std::log(5.0)};
   require_near(run(path, {{"c", kBool, {}, {1}}, {"x", kF64, {3}, x}}, {"y"})[0], {0.125, 0.25, 0.625}, 1e-12);

@@ -2,8 +2,6 @@
 // shadowing), topological order, initializers and Constant nodes, external data, version limits.
 #include "onnx/importer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include "memplan/error.h"
 #include "shapes/shape_inference.h"
 #include "support/model_builder.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -35,22 +34,6 @@ std::vector<fs::path> example_model_files() {
   std::sort(out.begin(), out.end());
   return out;
 }
-
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "memplan_import_test_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());
@@ -328,20 +311,11 @@ TEST_CASE("hand-built: shadowing resolves to the nearest scope at every depth", 
   add_node(g, "Relu", {"x"}, {"v"}, "outer_v");
   add_node(g, "Neg", {"x"}, {"w"}, "outer_w");
 
-  onnx::GraphProto then_g;
-  then_g.set_name("then");
-  add_node(then_g, "Neg", {"v"}, {"t_out"}, "then_neg");
-  add_output(then_g, "t_out", elem::kFloat, {4});
-  onnx::GraphProto else_g;
-  else_g.set_name("else");
-  add_node(else_g, "Abs", {"w"}, {"e_out"}, "else_abs");
-  add_output(else_g, "e_out", elem::kFloat, {4});
-
   onnx::GraphProto body = loop_body_skeleton("body");
   add_input(body, "v", elem::kFloat, {4});
-  auto* inner_if = add_node(body, "If", {"c"}, {"v_next"}, "inner_if");
-  attr_graph(inner_if, "then_branch", then_g);
-  attr_graph(inner_if, "else_branch", else_g);
+  add_if(body, "c", {"v_next"},
+         one_node_branch("then", "Neg", {"v"}, value_info("t_out", elem::kFloat, {4}), "then_neg"),
+         one_node_branch("else", "Abs", {"w"}, value_info("e_out", elem::kFloat, {4}), "else_abs"), "inner_if");
   add_output(body, "v_next", elem::kFloat, {4});
 
   auto* loop = add_node(g, "Loop", {"M", "", "x"}, {"y"}, "loop");
@@ -428,22 +402,13 @@ TEST_CASE("hand-built: a capture three levels up", "[import]") {
 
 TEST_CASE("hand-built: a subgraph that reads an outer value defined later in the file is ordered after it",
           "[import]") {
-  ModelBuilder b;
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {2});
-  add_input(g, "p", elem::kBool, {});
-  auto* if_n = add_node(g, "If", {"p"}, {"y"}, "if");  // first in the file, reads `late` implicitly
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  e.set_name("else");
-  add_node(t, "Identity", {"late"}, {"t_out"}, "t_id");
-  add_output(t, "t_out", elem::kFloat, {2});
-  add_node(e, "Identity", {"x"}, {"e_out"}, "e_id");
-  add_output(e, "e_out", elem::kFloat, {2});
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
-  add_node(g, "Exp", {"x"}, {"late"}, "make_late");
-  add_output(g, "y", elem::kFloat, {2});
+  IfModel b;
+  b.input("x", elem::kFloat, {2}).condition_input("p");
+  b.then_node("Identity", {"late"}, value_info("t_out", elem::kFloat, {2}), "t_id");
+  b.else_node("Identity", {"x"}, value_info("e_out", elem::kFloat, {2}), "e_id");
+  b.add_if();  // first in the file, reads `late` implicitly
+  add_node(b.graph(), "Exp", {"x"}, {"late"}, "make_late");
+  add_output(b.graph(), "y", elem::kFloat, {2});
   Model m = b.import();
   CHECK(node_names(*m.main) == std::vector<std::string>{"make_late", "if"});
 }
@@ -744,7 +709,7 @@ std::string float_bytes(const std::vector<float>& v) {
 }  // namespace
 
 TEST_CASE("external data inside the model's folder loads", "[import]") {
-  TempDir dir;
+  TempDir dir("import_test");
   const std::vector<float> w{1.f, -2.f, 3.5f, 0.f};
   SECTION("a file next to the model, whole") {
     write_file(dir.path / "weights.bin", float_bytes(w));
@@ -762,7 +727,7 @@ TEST_CASE("external data inside the model's folder loads", "[import]") {
 }
 
 TEST_CASE("external data outside the model's folder is refused", "[import]") {
-  TempDir dir;
+  TempDir dir("import_test");
   write_file(dir.path / "secret.bin", float_bytes({9.f, 9.f, 9.f, 9.f}));
   const fs::path model = dir.path / "m" / "model.onnx";
   std::string location;
@@ -786,7 +751,7 @@ TEST_CASE("external data outside the model's folder is refused", "[import]") {
 }
 
 TEST_CASE("external data that is too short or missing is refused", "[import]") {
-  TempDir dir;
+  TempDir dir("import_test");
   write_file(dir.path / "weights.bin", float_bytes({1.f, 2.f}));
   std::string location = "weights.bin";
   int64_t offset = -1, length = -1;

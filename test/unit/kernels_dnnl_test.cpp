@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,22 +13,7 @@
 
 namespace {
 
-using memplan::DType;
-using memplan::Error;
-using memplan::ErrorKind;
-using memplan::test::KernelCase;
-using Dims = std::vector<int64_t>;
-using Floats = std::vector<float>;
-
-constexpr DType F32 = DType::Float32;
-
-Floats random_floats(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  Floats v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+using namespace memplan::test::kernel_names;
 
 size_t count(const Dims& d) {
   size_t n = 1;
@@ -37,13 +21,7 @@ size_t count(const Dims& d) {
   return n;
 }
 
-void require_close(const Floats& got, const Floats& want, float tol = 1e-4f) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::fabs(got[i] - want[i]) <= tol * std::max(1.f, std::fabs(want[i])));
-  }
-}
+const RequireClose require_close{scaled(1e-4f)};
 
 
 // ---- Naive references --------------------------------------------------------------------------

@@ -27,13 +27,7 @@ using Ints = std::vector<int64_t>;
 constexpr DType F32 = DType::Float32;
 constexpr DType I64 = DType::Int64;
 
-void require_close(const Floats& got, const Floats& want, float tol = 1e-5f) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::fabs(got[i] - want[i]) <= tol * std::max(1.f, std::fabs(want[i])));
-  }
-}
+const memplan::test::RequireClose require_close{memplan::test::scaled(1e-5f)};
 
 
 // Marks a value's shape as known only at run time, which sends the kernel down its loop path.

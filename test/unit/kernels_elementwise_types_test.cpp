@@ -21,6 +21,7 @@ using memplan::DType;
 using memplan::ErrorKind;
 using memplan::Value;
 using memplan::test::KernelCase;
+using memplan::test::scaled;
 using Dims = std::vector<int64_t>;
 using Setup = std::function<void(KernelCase&)>;
 
@@ -63,22 +64,8 @@ std::vector<T> unary(const std::string& op, DType dtype, const std::vector<doubl
   return run<T>(op, {{"x", dtype, dims, x}}, dtype, dims, setup, 17, varies);
 }
 
-// Elementwise closeness (relative, NaN matches NaN).
-template <typename T>
-void require_close(const std::vector<T>& got, const std::vector<double>& want, double tol = 1e-6) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<double>(got[i]);
-    INFO("element " << i << ": got " << g << ", want " << want[i]);
-    if (std::isnan(want[i])) {
-      CHECK(std::isnan(g));
-    } else if (std::isinf(want[i])) {
-      CHECK(g == want[i]);
-    } else {
-      CHECK(std::fabs(g - want[i]) <= tol * std::max(1.0, std::fabs(want[i])));
-    }
-  }
-}
+// Relative beyond 1, absolute below it; a NaN wants a NaN, an infinity the same infinity.
+const memplan::test::RequireClose require_close{memplan::test::scaled(1e-6)};
 
 std::vector<double> halves(const std::vector<uint16_t>& bits) {
   std::vector<double> out;
@@ -165,8 +152,8 @@ TEST_CASE("Cast to and from float16 and bfloat16", "[elt-types]") {
         std::vector<uint16_t>{0x3F80, 0xC020, 0x4780, 0x7FC0, 0xFF80, 0x3DCD});
 
   require_close(cast(F16, {1.0, -2.5, 0.1, kNaN, kInf}, F32).result_as<float>(0),
-                {1.0, -2.5, 0.0999755859375, kNaN, kInf}, 0);
-  require_close(cast(BF16, {1.0, -3.0, 0.1}, F64).result_as<double>(0), {1.0, -3.0, 0.10009765625}, 0);
+                {1.0, -2.5, 0.0999755859375, kNaN, kInf}, scaled(0));
+  require_close(cast(BF16, {1.0, -3.0, 0.1}, F64).result_as<double>(0), {1.0, -3.0, 0.10009765625}, scaled(0));
   // float16 to bfloat16 goes through float: one rounding (float holds every half exactly). The
   // half nearest 0.1 is 0x3DCCC000 as a float: its low half is above the midpoint, so it rounds up.
   CHECK(cast(F16, {0.1}, BF16).result_as<uint16_t>(0) == std::vector<uint16_t>{0x3DCD});
@@ -213,7 +200,7 @@ TEST_CASE("Max and Min on every integer width, float64 and float16", "[elt-types
   const double big = std::ldexp(1.0, 63) + 2048;
   CHECK(run<uint64_t>("Max", two(DType::Uint64, {big, 1, 0}, {1, 2, 0}), DType::Uint64, d) ==
         std::vector<uint64_t>{(uint64_t{1} << 63) + 2048, 2, 0});
-  require_close(run<double>("Max", two(F64, {0.1, -1e300, 2}, {0.2, -1e301, 1}), F64, d), {0.2, -1e300, 2}, 0);
+  require_close(run<double>("Max", two(F64, {0.1, -1e300, 2}, {0.2, -1e301, 1}), F64, d), {0.2, -1e300, 2}, scaled(0));
   CHECK(run<uint16_t>("Min", two(F16, {1.5, -2, 65504}, {1, 3, -kInf}), F16, d) ==
         std::vector<uint16_t>{0x3C00, 0xC000, 0xFC00});
 }
@@ -224,25 +211,26 @@ TEST_CASE("float16, bfloat16 and float64 arithmetic, Sum and Mean", "[elt-types]
   CHECK(run<uint16_t>("Add", {{"a", F16, d, {2048, 2048, 0.5}}, {"b", F16, d, {1, 3, 0.25}}}, F16, d) ==
         std::vector<uint16_t>{0x6800, 0x6802, 0x3A00});
   require_close(halves(run<uint16_t>("Div", {{"a", F16, d, {1, -3, 1}}, {"b", F16, d, {4, 2, 0}}}, F16, d)),
-                {0.25, -1.5, kInf}, 0);
+                {0.25, -1.5, kInf}, scaled(0));
   CHECK(run<uint16_t>("Mul", {{"a", BF16, d, {3, -0.5, 256}}, {"b", BF16, d, {0.5, 4, 256}}}, BF16, d) ==
         std::vector<uint16_t>{0x3FC0, 0xC000, 0x4780});
   require_close(run<double>("Sub", {{"a", F64, d, {0.3, 1e-300, 1}}, {"b", F64, d, {0.1, 1e-300, -1}}}, F64, d),
-                {0.3 - 0.1, 0, 2}, 0);
+                {0.3 - 0.1, 0, 2}, scaled(0));
   const Dims one{1};
   require_close(run<double>("Sum", {{"a", F64, d, {1, 2, 3}}, {"b", F64, one, {0.5}}, {"c", F64, d, {10, 20, 30}}}, F64, d),
-                {11.5, 22.5, 33.5}, 0);
-  require_close(run<double>("Mean", {{"a", F64, d, {1, 2, 3}}, {"b", F64, d, {2, 4, 7}}}, F64, d), {1.5, 3, 5}, 0);
+                {11.5, 22.5, 33.5}, scaled(0));
+  require_close(run<double>("Mean", {{"a", F64, d, {1, 2, 3}}, {"b", F64, d, {2, 4, 7}}}, F64, d), {1.5, 3, 5},
+                scaled(0));
   require_close(halves(run<uint16_t>("Mean", {{"a", F16, d, {1, 2, 3}}, {"b", F16, d, {2, 4, 7}}}, F16, d)),
-                {1.5, 3, 5}, 0);
+                {1.5, 3, 5}, scaled(0));
 }
 
 TEST_CASE("Mod and Sign on float16; comparisons on float16 and uint64", "[elt-types]") {
   const Dims d{4};
   require_close(halves(run<uint16_t>("Mod", {{"a", F16, d, {5.5, -5.5, 5.5, -5.5}}, {"b", F16, d, {2, 2, -2, -2}}}, F16,
                                      d, [](KernelCase& k) { k.attr("fmod", int64_t{1}); })),
-                {1.5, -1.5, 1.5, -1.5}, 0);
-  require_close(halves(unary<uint16_t>("Sign", F16, {-0.5, 0, 3, kNaN})), {-1, 0, 1, kNaN}, 0);
+                {1.5, -1.5, 1.5, -1.5}, scaled(0));
+  require_close(halves(unary<uint16_t>("Sign", F16, {-0.5, 0, 3, kNaN})), {-1, 0, 1, kNaN}, scaled(0));
   CHECK(run<uint8_t>("Less", {{"a", F16, d, {1, 2, kNaN, -1}}, {"b", F16, d, {2, 2, 0, -2}}}, DType::Bool, d) ==
         std::vector<uint8_t>{1, 0, 0, 0});
   const double big = std::ldexp(1.0, 63);
@@ -274,11 +262,13 @@ TEST_CASE("Pow with integer bases and mixed exponent types", "[elt-types]") {
         std::vector<int64_t>{1, 1, 0});
   // float32 ^ uint32 / uint64 / int8 exponents, broadcast.
   for (DType e : {DType::Uint32, DType::Uint64, DType::Int8}) {
-    require_close(run<float>("Pow", {{"x", F32, {3}, {1, 2, 3}}, {"e", e, {1}, {3}}}, F32, {3}), {1, 8, 27}, 0);
+    require_close(run<float>("Pow", {{"x", F32, {3}, {1, 2, 3}}, {"e", e, {1}, {3}}}, F32, {3}), {1, 8, 27}, scaled(0));
   }
-  require_close(run<double>("Pow", {{"x", F64, {2}, {2, 9}}, {"e", F64, {2}, {0.5, 0.5}}}, F64, {2}), {std::sqrt(2.0), 3}, 0);
+  require_close(run<double>("Pow", {{"x", F64, {2}, {2, 9}}, {"e", F64, {2}, {0.5, 0.5}}}, F64, {2}), {std::sqrt(2.0), 3},
+                scaled(0));
   // A constant float64 exponent float cannot hold is not rounded to float.
-  require_close(run<double>("Pow", {{"x", F64, {1}, {10}}, {"e", F64, {}, {0.1}, true}}, F64, {1}), {std::pow(10.0, 0.1)}, 0);
+  require_close(run<double>("Pow", {{"x", F64, {1}, {10}}, {"e", F64, {}, {0.1}, true}}, F64, {1}), {std::pow(10.0, 0.1)},
+                scaled(0));
 }
 
 TEST_CASE("Pow fails on integer 0 to a negative power and refuses unsigned bases", "[elt-types]") {
@@ -344,8 +334,8 @@ TEST_CASE("trigonometric and hyperbolic ops on float32 and float64", "[elt-types
     INFO(op);
     std::vector<double> want;
     for (double v : x) want.push_back(f(v));
-    require_close(unary<float>(op, F32, x, {}, varies), want, 1e-6);
-    require_close(unary<double>(op, F64, x, {}, varies), want, 1e-15);
+    require_close(unary<float>(op, F32, x, {}, varies), want, scaled(1e-6));
+    require_close(unary<double>(op, F64, x, {}, varies), want, scaled(1e-15));
   }
   // Acosh is defined from 1; out of the domain is NaN.
   require_close(unary<float>("Acosh", F32, {1, 2, 0.5}, {}, varies), {0, std::acosh(2.0), kNaN});
@@ -366,7 +356,7 @@ TEST_CASE("Celu, ThresholdedRelu and Shrink", "[elt-types]") {
                                 k.attr("lambd", 1.0f);
                                 k.attr("bias", 0.5f);
                               }),
-                {-1.5, 0, 0, 0, 1, 1.5}, 0);
+                {-1.5, 0, 0, 0, 1, 1.5}, scaled(0));
 }
 
 TEST_CASE("Celu refuses alpha = 0", "[elt-types]") {
@@ -384,12 +374,12 @@ TEST_CASE("Log(1) is exactly 0 on the fixed-shape path", "[elt-types]") {
 }
 
 TEST_CASE("float unary ops on float64, float16 and bfloat16", "[elt-types]") {
-  require_close(unary<double>("Exp", F64, {0, 1, -700}), {1, std::exp(1.0), std::exp(-700.0)}, 1e-15);
-  require_close(halves(unary<uint16_t>("Sqrt", F16, {4, 2, -1})), {2, 1.4140625, kNaN}, 0);
+  require_close(unary<double>("Exp", F64, {0, 1, -700}), {1, std::exp(1.0), std::exp(-700.0)}, scaled(1e-15));
+  require_close(halves(unary<uint16_t>("Sqrt", F16, {4, 2, -1})), {2, 1.4140625, kNaN}, scaled(0));
   // Relu on bfloat16: 1.5 and -1.5 are exact.
   CHECK(unary<uint16_t>("Relu", BF16, {1.5, -1.5}) == std::vector<uint16_t>{0x3FC0, 0x0000});
-  require_close(halves(unary<uint16_t>("Floor", F16, {-1.5, 2.5})), {-2, 2}, 0);
-  require_close(halves(unary<uint16_t>("Round", F16, {-1.5, 2.5})), {-2, 2}, 0);
+  require_close(halves(unary<uint16_t>("Floor", F16, {-1.5, 2.5})), {-2, 2}, scaled(0));
+  require_close(halves(unary<uint16_t>("Round", F16, {-1.5, 2.5})), {-2, 2}, scaled(0));
 }
 
 TEST_CASE("Abs, Neg and Relu on small and unsigned integers", "[elt-types]") {
@@ -434,14 +424,14 @@ TEST_CASE("Clip with bounds computed at run time", "[elt-types]") {
   const Dims d{5};
   const std::vector<double> x{-3, -1, 0, 2, kNaN};
   require_close(run<float>("Clip", {{"x", F32, d, x}, {"lo", F32, {}, {-1.5}}, {"hi", F32, {}, {1}}}, F32, d, {}, 13, varies),
-                {-1.5, -1, 0, 1, kNaN}, 0);
+                {-1.5, -1, 0, 1, kNaN}, scaled(0));
   // Only max, at run time; min omitted.
   require_close(run<float>("Clip", {{"x", F32, d, x}, {"", F32, {}, {}}, {"hi", F32, {}, {-2}}}, F32, d, {}, 13, varies),
-                {-3, -2, -2, -2, kNaN}, 0);
+                {-3, -2, -2, -2, kNaN}, scaled(0));
   // min > max gives max everywhere, as min(max(x, lo), hi) does.
   require_close(run<float>("Clip", {{"x", F32, d, x}, {"lo", F32, {}, {5}}, {"hi", F32, {}, {4}, true}}, F32, d, {}, 13,
                            varies),
-                {4, 4, 4, 4, kNaN}, 0);
+                {4, 4, 4, 4, kNaN}, scaled(0));
   CHECK(run<int8_t>("Clip", {{"x", DType::Int8, {4}, {-128, -5, 5, 127}}, {"lo", DType::Int8, {}, {-6}}}, DType::Int8, {4},
                     {}, 13, varies) == std::vector<int8_t>{-6, -5, 5, 127});
   CHECK(run<uint64_t>("Clip",
@@ -451,7 +441,7 @@ TEST_CASE("Clip with bounds computed at run time", "[elt-types]") {
                       DType::Uint64, {3}, {}, 13, varies) == std::vector<uint64_t>{2, 7, uint64_t{1} << 62});
   require_close(halves(run<uint16_t>("Clip", {{"x", F16, {3}, {-3, 0.5, 3}}, {"lo", F16, {}, {-1}}, {"hi", F16, {}, {1}}},
                                      F16, {3}, {}, 13, varies)),
-                {-1, 0.5, 1}, 0);
+                {-1, 0.5, 1}, scaled(0));
 }
 
 TEST_CASE("Clip fails on a run-time bound that is not a scalar, and on a bound of another type", "[elt-types]") {
@@ -474,7 +464,7 @@ TEST_CASE("ReduceLogSumExp and ReduceMean on float64", "[elt-types]") {
   const bool varies = GENERATE(false, true);
   const auto axis1 = [](KernelCase& k) { k.attr("axes", std::vector<int64_t>{1}); };
   require_close(run<double>("ReduceLogSumExp", {{"x", F64, {2, 2}, {1, 2, 3, 1000}}}, F64, {2, 1}, axis1, 13, varies),
-                {2 + std::log1p(std::exp(-1.0)), 1000 + std::log1p(std::exp(-997.0))}, 1e-15);
+                {2 + std::log1p(std::exp(-1.0)), 1000 + std::log1p(std::exp(-997.0))}, scaled(1e-15));
   require_close(run<double>("ReduceMean", {{"x", F64, {2, 3}, {1, 2, 3, 4, 5, 7}}}, F64, {2, 1}, axis1, 13, varies),
-                {2, 16.0 / 3}, 1e-15);
+                {2, 16.0 / 3}, scaled(1e-15));
 }

@@ -19,17 +19,6 @@ namespace {
 
 using namespace memplan::test::kernel_names;
 
-
-Dims dims_of(const memplan::rt::TensorView& v) { return Dims(v.dims.begin(), v.dims.begin() + v.rank); }
-
-// An output whose shape the kernel sets at run time, in a buffer of `capacity` bytes.
-Value* dynamic_output(KernelCase& c, const std::string& name, DType t, Dims dims, uint64_t capacity) {
-  Value* v = c.output(name, t, std::move(dims));
-  v->shape_varies = true;
-  v->capacity_bytes = capacity;
-  return v;
-}
-
 // ---- GatherND ----
 
 TEST_CASE("GatherND picks elements and slices by index tuples", "[index]") {

@@ -16,17 +16,7 @@ namespace {
 
 using namespace memplan::test::kernel_names;
 
-
-template <typename T>
-void require_close(const std::vector<T>& got, const std::vector<T>& want, double tol = 1e-5) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))));
-  }
-}
-
-Dims dims_of(const memplan::rt::TensorView& v) { return Dims(v.dims.begin(), v.dims.begin() + v.rank); }
+const RequireClose require_close{scaled(1e-5)};
 
 // Rows [1, 2, 3] and [0, 0, 6]: means 2 and 2, variances 2/3 and 8.
 const Floats kRows = {1, 2, 3, 0, 0, 6};
@@ -260,7 +250,7 @@ TEST_CASE("SoftmaxCrossEntropyLoss runs float64 with weights and mean", "[norm-l
   c.input<double>("weight", F64, {3}, Doubles{1, 1, 4});
   c.output("loss", F64, {});
   REQUIRE(c.run());
-  require_close(c.result_as<double>(0), Doubles{std::log(3.0)}, 1e-12);
+  require_close(c.result_as<double>(0), Doubles{std::log(3.0)}, scaled(1e-12));
 }
 
 TEST_CASE("SoftmaxCrossEntropyLoss refuses an unknown reduction", "[norm-loss]") {
@@ -386,7 +376,7 @@ TEST_CASE("Det computes determinants of a batch, pivoting as needed", "[norm-los
   d.input<double>("x", F64, {3, 3}, Doubles{0, 1, 2, 1, 0, 3, 4, -3, 8});
   d.output("y", F64, {});
   REQUIRE(d.run());
-  require_close(d.result_as<double>(0), Doubles{-2}, 1e-12);
+  require_close(d.result_as<double>(0), Doubles{-2}, scaled(1e-12));
 }
 
 TEST_CASE("Det with a shape known at run time sizes its scratchpad by the input's capacity", "[norm-loss]") {
@@ -469,7 +459,7 @@ TEST_CASE("ReduceLogSum is the log of the sum, float32 and float64", "[norm-loss
     c.output("y", t, {2});
     REQUIRE(c.run());
     if (t == F32) require_close(c.result_as<float>(0), Floats{std::log(3.f), std::log(7.f)});
-    else require_close(c.result_as<double>(0), Doubles{std::log(3.0), std::log(7.0)}, 1e-12);
+    else require_close(c.result_as<double>(0), Doubles{std::log(3.0), std::log(7.0)}, scaled(1e-12));
   }
 }
 
@@ -478,7 +468,7 @@ TEST_CASE("ReduceLogSumExp runs float64", "[norm-loss]") {
   c.input<double>("x", F64, {2}, Doubles{1000, 1000});
   c.output("y", F64, {1});
   REQUIRE(c.run());
-  require_close(c.result_as<double>(0), Doubles{1000 + std::log(2.0)}, 1e-12);
+  require_close(c.result_as<double>(0), Doubles{1000 + std::log(2.0)}, scaled(1e-12));
 }
 
 }  // namespace

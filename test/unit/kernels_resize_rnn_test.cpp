@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,24 +14,10 @@
 
 namespace {
 
-using memplan::DType;
-using memplan::ErrorKind;
-using memplan::test::KernelCase;
-using memplan::test::require_error;
-using Floats = std::vector<float>;
+using namespace memplan::test::kernel_names;
 using Ints = std::vector<int64_t>;
 
-constexpr DType F32 = DType::Float32;
-
-void require_close(const Floats& got, const Floats& want, float tol = 1e-5f) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::fabs(got[i] - want[i]) <= tol * std::max(1.f, std::fabs(want[i])));
-  }
-}
-
-Ints dims_of(const memplan::rt::TensorView& v) { return Ints(v.dims.begin(), v.dims.begin() + v.rank); }
+const RequireClose require_close{scaled(1e-5f)};
 
 // Resize-13 of x with scales (or sizes when scales is empty); `roi` only when non-empty.
 // `runtime` makes scales, sizes and roi run-time inputs. The output buffer holds `capacity`.
@@ -169,14 +154,6 @@ namespace {
 
 float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
 
-Floats random_floats(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-0.6f, 0.6f);
-  Floats v(n);
-  for (float& f : v) f = dist(gen);
-  return v;
-}
-
 // [a, b, c] -> [b, a, c] (layout 0 <-> layout 1 for X, states), repeated `outer` times.
 Floats swap01(const Floats& v, int64_t outer, int64_t a, int64_t b, int64_t c) {
   Floats r(v.size());
@@ -253,9 +230,9 @@ TEST_CASE("layout 1 (batch first) gives layout 0's results transposed", "[kernel
   const int64_t T = 3, N = 2, I = 3, H = 4, D = direction == "bidirectional" ? 2 : 1;
   const int64_t G = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
   const bool lstm = op == "LSTM";
-  const Floats X = random_floats(static_cast<size_t>(T * N * I), 1), W = random_floats(static_cast<size_t>(D * G * H * I), 2),
-               R = random_floats(static_cast<size_t>(D * G * H * H), 3), B = random_floats(static_cast<size_t>(D * 2 * G * H), 4),
-               h0 = random_floats(static_cast<size_t>(D * N * H), 5), c0 = random_floats(static_cast<size_t>(D * N * H), 6);
+  const auto values = [](int64_t n, uint32_t seed) { return random_floats(static_cast<size_t>(n), seed, -0.6f, 0.6f); };
+  const Floats X = values(T * N * I, 1), W = values(D * G * H * I, 2), R = values(D * G * H * H, 3),
+               B = values(D * 2 * G * H, 4), h0 = values(D * N * H, 5), c0 = values(D * N * H, 6);
   // Layout 0 with constant weights, layout 1 with run-time weights: both paths agree.
   auto make = [&](KernelCase& k, bool batch_first) {
     k.input("X", F32, batch_first ? Ints{N, T, I} : Ints{T, N, I}, batch_first ? swap01(X, 1, T, N, I) : X);

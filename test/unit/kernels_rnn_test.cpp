@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -12,29 +11,9 @@
 
 namespace {
 
-using memplan::DType;
-using memplan::Error;
-using memplan::ErrorKind;
-using memplan::test::KernelCase;
-using Floats = std::vector<float>;
+using namespace memplan::test::kernel_names;
 
-constexpr DType F32 = DType::Float32;
-
-Floats random_floats(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-0.6f, 0.6f);
-  Floats v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
-void require_close(const Floats& got, const Floats& want, float tol = 2e-5f) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
-    REQUIRE(std::fabs(got[i] - want[i]) <= tol);
-  }
-}
+const RequireClose require_close{absolute(2e-5f)};
 
 
 float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
@@ -50,12 +29,12 @@ struct Rnn {
   int64_t D() const { return direction == "bidirectional" ? 2 : 1; }
   int64_t G() const { return lstm ? 4 : 3; }
   void fill(uint32_t seed) {
-    X = random_floats(static_cast<size_t>(T * N * I), seed);
-    W = random_floats(static_cast<size_t>(D() * G() * H * I), seed + 1);
-    R = random_floats(static_cast<size_t>(D() * G() * H * H), seed + 2);
-    B = random_floats(static_cast<size_t>(D() * 2 * G() * H), seed + 3);
-    h0 = random_floats(static_cast<size_t>(D() * N * H), seed + 4);
-    c0 = random_floats(static_cast<size_t>(D() * N * H), seed + 5);
+    X = random_floats(static_cast<size_t>(T * N * I), seed, -0.6f, 0.6f);
+    W = random_floats(static_cast<size_t>(D() * G() * H * I), seed + 1, -0.6f, 0.6f);
+    R = random_floats(static_cast<size_t>(D() * G() * H * H), seed + 2, -0.6f, 0.6f);
+    B = random_floats(static_cast<size_t>(D() * 2 * G() * H), seed + 3, -0.6f, 0.6f);
+    h0 = random_floats(static_cast<size_t>(D() * N * H), seed + 4, -0.6f, 0.6f);
+    c0 = random_floats(static_cast<size_t>(D() * N * H), seed + 5, -0.6f, 0.6f);
   }
 };
 

@@ -33,17 +33,6 @@ Value* int64s(KernelCase& c, const std::string& name, const I64& values, bool co
   return v;
 }
 
-Dims dims_of(const memplan::rt::TensorView& v) { return Dims(v.dims.begin(), v.dims.begin() + v.rank); }
-
-// A run-time output whose shape is only known when the kernel runs.
-Value* dynamic_output(KernelCase& c, const std::string& name, DType t, Dims dims, uint64_t capacity) {
-  Value* v = c.output(name, t, std::move(dims));
-  v->shape_varies = true;
-  v->capacity_bytes = capacity;
-  return v;
-}
-
-
 template <typename T>
 std::vector<T> cast_floats(DType to, const Floats& x) {
   KernelCase c("Cast", 13);

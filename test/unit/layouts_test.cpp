@@ -6,25 +6,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
 
 #include "memplan/memplan.h"
 #include "passes/assign_layouts.h"
 #include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
+#include "support/numeric.h"
 
 using namespace memplan;
 using namespace memplan::test;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& f : v) f = d(rng);
-  return v;
-}
 
 void add_conv(onnx::GraphProto& g, const std::string& name, const std::string& in, const std::string& out, int64_t cin,
               int64_t cout, unsigned seed) {

@@ -1,7 +1,5 @@
 #include "io/npy.h"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "memplan/error.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -21,6 +20,7 @@ namespace io = memplan::io;
 using memplan::DType;
 using memplan::Error;
 using memplan::ErrorKind;
+using memplan::test::TempDir;
 
 // Files produced by numpy 1.24.2 (python3 -c 'import numpy as np, io; f = io.BytesIO(); ...'), in hex.
 // np.save(f, np.array([[1.5, -2, 0.25], [3, 4e10, -0.0]], dtype='<f4'))
@@ -58,31 +58,6 @@ std::string from_hex(std::string_view hex) {
     out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
   return out;
 }
-
-// A fresh directory under the system temp directory, removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    for (int i = 0;; ++i) {
-      const std::string name = "memplan_npy_test_" + std::to_string(getpid()) + "_" + std::to_string(i);
-      path_ = fs::temp_directory_path() / name;
-      if (fs::create_directory(path_)) break;
-    }
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-    return names;
-  }
-
- private:
-  fs::path path_;
-};
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -126,7 +101,7 @@ void require_error(const std::function<void()>& fn, ErrorKind kind, const std::s
 
 // Writes `bytes` to a file and checks that both readers reject it.
 void require_read_error(const std::string& bytes, ErrorKind kind, const std::string& reason) {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("bad.npy");
   write_file(path, bytes);
   require_error([&] { io::read_npy_info(path); }, kind, path, reason);
@@ -149,7 +124,7 @@ std::vector<T> values(const io::NpyArray& a) {
 }  // namespace
 
 TEST_CASE("npy round-trips every supported dtype", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   for (DType dtype : {DType::Float16, DType::Float32, DType::Float64, DType::Int8, DType::Int16, DType::Int32,
                       DType::Int64, DType::Uint8, DType::Uint16, DType::Uint32, DType::Uint64, DType::Bool}) {
     INFO(memplan::dtype_name(dtype));
@@ -168,7 +143,7 @@ TEST_CASE("npy round-trips every supported dtype", "[npy]") {
 }
 
 TEST_CASE("npy round-trips 0-d, 1-d, 4-d and zero-size shapes", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::vector<std::vector<int64_t>> shapes{{}, {5}, {2, 3, 4, 5}, {0}, {3, 0, 2}, {1, 1, 1, 1}};
   for (const auto& shape : shapes) {
     uint64_t count = 1;
@@ -188,7 +163,7 @@ TEST_CASE("npy round-trips 0-d, 1-d, 4-d and zero-size shapes", "[npy]") {
 }
 
 TEST_CASE("npy reads a float32 (2, 3) array saved by numpy", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   write_file(dir.file("a.npy"), from_hex(kNumpyFloat32x2x3));
   const io::NpyArray a = io::read_npy(dir.file("a.npy"));
   CHECK(a.info.dtype == DType::Float32);
@@ -199,7 +174,7 @@ TEST_CASE("npy reads a float32 (2, 3) array saved by numpy", "[npy]") {
 }
 
 TEST_CASE("npy reads an int64 scalar saved by numpy as a 0-d array", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   write_file(dir.file("a.npy"), from_hex(kNumpyInt64Scalar));
   const io::NpyArray a = io::read_npy(dir.file("a.npy"));
   CHECK(a.info.dtype == DType::Int64);
@@ -208,7 +183,7 @@ TEST_CASE("npy reads an int64 scalar saved by numpy as a 0-d array", "[npy]") {
 }
 
 TEST_CASE("npy reads a bool vector saved by numpy", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   write_file(dir.file("a.npy"), from_hex(kNumpyBoolVector));
   const io::NpyArray a = io::read_npy(dir.file("a.npy"));
   CHECK(a.info.dtype == DType::Bool);
@@ -217,7 +192,7 @@ TEST_CASE("npy reads a bool vector saved by numpy", "[npy]") {
 }
 
 TEST_CASE("npy reads format 2.0 files written by numpy, and 3.0 the same way", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   std::string bytes = from_hex(kNumpyInt16V2);
   for (char major : {2, 3}) {
     bytes[6] = major;
@@ -231,7 +206,7 @@ TEST_CASE("npy reads format 2.0 files written by numpy, and 3.0 the same way", "
 }
 
 TEST_CASE("npy writer output is byte-identical to numpy.save", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("a.npy");
   for (const char* hex : {kNumpyFloat32x2x3, kNumpyInt64Scalar, kNumpyBoolVector}) {
     write_file(path, from_hex(hex));
@@ -250,7 +225,7 @@ TEST_CASE("npy header parser accepts any key order, whitespace, double quotes an
       "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 3)}",
       "{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }",
   };
-  TempDir dir;
+  TempDir dir("npy_test");
   for (const auto& dict : dicts) {
     INFO(dict);
     write_file(dir.file("a.npy"), make_npy(dict, 24));
@@ -262,7 +237,7 @@ TEST_CASE("npy header parser accepts any key order, whitespace, double quotes an
 }
 
 TEST_CASE("npy read_npy_data rejects a destination of the wrong size", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("a.npy");
   write_file(path, from_hex(kNumpyFloat32x2x3));
   const io::NpyInfo info = io::read_npy_info(path);
@@ -272,7 +247,7 @@ TEST_CASE("npy read_npy_data rejects a destination of the wrong size", "[npy]") 
 }
 
 TEST_CASE("npy read_npy_data rejects a file that changed after read_npy_info", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("a.npy");
   write_file(path, from_hex(kNumpyFloat32x2x3));
   const io::NpyInfo info = io::read_npy_info(path);
@@ -283,7 +258,7 @@ TEST_CASE("npy read_npy_data rejects a file that changed after read_npy_info", "
 }
 
 TEST_CASE("npy writer switches to format 2.0 when the header outgrows 64 KiB", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   for (size_t rank : {1000, 30000}) {
     const std::vector<int64_t> shape(rank, 1);
     const std::byte value{42};
@@ -298,7 +273,7 @@ TEST_CASE("npy writer switches to format 2.0 when the header outgrows 64 KiB", "
 }
 
 TEST_CASE("npy writer replaces an existing file and leaves no temp file behind", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("a.npy");
   write_file(path, "old contents");
   const int32_t value = 7;
@@ -308,7 +283,7 @@ TEST_CASE("npy writer replaces an existing file and leaves no temp file behind",
 }
 
 TEST_CASE("npy writer to a missing directory throws and leaves nothing behind", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("no_such_dir/a.npy");
   const float value = 1.0f;
   require_error([&] { io::write_npy(path, DType::Float32, {}, &value, sizeof value); },
@@ -318,7 +293,7 @@ TEST_CASE("npy writer to a missing directory throws and leaves nothing behind", 
 }
 
 TEST_CASE("npy writer removes its temp file when the final rename fails", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("taken");
   fs::create_directory(path);
   write_file(dir.file("taken/keep"), "x");
@@ -330,7 +305,7 @@ TEST_CASE("npy writer removes its temp file when the final rename fails", "[npy]
 }
 
 TEST_CASE("npy writer rejects dtypes npy cannot hold and byte counts that do not match the shape", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   const std::string path = dir.file("a.npy");
   const std::vector<std::byte> data(8);
   require_error([&] { io::write_npy(path, DType::BFloat16, std::vector<int64_t>{4}, data.data(), 8); },
@@ -341,7 +316,7 @@ TEST_CASE("npy writer rejects dtypes npy cannot hold and byte counts that do not
 }
 
 TEST_CASE("npy reader names the file it cannot open", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy_test");
   require_error([&] { io::read_npy(dir.file("missing.npy")); }, ErrorKind::InvalidInput,
                 dir.file("missing.npy"), "cannot open: No such file or directory");
   require_error([&] { io::read_npy_info(dir.file("")); }, ErrorKind::InvalidInput, dir.file(""),

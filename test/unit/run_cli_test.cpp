@@ -14,6 +14,7 @@
 #include "io/npy.h"
 #include "support/cli_runner.h"
 #include "support/model_builder.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -22,21 +23,7 @@ namespace {
 using memplan::test::Run;
 using memplan::test::run_cli;
 using memplan::test::slurp;
-
-// A temporary folder, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "memplan_run_test_XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+using memplan::test::TempDir;
 
 void expect_error(const std::vector<std::string>& args, const std::vector<std::string>& says) {
   Run r = run_cli(args);
@@ -59,7 +46,7 @@ void write_floats(const std::string& path, std::vector<int64_t> shape, const std
 }  // namespace
 
 TEST_CASE("run: writes every output as <name>.npy, reports memory and time", "[run-cli]") {
-  TempDir out;
+  TempDir out("run_test");
   Run r = run_cli({"run", model("example"), "--input", "input=" + input("example", "test_data_set_0", "input"),
                    "--input", "cond=" + input("example", "test_data_set_0", "cond"), "--input",
                    "add_in=" + input("example", "test_data_set_0", "add_in"), "--output-dir", out.path.string(),
@@ -78,7 +65,7 @@ TEST_CASE("run: writes every output as <name>.npy, reports memory and time", "[r
 }
 
 TEST_CASE("run: --report json holds the plan report and run_ms", "[run-cli]") {
-  TempDir out;
+  TempDir out("run_test");
   Run r = run_cli({"run", model("tiny_mlp"), "--input", input("tiny_mlp", "test_data_set_0", "x"), "--output-dir",
                    out.path.string(), "--report", "json", "--threads", "1"});
   INFO(r.err);
@@ -88,7 +75,7 @@ TEST_CASE("run: --report json holds the plan report and run_ms", "[run-cli]") {
 }
 
 TEST_CASE("run: --profile times every node, subgraph nodes under their owner's path", "[run-cli]") {
-  TempDir out;
+  TempDir out("run_test");
   const std::vector<std::string> args = {"run", model("nested_if_loop_if"), "--input",
                                          "x=" + input("nested_if_loop_if", "test_data_set_0", "x"), "--input",
                                          "cond=" + input("nested_if_loop_if", "test_data_set_0", "cond"),
@@ -113,7 +100,7 @@ TEST_CASE("run: --profile times every node, subgraph nodes under their owner's p
 
 TEST_CASE("run: output file names keep only [A-Za-z0-9._-]", "[run-cli]") {
   using namespace memplan::test;
-  TempDir dir;
+  TempDir dir("run_test");
   ModelBuilder b;
   add_input(b.graph(), "x", elem::kFloat, {2});
   add_node(b.graph(), "Relu", {"x"}, {"out/put:0"});
@@ -128,7 +115,7 @@ TEST_CASE("run: output file names keep only [A-Za-z0-9._-]", "[run-cli]") {
 }
 
 TEST_CASE("run: a plan is reused, and refused for other shapes or another model", "[run-cli]") {
-  TempDir dir;
+  TempDir dir("run_test");
   REQUIRE(run_cli({"compile", model("tiny_mlp"), "-o", dir / "mlp.mplan"}).exit_code == 0);
   Run ok = run_cli({"run", model("tiny_mlp"), "--plan", dir / "mlp.mplan", "--input",
                     input("tiny_mlp", "test_data_set_0", "x"), "--output-dir", dir.path.string()});
@@ -142,7 +129,7 @@ TEST_CASE("run: a plan is reused, and refused for other shapes or another model"
 }
 
 TEST_CASE("run: bad inputs get one clear line and exit 2", "[run-cli]") {
-  TempDir dir;
+  TempDir dir("run_test");
   const std::string mlp = model("tiny_mlp");
   std::vector<int64_t> ints(64, 1);
   memplan::io::write_npy(dir / "ints.npy", memplan::DType::Int64, std::vector<int64_t>{1, 64}, ints.data(), 512);
@@ -160,7 +147,7 @@ TEST_CASE("run: bad inputs get one clear line and exit 2", "[run-cli]") {
 
 TEST_CASE("run: Gather indices out of range are refused, never read out of bounds", "[run-cli]") {
   using namespace memplan::test;
-  TempDir dir;
+  TempDir dir("run_test");
   ModelBuilder b;
   add_input(b.graph(), "data", elem::kFloat, {4});
   add_input(b.graph(), "idx", elem::kInt64, {2});
@@ -177,7 +164,7 @@ TEST_CASE("run: Gather indices out of range are refused, never read out of bound
 }
 
 TEST_CASE("run: NaN inputs propagate as NaN", "[run-cli]") {
-  TempDir dir;
+  TempDir dir("run_test");
   std::vector<float> x(64, 0.f);
   x[3] = std::nanf("");
   write_floats(dir / "x.npy", {1, 64}, x);
@@ -214,7 +201,7 @@ std::vector<float> read_floats(const std::string& path) {
 
 TEST_CASE("run: ONNX Runtime's input conventions: a one-element array for a scalar, symbolic dims bind",
           "[run-cli]") {
-  TempDir dir;
+  TempDir dir("run_test");
   const std::string m = scale_model(dir);
   write_floats(dir / "x.npy", {3}, {1, 2, 3});
   write_floats(dir / "s1.npy", {1}, {2});  // what the JavaScript clients send for a scalar
@@ -233,7 +220,7 @@ TEST_CASE("run: ONNX Runtime's input conventions: a one-element array for a scal
 }
 
 TEST_CASE("run: an input that contradicts a declared static dim is refused, naming the file", "[run-cli]") {
-  TempDir dir;
+  TempDir dir("run_test");
   write_floats(dir / "x.npy", {1, 1024}, std::vector<float>(1024, 0.f));
   expect_error({"run", model("tiny_mlp"), "--input", dir / "x.npy"},
                {"input 'x'", dir / "x.npy", "declares shape [1, 64]", "[1, 1024]"});
@@ -241,7 +228,7 @@ TEST_CASE("run: an input that contradicts a declared static dim is refused, nami
 
 TEST_CASE("run: a model with no inputs runs without --input", "[run-cli]") {
   using namespace memplan::test;
-  TempDir dir;
+  TempDir dir("run_test");
   ModelBuilder b("constant", 13);
   add_constant(b.graph(), tensor_f32("c", {2}, {1.5f, -2.f}));
   add_node(b.graph(), "Neg", {"c"}, {"y"}, "neg");
@@ -254,7 +241,7 @@ TEST_CASE("run: a model with no inputs runs without --input", "[run-cli]") {
 }
 
 TEST_CASE("run: a dynamic tensor's largest size is in the text and JSON reports", "[run-cli][dynamic]") {
-  TempDir dir;
+  TempDir dir("run_test");
   const std::string m = model("loop_data_dependent_scan");
   Run compile = run_cli({"compile", m});
   REQUIRE(compile.exit_code == 0);
@@ -273,7 +260,7 @@ TEST_CASE("run: a dynamic tensor's largest size is in the text and JSON reports"
 
 TEST_CASE("run: an arena larger than memory is named with its bytes and its peak, exit 2", "[run-cli]") {
   using namespace memplan::test;
-  TempDir dir;
+  TempDir dir("run_test");
   // Expand makes a 4 TiB tensor from one float: compile plans it (and warns), a session cannot.
   ModelBuilder b("huge", 13);
   auto& g = b.graph();

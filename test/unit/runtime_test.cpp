@@ -10,6 +10,7 @@
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
 #include "support/model_builder.h"
+#include "support/numeric.h"
 
 namespace fs = std::filesystem;
 using namespace memplan;
@@ -31,20 +32,20 @@ std::string pb_name(const fs::path& path) {
   return proto.name();
 }
 
+std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> out;
+  for (uint64_t i = 0; i < t.element_count(); ++i) out.push_back(t.float_at(i));
+  return out;
+}
+
 // Compares with ONNX's backend-test tolerances for real models: rtol 1e-3, atol 1e-4; NaN == NaN.
-void require_close(const TensorRef& got, const Tensor& want, const std::string& what) {
+void require_output_close(const TensorRef& got, const Tensor& want, const std::string& what) {
   INFO(what);
   REQUIRE(got.dtype == static_cast<int32_t>(want.dtype));
   REQUIRE(std::vector<int64_t>(got.shape.begin(), got.shape.end()) == want.dims);
-  const uint64_t n = want.element_count();
   Tensor g = want;
   g.bytes.assign(static_cast<const std::byte*>(got.data), static_cast<const std::byte*>(got.data) + got.bytes);
-  for (uint64_t i = 0; i < n; ++i) {
-    const double a = g.float_at(i), b = want.float_at(i);
-    if (std::isnan(a) && std::isnan(b)) continue;
-    INFO("element " << i << ": got " << a << ", expected " << b);
-    REQUIRE(std::abs(a - b) <= 1e-4 + 1e-3 * std::abs(b));
-  }
+  test::require_close(values_of(g), values_of(want), test::abs_rel(1e-4, 1e-3));
 }
 
 // Runs every test_data_set of a model folder; returns how many data sets ran.
@@ -83,7 +84,7 @@ int run_model_folder(const fs::path& dir) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       std::string name = pb_name(outputs[i]);
       if (name.empty()) name = model->outputs().at(i).name;
-      require_close(session.output(name), read_pb(outputs[i]), name);
+      require_output_close(session.output(name), read_pb(outputs[i]), name);
     }
     ++sets;
   }

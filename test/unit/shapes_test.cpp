@@ -314,25 +314,19 @@ namespace {
 
 // x[rows,3]; cond = (Shape(x)[0] == 2); If(cond) { Relu(x) -> [rows,3] } else { Reshape(x, [-1]) }
 ModelBuilder folded_if_model(int64_t rows) {
-  ModelBuilder b("folded_if");
+  IfModel b("folded_if");
   auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {rows, 3});
+  b.input("x", elem::kFloat, {rows, 3});
   add_node(g, "Shape", {"x"}, {"s"}, "shape");
   add_constant(g, tensor_i64("zero", {}, {0}));
   add_node(g, "Gather", {"s", "zero"}, {"rows"}, "gather");
   add_constant(g, tensor_i64("two", {}, {2}));
   add_node(g, "Equal", {"rows", "two"}, {"cond"}, "equal");
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  add_node(t, "Relu", {"x"}, {"t_out"}, "then_relu");
-  add_output(t, "t_out", elem::kFloat, {rows, 3});
-  e.set_name("else");
-  add_constant(e, tensor_i64("flat", {1}, {-1}));
-  add_node(e, "Reshape", {"x", "flat"}, {"e_out"}, "else_reshape");
-  add_output(e, "e_out", elem::kFloat, {rows * 3});
-  auto* if_n = add_node(g, "If", {"cond"}, {"y"}, "if");
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
+  b.condition("cond");
+  b.then_node("Relu", {"x"}, value_info("t_out", elem::kFloat, {rows, 3}), "then_relu");
+  add_constant(b.else_branch(), tensor_i64("flat", {1}, {-1}));
+  b.else_node("Reshape", {"x", "flat"}, value_info("e_out", elem::kFloat, {rows * 3}), "else_reshape");
+  b.add_if();
   add_node(g, "Neg", {"y"}, {"z"}, "neg");
   add_output_unranked(g, "z", elem::kFloat);
   return b;
@@ -366,20 +360,12 @@ TEST_CASE("an If whose condition folds to a constant is replaced by its branch",
 }
 
 TEST_CASE("an inlined If branch that returns an outer value gets an Identity", "[shapes]") {
-  ModelBuilder b;
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {4});
-  add_initializer(g, tensor_bool("cond", {}, {1}));
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  add_output(t, "x", elem::kFloat, {4});  // returns the main-graph input itself
-  e.set_name("else");
-  add_node(e, "Neg", {"x"}, {"e_out"}, "else_neg");
-  add_output(e, "e_out", elem::kFloat, {4});
-  auto* if_n = add_node(g, "If", {"cond"}, {"y"}, "if");
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
-  add_output(g, "y", elem::kFloat, {4});
+  IfModel b;
+  b.input("x", elem::kFloat, {4}).condition_constant(true);
+  add_output(b.then_branch(), "x", elem::kFloat, {4});  // returns the main-graph input itself
+  b.else_node("Neg", {"x"}, value_info("e_out", elem::kFloat, {4}), "else_neg");
+  b.add_if();
+  add_output(b.graph(), "y", elem::kFloat, {4});
   Model m = b.import();
   infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
   REQUIRE(m.main->nodes.size() == 1);
@@ -391,26 +377,18 @@ TEST_CASE("an inlined If branch that returns an outer value gets an Identity", "
 }
 
 TEST_CASE("an inlined If branch that holds a Loop moves the Loop up a level", "[shapes]") {
-  ModelBuilder b;
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {4});
-  add_initializer(g, tensor_bool("cond", {}, {1}));
-  add_initializer(g, tensor_i64("M", {}, {3}));
+  IfModel b;
+  b.input("x", elem::kFloat, {4}).condition_constant(true);
+  add_initializer(b.graph(), tensor_i64("M", {}, {3}));
   onnx::GraphProto body = loop_body_skeleton("body");
   add_input(body, "acc", elem::kFloat, {4});
   add_node(body, "Add", {"acc", "x"}, {"acc_out"}, "body_add");  // captures main's x
   add_output(body, "acc_out", elem::kFloat, {4});
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  attr_graph(add_node(t, "Loop", {"M", "", "x"}, {"t_out"}, "loop"), "body", body);
-  add_output(t, "t_out", elem::kFloat, {4});
-  e.set_name("else");
-  add_node(e, "Neg", {"x"}, {"e_out"}, "else_neg");
-  add_output(e, "e_out", elem::kFloat, {4});
-  auto* if_n = add_node(g, "If", {"cond"}, {"y"}, "if");
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
-  add_output(g, "y", elem::kFloat, {4});
+  attr_graph(add_node(b.then_branch(), "Loop", {"M", "", "x"}, {"t_out"}, "loop"), "body", body);
+  add_output(b.then_branch(), "t_out", elem::kFloat, {4});
+  b.else_node("Neg", {"x"}, value_info("e_out", elem::kFloat, {4}), "else_neg");
+  b.add_if();
+  add_output(b.graph(), "y", elem::kFloat, {4});
   Model m = b.import();
   infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
   REQUIRE(m.main->nodes.size() == 1);
@@ -432,23 +410,15 @@ TEST_CASE("an inlined If branch that holds a Loop moves the Loop up a level", "[
 TEST_CASE("inlining a branch whose value names clash with the parent's keeps both values apart", "[shapes]") {
   // shadow_node_output.onnx with a constant condition: the else-branch's own `outer_val` moves into
   // the main graph next to main's `outer_val`.
-  ModelBuilder b;
+  IfModel b;
   auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {4});
-  add_initializer(g, tensor_bool("cond", {}, {0}));
+  b.input("x", elem::kFloat, {4}).condition_constant(false);
   add_initializer(g, tensor_f32("three", {}, {3.f}));
   add_node(g, "Mul", {"x", "three"}, {"outer_val"}, "outer_mul");
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  add_node(t, "Identity", {"outer_val"}, {"t_out"}, "then_id");
-  add_output(t, "t_out", elem::kFloat, {4});
-  e.set_name("else");
-  add_node(e, "Neg", {"x"}, {"outer_val"}, "else_local");
-  add_node(e, "Sub", {"outer_val", "x"}, {"e_out"}, "else_sub");
-  add_output(e, "e_out", elem::kFloat, {4});
-  auto* if_n = add_node(g, "If", {"cond"}, {"y"}, "if");
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
+  b.then_node("Identity", {"outer_val"}, value_info("t_out", elem::kFloat, {4}), "then_id");
+  add_node(b.else_branch(), "Neg", {"x"}, {"outer_val"}, "else_local");
+  b.else_node("Sub", {"outer_val", "x"}, value_info("e_out", elem::kFloat, {4}), "else_sub");
+  b.add_if();
   add_node(g, "Add", {"y", "outer_val"}, {"z"}, "final");
   add_output(g, "z", elem::kFloat, {4});
   Model m = b.import();
@@ -574,22 +544,12 @@ TEST_CASE("a varying shape whose capacity is 0 bytes needs no --bound", "[shapes
     CHECK(value(*m.main, "ys")->capacity_bytes == 0);
   }
   SECTION("If with branches [0, 3] and [0]") {
-    ModelBuilder b;
-    auto& g = b.graph();
-    add_input(g, "x", elem::kFloat, {0, 3});
-    add_input(g, "z", elem::kFloat, {0});
-    add_input(g, "p", elem::kBool, {});
-    onnx::GraphProto t, e;
-    t.set_name("then");
-    add_node(t, "Identity", {"x"}, {"t_out"}, "t_id");
-    add_output_unranked(t, "t_out", elem::kFloat);
-    e.set_name("else");
-    add_node(e, "Identity", {"z"}, {"e_out"}, "e_id");
-    add_output_unranked(e, "e_out", elem::kFloat);
-    auto* if_n = add_node(g, "If", {"p"}, {"y"}, "if");
-    attr_graph(if_n, "then_branch", t);
-    attr_graph(if_n, "else_branch", e);
-    add_output_unranked(g, "y", elem::kFloat);
+    IfModel b;
+    b.input("x", elem::kFloat, {0, 3}).input("z", elem::kFloat, {0}).condition_input("p");
+    b.then_node("Identity", {"x"}, value_info_unranked("t_out", elem::kFloat), "t_id");
+    b.else_node("Identity", {"z"}, value_info_unranked("e_out", elem::kFloat), "e_id");
+    b.add_if();
+    add_output_unranked(b.graph(), "y", elem::kFloat);
     Model m = b.import();
     REQUIRE_NOTHROW(infer_shapes(m, {}));
     CHECK(value(*m.main, "y")->capacity_bytes == 0);
@@ -664,23 +624,13 @@ namespace {
 
 // If(p) { then: Reshape(x[6], then_shape) } else { Identity(z[z_len]) }
 ModelBuilder two_shapes_model(Dims then_shape, Shape z_shape) {
-  ModelBuilder b;
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {6});
-  add_input(g, "z", elem::kFloat, z_shape);
-  add_input(g, "p", elem::kBool, {});
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  add_constant(t, tensor_i64("tshape", {static_cast<int64_t>(then_shape.size())}, then_shape));
-  add_node(t, "Reshape", {"x", "tshape"}, {"t_out"}, "then_reshape");
-  add_output_unranked(t, "t_out", elem::kFloat);
-  e.set_name("else");
-  add_node(e, "Identity", {"z"}, {"e_out"}, "else_id");
-  add_output_unranked(e, "e_out", elem::kFloat);
-  auto* if_n = add_node(g, "If", {"p"}, {"y"}, "if");
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
-  add_output_unranked(g, "y", elem::kFloat);
+  IfModel b;
+  b.input("x", elem::kFloat, {6}).input("z", elem::kFloat, z_shape).condition_input("p");
+  add_constant(b.then_branch(), tensor_i64("tshape", {static_cast<int64_t>(then_shape.size())}, then_shape));
+  b.then_node("Reshape", {"x", "tshape"}, value_info_unranked("t_out", elem::kFloat), "then_reshape");
+  b.else_node("Identity", {"z"}, value_info_unranked("e_out", elem::kFloat), "else_id");
+  b.add_if();
+  add_output_unranked(b.graph(), "y", elem::kFloat);
   return b;
 }
 
@@ -721,34 +671,21 @@ TEST_CASE("If: branches of different sizes", "[shapes]") {
 }
 
 TEST_CASE("If: a varying inner If output carries its capacity out of an outer If", "[shapes]") {
-  ModelBuilder b;
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {6});
-  add_input(g, "z", elem::kFloat, {10});
-  add_input(g, "w", elem::kFloat, {2});
-  add_input(g, "p", elem::kBool, {});
-  add_input(g, "q", elem::kBool, {});
+  IfModel b;
+  b.input("x", elem::kFloat, {6}).input("z", elem::kFloat, {10}).input("w", elem::kFloat, {2}).condition_input("p");
+  b.input("q", elem::kBool, {});
   // inner If: x[6] or z[10]
-  onnx::GraphProto it, ie;
-  it.set_name("inner_then");
-  add_node(it, "Identity", {"x"}, {"it_out"}, "it_id");
-  add_output_unranked(it, "it_out", elem::kFloat);
-  ie.set_name("inner_else");
-  add_node(ie, "Identity", {"z"}, {"ie_out"}, "ie_id");
-  add_output_unranked(ie, "ie_out", elem::kFloat);
-  onnx::GraphProto ot, oe;
+  onnx::GraphProto& ot = b.then_branch();
   ot.set_name("outer_then");
-  auto* inner = add_node(ot, "If", {"q"}, {"ot_out"}, "inner_if");
-  attr_graph(inner, "then_branch", it);
-  attr_graph(inner, "else_branch", ie);
+  add_if(ot, "q", {"ot_out"},
+         one_node_branch("inner_then", "Identity", {"x"}, value_info_unranked("it_out", elem::kFloat), "it_id"),
+         one_node_branch("inner_else", "Identity", {"z"}, value_info_unranked("ie_out", elem::kFloat), "ie_id"),
+         "inner_if");
   add_output_unranked(ot, "ot_out", elem::kFloat);
-  oe.set_name("outer_else");
-  add_node(oe, "Identity", {"w"}, {"oe_out"}, "oe_id");
-  add_output_unranked(oe, "oe_out", elem::kFloat);
-  auto* outer = add_node(g, "If", {"p"}, {"y"}, "outer_if");
-  attr_graph(outer, "then_branch", ot);
-  attr_graph(outer, "else_branch", oe);
-  add_output_unranked(g, "y", elem::kFloat);
+  b.else_branch().set_name("outer_else");
+  b.else_node("Identity", {"w"}, value_info_unranked("oe_out", elem::kFloat), "oe_id");
+  b.add_if({"y"}, "outer_if");
+  add_output_unranked(b.graph(), "y", elem::kFloat);
   Model m = b.import();
   infer_shapes(m, {});
   Graph* ot_ir = m.main->nodes[0]->subgraph("then_branch");
@@ -762,22 +699,12 @@ TEST_CASE("If: a varying inner If output carries its capacity out of an outer If
 }
 
 TEST_CASE("If: branches of different element types are refused", "[shapes]") {
-  ModelBuilder b;
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {2});
-  add_input(g, "k", elem::kInt64, {2});
-  add_input(g, "p", elem::kBool, {});
-  onnx::GraphProto t, e;
-  t.set_name("then");
-  add_node(t, "Identity", {"x"}, {"t_out"}, "t_id");
-  add_output_unranked(t, "t_out", elem::kFloat);
-  e.set_name("else");
-  add_node(e, "Identity", {"k"}, {"e_out"}, "e_id");
-  add_output_unranked(e, "e_out", elem::kInt64);
-  auto* if_n = add_node(g, "If", {"p"}, {"y"}, "if");
-  attr_graph(if_n, "then_branch", t);
-  attr_graph(if_n, "else_branch", e);
-  add_output_unranked(g, "y", elem::kFloat);
+  IfModel b;
+  b.input("x", elem::kFloat, {2}).input("k", elem::kInt64, {2}).condition_input("p");
+  b.then_node("Identity", {"x"}, value_info_unranked("t_out", elem::kFloat), "t_id");
+  b.else_node("Identity", {"k"}, value_info_unranked("e_out", elem::kInt64), "e_id");
+  b.add_if();
+  add_output_unranked(b.graph(), "y", elem::kFloat);
   Error err = shape_error(b);
   CHECK(err.kind() == ErrorKind::InvalidInput);
   CHECK_THAT(err.what(), Catch::Contains("'y'") && Catch::Contains("float32") && Catch::Contains("int64"));

@@ -44,9 +44,8 @@ onnx::GraphProto branch(int depth, const std::string& op, const std::string& nam
     add_computed_pad(g, name + "_", "x", name + "_padded");
     add_node(g, op, {name + "_padded"}, {name + "_out"}, name + "_" + op);
   } else {
-    auto* n = add_node(g, "If", {"c"}, {name + "_out"}, name + "_if");
-    attr_graph(n, "then_branch", branch(depth - 1, "Relu", name + "t"));
-    attr_graph(n, "else_branch", branch(depth - 1, "Neg", name + "e"));
+    add_if(g, "c", {name + "_out"}, branch(depth - 1, "Relu", name + "t"), branch(depth - 1, "Neg", name + "e"),
+           name + "_if");
   }
   add_output_unranked(g, name + "_out", elem::kFloat);
   return g;
@@ -79,9 +78,7 @@ TEST_CASE("folding: computed Pad amounts fold inside If branches nested three de
   auto& g = b.graph();
   add_input(g, "x", elem::kFloat, {1, 4});
   add_input(g, "c", elem::kBool, {});
-  auto* n = add_node(g, "If", {"c"}, {"y"}, "outer");
-  attr_graph(n, "then_branch", branch(2, "", "t"));
-  attr_graph(n, "else_branch", branch(2, "", "e"));
+  add_if(g, "c", {"y"}, branch(2, "", "t"), branch(2, "", "e"), "outer");
   add_output_unranked(g, "y", elem::kFloat);
   const std::string path = write(b, "memplan_nested_pads.onnx");
 
