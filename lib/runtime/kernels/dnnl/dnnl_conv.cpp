@@ -1,0 +1,322 @@
+// Conv (with the fusion attributes documented in dnnl_kernels.cpp) and ConvTranspose.
+#include <cstring>
+
+#include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/factories.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+namespace {
+
+// Conv whose result is added to input 3 (oneDNN sum post-op): the primitive accumulates into
+// dst, so dst must hold the addend before the primitive runs (a staged dst is preloaded with it
+// by PrimitiveKernel; `fused_add` is for the output written in place).
+class ConvKernel final : public PrimitiveKernel {
+ public:
+  ConvKernel(const Node& node, const KernelEnv& env, bool fused_add)
+      : PrimitiveKernel(node, env), fused_add_(fused_add) {}
+
+ protected:
+  void before_execute(const KernelArgs& args) override {
+    if (!fused_add_) return;
+    if (args.inputs.size() < 4) fail_internal(where() + ": the fused Add input was not passed");
+    const TensorView& addend = args.inputs[3];
+    const TensorView& y = args.outputs[0];
+    if (addend.byte_size() != y.byte_size())
+      fail(where() + ": the run-time shape of the fused Add input differs from the output's");
+    if (addend.data != y.data) std::memmove(y.data, addend.data, y.byte_size());
+  }
+
+ private:
+  bool fused_add_;
+};
+
+struct ConvShapes {
+  Dims x, w, y;
+  int64_t group = 1;
+  size_t spatial = 0;
+};
+
+// The weights' logical oneDNN dims: [M, C/g, k...] or, grouped, [g, M/g, C/g, k...]. `out_ch`,
+// `in_ch` are the convolution's (for ConvTranspose, the deconvolution's) channel counts.
+Dims weight_dims(int64_t group, int64_t out_ch, int64_t in_ch, const Dims& kernel) {
+  Dims d;
+  if (group > 1) d = {group, out_ch / group, in_ch / group};
+  else d = {out_ch, in_ch};
+  d.insert(d.end(), kernel.begin(), kernel.end());
+  return d;
+}
+
+ConvShapes read_shapes(const Node& node, const std::string& where, const char* op) {
+  ConvShapes s;
+  s.x = dims_of(input_at(node, 0));
+  s.w = dims_of(input_at(node, 1));
+  s.y = dims_of(output_at(node, 0));
+  if (s.x.size() < 3 || s.x.size() > 5)
+    fail_unsupported(where + ": " + op + " on a rank-" + std::to_string(s.x.size()) +
+                     " input is not supported (1-D, 2-D and 3-D only)");
+  if (s.w.size() != s.x.size() || s.y.size() != s.x.size())
+    fail(where + ": input " + dims_string(s.x) + ", weights " + dims_string(s.w) + " and output " +
+         dims_string(s.y) + " must have the same rank");
+  s.spatial = s.x.size() - 2;
+  s.group = node.attr_int("group", 1);
+  if (s.group < 1) fail(where + ": group " + std::to_string(s.group) + " must be positive");
+  return s;
+}
+
+// Bias (input 2) as a constant or a run-time input.
+void bind_bias(PrimitiveKernel& k, const Node& node, const dnnl::primitive_desc& pd) {
+  const Value* b = input_at(node, 2);
+  if (!b) return;
+  dnnl::memory::desc md = plain_md(dims_of(b));
+  if (b->is_constant()) k.bind_memory(DNNL_ARG_BIAS, constant_memory(b, md, pd.query_md(dnnl::query::weights_md, 1), k.ctx(), k.where()));
+  else k.bind_input(DNNL_ARG_BIAS, 2, md);
+}
+
+void check_bias(const Node& node, const std::string& where, int64_t channels) {
+  const Value* b = input_at(node, 2);
+  if (b && dims_of(b) != Dims{channels})
+    fail(where + ": bias '" + b->name + "' has shape " + dims_string(dims_of(b)) + ", expected [" +
+         std::to_string(channels) + "]");
+}
+
+// The fused activation (memplan_fused_activation: 1 Relu, 2 Clip with memplan_fused_clip, 3 Swish,
+// 4 HardSwish) as a post-op.
+void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
+  int64_t act = node.attr_int("memplan_fused_activation", 0);
+  switch (act) {
+    case 0: return;
+    case 1: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
+    case 2: {
+      const Attribute* a = node.attr("memplan_fused_clip");
+      if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2)
+        fail(where + ": memplan_fused_activation 2 (Clip) needs 'memplan_fused_clip' = {min, max}");
+      if (a->floats[0] > a->floats[1])
+        fail(where + ": memplan_fused_clip min " + std::to_string(a->floats[0]) + " exceeds max " +
+             std::to_string(a->floats[1]));
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
+      return;
+    }
+    case 3: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
+    case 4: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
+    default: fail(where + ": memplan_fused_activation " + std::to_string(act) + " is not one of 0 to 4");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 2, 4, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  ConvShapes s = read_shapes(node, at, "Conv");
+  const int64_t c = s.x[1], m = s.w[0];
+  if (s.w[1] * s.group != c || m % s.group != 0)
+    fail(at + ": weights " + dims_string(s.w) + " do not fit input " + dims_string(s.x) + " with group " +
+         std::to_string(s.group));
+  check_bias(node, at, m);
+
+  Window w = read_window(node, at, s.spatial, Dims(s.w.begin() + 2, s.w.end()));
+  Dims in_spatial(s.x.begin() + 2, s.x.end());
+  resolve_forward_pads(w, in_spatial);
+  Dims expected{s.x[0], m};
+  for (size_t i = 0; i < s.spatial; ++i) {
+    int64_t span = in_spatial[i] + w.pads_begin[i] + w.pads_end[i] - effective_kernel(w, i);
+    if (span < 0) fail(at + ": the kernel is larger than the padded input " + dims_string(s.x));
+    expected.push_back(span / w.strides[i] + 1);
+  }
+  if (expected != s.y)
+    fail(at + ": output shape " + dims_string(s.y) + " differs from the computed " + dims_string(expected));
+
+  const Value* addend = input_at(node, 3);
+  if (addend && dims_of(addend) != s.y)
+    fail_unsupported(at + ": the fused Add input '" + addend->name + "' has shape " + dims_string(dims_of(addend)) +
+                     ", it must have the output's shape " + dims_string(s.y));
+
+  dnnl::post_ops po;
+  if (addend) po.append_sum(1.f);
+  append_activation(po, node, at);
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_post_ops(po);
+
+  const Value* wv = input_at(node, 1);
+  Dims wdims = weight_dims(s.group, m, c, w.kernel);
+  // Activations come in the layouts the layout pass chose. Towards a blocked output oneDNN picks
+  // the source layout itself (a 3-channel image stays plain; another plain source is reordered
+  // into the scratchpad each run), and it falls back on that too if it has no fast kernel for
+  // the given one.
+  const Value* xv = input_at(node, 0);
+  dnnl::memory::desc x_md = activation_md(xv), dst_md = activation_md(output_at(node, 0)), user_w_md = plain_md(wdims);
+  dnnl::memory::desc w_md = wv->is_constant() ? any_md(wdims) : user_w_md;
+  const Value* b = input_at(node, 2);
+  auto make = [&](const dnnl::memory::desc& src_md) {
+    return make_pd(at, [&] {
+      using fwd = dnnl::convolution_forward;
+      auto kind = dnnl::prop_kind::forward_inference;
+      auto alg = dnnl::algorithm::convolution_direct;
+      Dims dil = dnnl_dilations(w);
+      if (b) {
+        fwd::desc d(kind, alg, src_md, w_md, plain_md({m}), dst_md, w.strides, dil, w.pads_begin, w.pads_end);
+        return fwd::primitive_desc(d, attr, env.dnnl->engine);
+      }
+      fwd::desc d(kind, alg, src_md, w_md, dst_md, w.strides, dil, w.pads_begin, w.pads_end);
+      return fwd::primitive_desc(d, attr, env.dnnl->engine);
+    });
+  };
+  const bool blocked_out = output_at(node, 0)->channel_block != 0;
+  auto pd = make(blocked_out && xv->channel_block == 0 ? any_md(s.x) : x_md);
+  // oneDNN's reference convolution is orders of magnitude slower than a reorder: a blocked source
+  // towards a plain output is better reordered (to oneDNN's choice, else plain) first.
+  auto is_ref = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("ref", 0) == 0; };
+  if (xv->channel_block != 0 && is_ref(pd)) pd = make(any_md(s.x));
+  if (xv->channel_block != 0 && is_ref(pd)) pd = make(plain_md(s.x));
+  // Grouped (depthwise) convolutions as GEMMs are slow too. Where the given layouts have no fast
+  // kernel, the output is computed in oneDNN's choice of layout and reordered (a fused Add's
+  // addend is reordered in first).
+  auto is_slow = [&](const dnnl::primitive_desc& p) {
+    return is_ref(p) || (s.group > 1 && std::string(p.impl_info_str()).find("gemm") != std::string::npos);
+  };
+  const dnnl::memory::desc y_md = dst_md;
+  if (is_slow(pd)) {
+    dst_md = any_md(s.y);
+    auto staged = make(any_md(s.x));
+    if (is_slow(staged)) dst_md = y_md;  // no better kernel: keep the given layouts
+    else pd = staged;
+  }
+  // A few groups with odd channel counts (ShuffleNet) as one dense convolution with block-diagonal
+  // weights: `group` times the arithmetic, yet faster than oneDNN's per-group GEMMs.
+  std::vector<float> dense;
+  if (is_slow(pd) && wv->is_constant() && s.group > 1 && s.group <= 8 && s.group != c) {
+    const std::vector<float> grouped = constant_floats(wv, at);
+    const int64_t cg = c / s.group, mg = m / s.group, taps = product(w.kernel);
+    dense.assign(static_cast<size_t>(m * c * taps), 0.f);
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t i = 0; i < cg; ++i)
+        std::copy_n(grouped.begin() + (o * cg + i) * taps, taps, dense.begin() + (o * c + (o / mg) * cg + i) * taps);
+    const Dims grouped_dims = wdims;
+    const int64_t group = s.group;
+    wdims = weight_dims(1, m, c, w.kernel);
+    user_w_md = plain_md(wdims);
+    w_md = any_md(wdims);
+    dst_md = any_md(s.y);
+    s.group = 1;
+    auto dense_pd = make(any_md(s.x));
+    const std::string impl = dense_pd.impl_info_str();
+    if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) {
+      dense.clear();  // no faster after all: keep the grouped primitive and its weights
+      s.group = group;
+      wdims = grouped_dims;
+      user_w_md = plain_md(wdims);
+      dst_md = y_md;
+    } else {
+      pd = dense_pd;
+    }
+  }
+
+  const bool staged_out = !(y_md == pd.dst_desc());
+  auto k = std::make_unique<ConvKernel>(node, env, addend != nullptr && !staged_out);
+  k->set_primitive(pd);
+  k->bind_input_staged(DNNL_ARG_SRC, 0, x_md, pd.src_desc());
+  if (!dense.empty())
+    k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(dense.data(), dense.size() * sizeof(float), user_w_md,
+                                                      pd.weights_desc(), k->ctx(), at + ": block-diagonal weights"));
+  else if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
+  else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md);
+  bind_bias(*k, node, pd);
+  k->bind_output_staged(DNNL_ARG_DST, 0, y_md, pd.dst_desc(), addend ? 3 : -1);
+  return k;
+}
+
+std::unique_ptr<Kernel> make_conv_transpose(const Node& node, const KernelEnv& env) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 2, 3, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  ConvShapes s = read_shapes(node, at, "ConvTranspose");
+  const int64_t c = s.x[1], m = s.w[1] * s.group;
+  if (s.w[0] != c || c % s.group != 0)
+    fail(at + ": weights " + dims_string(s.w) + " do not fit input " + dims_string(s.x) + " with group " +
+         std::to_string(s.group));
+  check_bias(node, at, m);
+
+  Window w = read_window(node, at, s.spatial, Dims(s.w.begin() + 2, s.w.end()));
+  Dims out_pad = node.attr_ints("output_padding");
+  if (out_pad.empty()) out_pad.assign(s.spatial, 0);
+  if (out_pad.size() != s.spatial) fail(at + ": output_padding " + dims_string(out_pad) + " has the wrong length");
+  Dims out_shape = node.attr_ints("output_shape");
+  if (out_shape.size() == s.spatial + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != s.spatial)
+    fail(at + ": output_shape " + dims_string(node.attr_ints("output_shape")) + " has the wrong length");
+
+  Dims expected{s.x[0], m};
+  for (size_t i = 0; i < s.spatial; ++i) {
+    const int64_t in = s.x[i + 2], st = w.strides[i];
+    if (out_pad[i] < 0 || (out_pad[i] >= st && out_pad[i] >= w.dilations[i]))
+      fail(at + ": output_padding " + dims_string(out_pad) + " must be below the stride or the dilation");
+    const int64_t full = st * (in - 1) + out_pad[i] + effective_kernel(w, i);
+    // The ONNX spec's rule: output_shape, or SAME_* (output = input * stride), decides the pads.
+    int64_t target = -1;
+    if (!out_shape.empty()) target = out_shape[i];
+    else if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower) target = in * st;
+    else if (w.auto_pad == AutoPad::Valid) w.pads_begin[i] = w.pads_end[i] = 0;
+    if (target >= 0) {
+      const int64_t total = full - target;
+      if (total < 0) {
+        // An output_shape past the full transposed convolution: like onnxruntime (and ONNX's
+        // reference), no padding, and the outputs past the end get only the bias.
+        w.pads_begin[i] = 0;
+        w.pads_end[i] = total;
+      } else {
+        const int64_t half = total / 2;
+        w.pads_begin[i] = w.auto_pad == AutoPad::SameUpper ? half : total - half;
+        w.pads_end[i] = total - w.pads_begin[i];
+      }
+    }
+    expected.push_back(full - w.pads_begin[i] - w.pads_end[i]);
+  }
+  if (expected != s.y)
+    fail(at + ": output shape " + dims_string(s.y) + " differs from the computed " + dims_string(expected));
+
+  // oneDNN has no output_padding: it is the same as that much less padding at the end (which may
+  // go negative: those outputs then get only the bias).
+  Dims pad_r(s.spatial);
+  for (size_t i = 0; i < s.spatial; ++i) pad_r[i] = w.pads_end[i] - out_pad[i];
+
+  // ONNX weights are [C, M/g, k...], i.e. [g][C/g][M/g][k...] in memory; oneDNN's logical dims
+  // are [g,] M/g, C/g, k... ("i" and "o" swapped), so the user layout is a strided view.
+  const Value* wv = input_at(node, 1);
+  Dims wdims = weight_dims(s.group, m, c, w.kernel);
+  const int64_t ks = product(w.kernel), og = m / s.group, ig = c / s.group;
+  Dims wstrides;
+  if (s.group > 1) wstrides = {ig * og * ks, ks, og * ks};
+  else wstrides = {ks, og * ks};
+  for (size_t i = 0; i < s.spatial; ++i) wstrides.push_back(product(w.kernel, i + 1));
+  dnnl::memory::desc src_md = plain_md(s.x), dst_md = plain_md(s.y), user_w_md = strided_md(wdims, wstrides);
+  dnnl::memory::desc w_md = wv->is_constant() ? any_md(wdims) : user_w_md;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  const Value* b = input_at(node, 2);
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::deconvolution_forward;
+    auto kind = dnnl::prop_kind::forward_inference;
+    auto alg = dnnl::algorithm::deconvolution_direct;
+    Dims dil = dnnl_dilations(w);
+    if (b) {
+      fwd::desc d(kind, alg, src_md, w_md, plain_md({m}), dst_md, w.strides, dil, w.pads_begin, pad_r);
+      return fwd::primitive_desc(d, attr, env.dnnl->engine);
+    }
+    fwd::desc d(kind, alg, src_md, w_md, dst_md, w.strides, dil, w.pads_begin, pad_r);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+
+  auto k = std::make_unique<ConvKernel>(node, env, false);
+  k->set_primitive(pd);
+  k->bind_input(DNNL_ARG_SRC, 0, src_md);
+  if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
+  else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md);
+  bind_bias(*k, node, pd);
+  k->bind_output(DNNL_ARG_DST, 0, dst_md);
+  return k;
+}
+
+}  // namespace memplan::rt::dnnl_kernels
