@@ -1,5 +1,5 @@
 // Element types as C++ types: the DType of each, lists of them, and dispatch from a DType known at
-// load to a kernel template instantiated per type. Shared by the shape_* and elementwise kernels.
+// load to a kernel template instantiated per type. Shared by the plain C++ kernels of every family.
 #pragma once
 
 #include <cstddef>

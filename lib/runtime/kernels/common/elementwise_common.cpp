@@ -30,14 +30,9 @@ bool all_fixed(const Node& n) {
 }
 
 bool broadcast(const Shape& a, const Shape& b, Shape& out) {
-  out.rank = std::max(a.rank, b.rank);
-  for (int i = 0; i < out.rank; ++i) {
-    const int ia = a.rank - out.rank + i, ib = b.rank - out.rank + i;
-    const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
-    if (da != db && da != 1 && db != 1) return false;
-    out.dims[i] = da == 1 ? db : da;
-  }
-  return true;
+  const int ranks[] = {a.rank, b.rank};
+  const int64_t* dims[] = {a.dims.data(), b.dims.data()};
+  return broadcast_dims(2, ranks, dims, out.rank, out.dims.data());
 }
 
 std::array<int64_t, kMaxRank> row_major_strides(const Shape& s) {

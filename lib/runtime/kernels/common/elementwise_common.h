@@ -86,9 +86,7 @@ void for_each_run(const Shape& out, const std::array<int64_t, kMaxRank>& sa, con
     }
     f(o, oa, ob, inner, sa[last], sb[last]);
     o += inner;
-    int d = last - 1;
-    while (d >= 0 && ++idx[d] == out.dims[d]) idx[d--] = 0;
-    if (d < 0) return;
+    if (!next_index(idx, out.dims, last)) return;
   }
 }
 

@@ -38,10 +38,10 @@ bool broadcast_dims(int count, const int* ranks, const int64_t* const* dims, int
 
 // Steps the row-major multi-index `idx` (digits 0 .. rank - 1, the last fastest) over `dims` to
 // the next index: the last digit goes up by one, and a digit that reaches its dim goes back to 0
-// and carries into the one before. moved(d, delta) is told of each digit that changes and by how
-// much (+1, or 1 - dims[d] for one that wraps), for callers that keep offsets in step with the
-// index (offset += stride[d] * delta). Returns false, with every digit back at 0, after the last
-// index.
+// and carries into the one before. moved(d, delta) is told, after the change, of each digit that
+// changed and by how much (+1, or 1 - dims[d] for one that wrapped), for callers that keep
+// offsets in step with the index (offset += stride[d] * delta). Returns false, with every digit
+// back at 0, after the last index.
 template <typename Index, typename Dims, typename Moved>
 bool next_index(Index& idx, const Dims& dims, int rank, Moved&& moved) {
   for (int d = rank - 1; d >= 0; --d) {
@@ -49,8 +49,8 @@ bool next_index(Index& idx, const Dims& dims, int rank, Moved&& moved) {
       moved(d, int64_t{1});
       return true;
     }
-    moved(d, int64_t{1} - dims[d]);
     idx[d] = 0;
+    moved(d, int64_t{1} - dims[d]);
   }
   return false;
 }

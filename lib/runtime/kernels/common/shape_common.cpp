@@ -211,14 +211,7 @@ void copy_loop(std::byte* dst, const std::byte* src, const CopyPlan& p) {
     } else {
       for (int64_t j = 0; j < inner; ++j, dst += ES) std::memcpy(dst, src + (off + j * step) * es, ES);
     }
-    int d = r - 2;
-    for (; d >= 0; --d) {
-      off += p.strides[d];
-      if (++coord[d] < p.dims[d]) break;
-      off -= p.strides[d] * p.dims[d];
-      coord[d] = 0;
-    }
-    if (d < 0) return;
+    if (!next_index(coord, p.dims, r - 1, [&](int d, int64_t by) { off += p.strides[d] * by; })) return;
   }
 }
 }  // namespace
@@ -234,27 +227,23 @@ Broadcast make_broadcast(const TensorView* const* in, int n, const std::string& 
   int rank = 0;
   for (int k = 0; k < n; ++k) rank = std::max(rank, in[k]->rank);
   check_rank(rank, where);
-  b.out_rank = rank;
+  std::array<int, 3> ranks{};
+  std::array<const int64_t*, 3> dims{};
+  for (int k = 0; k < n; ++k) {
+    ranks[k] = in[k]->rank;
+    dims[k] = in[k]->dims.data();
+  }
+  if (!broadcast_dims(n, ranks.data(), dims.data(), b.out_rank, b.out_dims.data())) {
+    std::string shapes;
+    for (int m = 0; m < n; ++m) {
+      shapes += m ? " and [" : "[";
+      for (int q = 0; q < in[m]->rank; ++q) shapes += (q ? ", " : "") + std::to_string(in[m]->dims[q]);
+      shapes += "]";
+    }
+    fail_at(where, "shapes " + shapes + " cannot be broadcast together");
+  }
   // dim i of input k, aligned to the right; 1 where the input has fewer dims.
   auto dim = [&](int k, int i) { return i >= rank - in[k]->rank ? in[k]->dims[i - (rank - in[k]->rank)] : int64_t{1}; };
-  for (int i = 0; i < rank; ++i) {
-    int64_t out = 1;
-    for (int k = 0; k < n; ++k) {
-      const int64_t d = dim(k, i);
-      if (d == 1 || d == out) continue;
-      if (out != 1) {
-        std::string shapes;
-        for (int m = 0; m < n; ++m) {
-          shapes += m ? " and [" : "[";
-          for (int q = 0; q < in[m]->rank; ++q) shapes += (q ? ", " : "") + std::to_string(in[m]->dims[q]);
-          shapes += "]";
-        }
-        fail_at(where, "shapes " + shapes + " cannot be broadcast together");
-      }
-      out = d;
-    }
-    b.out_dims[i] = out;
-  }
   b.count = product(b.out_dims.data(), 0, rank);
   // Per-input element strides over the output's dims (0 where the input broadcasts).
   std::array<std::array<int64_t, kMaxRank>, 3> st{};

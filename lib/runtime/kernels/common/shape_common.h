@@ -1,6 +1,7 @@
-// Internal helpers shared by the shape_*.cpp kernels: node messages, integer lists read from
-// attributes / constants / run-time inputs, output-shape checks, strided copies and numpy
-// broadcasting. Everything a kernel's run() calls here works on fixed arrays: no heap.
+// Helpers shared by the plain C++ kernels of most families (shape/, elementwise/, reduce/, norm/,
+// detection/, ...): integer lists read from attributes / constants / run-time inputs, output-shape
+// checks, strided copies and numpy broadcasting over TensorViews. Everything a kernel's run()
+// calls here works on fixed arrays: no heap.
 #pragma once
 
 #include <array>
@@ -159,14 +160,10 @@ void for_each_broadcast(const Broadcast& b, F&& f) {
       f(out++, off);
       for (size_t k = 0; k < N; ++k) off[k] += step[k];
     }
-    int d = r - 2;
-    for (; d >= 0; --d) {
-      for (size_t k = 0; k < N; ++k) base[k] += b.strides[k][d];
-      if (++coord[d] < b.dims[d]) break;
-      for (size_t k = 0; k < N; ++k) base[k] -= b.strides[k][d] * b.dims[d];
-      coord[d] = 0;
-    }
-    if (d < 0) return;
+    auto moved = [&](int d, int64_t by) {
+      for (size_t k = 0; k < N; ++k) base[k] += b.strides[k][d] * by;
+    };
+    if (!next_index(coord, b.dims, r - 1, moved)) return;
   }
 }
 

@@ -1,7 +1,8 @@
 // Unary elementwise ops: oneDNN eltwise for float32 tensors of a fixed shape where oneDNN has the
 // op and is exact enough; a plain loop for the rest (Erf, trigonometric ops, Log, ...), for shapes
 // known only at run time, for float64, float16 and bfloat16 (computed as float) and for the integer
-// forms of Abs, Neg, Relu and Clip. (Floor, Ceil, Round, Sign, IsNaN and IsInf are shape_math's.)
+// forms of Abs, Neg, Relu and Clip. (Floor, Ceil, Round, Sign, IsNaN and IsInf are
+// math_kernels.cpp's.)
 #include <algorithm>
 #include <array>
 #include <cmath>

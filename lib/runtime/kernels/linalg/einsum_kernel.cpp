@@ -185,14 +185,10 @@ class EinsumKernel final : public Kernel {
       U p = 1;
       for (int k = 0; k < eq_.operands; ++k) p = static_cast<U>(p * static_cast<U>(in[k][off[k]]));
       out[o] = static_cast<T>(static_cast<U>(out[o]) + p);
-      for (int i = eq_.loops - 1; i >= 0; --i) {  // odometer, last loop fastest
-        for (int k = 0; k < eq_.operands; ++k) off[k] += step[k][i];
-        o += out_step[i];
-        if (++idx[i] < dims[i]) break;
-        for (int k = 0; k < eq_.operands; ++k) off[k] -= step[k][i] * dims[i];
-        o -= out_step[i] * dims[i];
-        idx[i] = 0;
-      }
+      next_index(idx, dims, eq_.loops, [&](int i, int64_t by) {
+        for (int k = 0; k < eq_.operands; ++k) off[k] += step[k][i] * by;
+        o += out_step[i] * by;
+      });
     }
   }
 

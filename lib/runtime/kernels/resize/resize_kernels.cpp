@@ -268,16 +268,11 @@ class ResizeKernel final : public Kernel {
     std::array<int64_t, kMaxRank> idx{};
     std::array<Taps, kMaxRank> taps;
     for (int d = 0; d < r; ++d) taps[d] = taps_for(p_, axes[d], 0);
+    // A digit that steps takes its next taps; one that wraps starts its taps again.
+    auto moved = [&](int d, int64_t) { taps[d] = taps_for(p_, axes[d], idx[d]); };
     for (uint64_t i = 0;; ++i) {
       dst[i] = element(src, st, taps, r);
-      int d = r - 1;
-      while (d >= 0 && ++idx[d] == out.dims[d]) {
-        idx[d] = 0;
-        taps[d] = taps_for(p_, axes[d], 0);
-        --d;
-      }
-      if (d < 0) return;
-      taps[d] = taps_for(p_, axes[d], idx[d]);
+      if (!next_index(idx, out.dims, r, moved)) return;
     }
   }
 
@@ -286,7 +281,8 @@ class ResizeKernel final : public Kernel {
                 int r) const {
     for (int d = 0; d < r; ++d)
       if (taps[d].outside) return p_.extrapolation;
-    std::array<int, kMaxRank> k{};
+    std::array<int, kMaxRank> k{}, n{};
+    for (int d = 0; d < r; ++d) n[d] = taps[d].n;
     double sum = 0;
     for (;;) {
       double w = 1;
@@ -296,9 +292,7 @@ class ResizeKernel final : public Kernel {
         off += taps[d].idx[k[d]] * st[d];
       }
       sum += w * static_cast<double>(src[off]);
-      int d = r - 1;
-      while (d >= 0 && ++k[d] == taps[d].n) k[d--] = 0;
-      if (d < 0) return static_cast<float>(sum);
+      if (!next_index(k, n, r)) return static_cast<float>(sum);
     }
   }
 

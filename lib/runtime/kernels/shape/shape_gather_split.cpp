@@ -102,15 +102,8 @@ void gather_elements(const GatherElementsPlan& p, const TensorView& data, const 
   for (uint64_t k = 0;; ++k) {
     const int64_t i = wrap_index(int_at(idx, k), extent, p.axis, where);
     std::memcpy(out + k * ES, data.data + static_cast<uint64_t>(base + i * axis_stride) * ES, ES);
-    int d = p.rank - 1;
-    for (; d >= 0; --d) {
-      const int64_t s = d == p.axis ? 0 : p.data_strides[d];
-      base += s;
-      if (++coord[d] < p.idx_dims[d]) break;
-      base -= s * p.idx_dims[d];
-      coord[d] = 0;
-    }
-    if (d < 0) return;
+    auto moved = [&](int d, int64_t by) { base += (d == p.axis ? 0 : p.data_strides[d]) * by; };
+    if (!next_index(coord, p.idx_dims, p.rank, moved)) return;
   }
 }
 

@@ -81,12 +81,7 @@ void pad_run(const PadPlan& p, PadMode mode, const std::byte* in, std::byte* out
       for (int64_t c = hi; c < width; ++c) edge(c);
     }
     out += width * ES;
-    int d = r - 2;
-    for (; d >= 0; --d) {
-      if (++coord[d] < p.out_dims[d]) break;
-      coord[d] = 0;
-    }
-    if (d < 0) return;
+    if (!next_index(coord, p.out_dims, r - 1)) return;
   }
 }
 

@@ -88,15 +88,8 @@ void scatter_elements(Reduction r, int axis, const TensorView& data, const Tenso
     const int64_t i = wrap_index(int_at(idx, k), extent, axis, where);
     T& dst = out[base + i * strides[axis]];
     dst = combine(r, dst, u[k]);
-    int d = idx.rank - 1;
-    for (; d >= 0; --d) {
-      const int64_t s = d == axis ? 0 : strides[d];
-      base += s;
-      if (++coord[d] < idx.dims[d]) break;
-      base -= s * idx.dims[d];
-      coord[d] = 0;
-    }
-    if (d < 0) return;
+    if (!next_index(coord, idx.dims, idx.rank, [&](int d, int64_t by) { base += (d == axis ? 0 : strides[d]) * by; }))
+      return;
   }
 }
 

@@ -80,10 +80,7 @@ void write_nonzero(const TensorView& x, U mask, int64_t* out, uint64_t nnz) {
       for (int d = 0; d < rank; ++d) out[static_cast<uint64_t>(d) * nnz + j] = coord[d];
       ++j;
     }
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++coord[d] < x.dims[d]) break;
-      coord[d] = 0;
-    }
+    next_index(coord, x.dims, rank);
   }
 }
 
