@@ -1,6 +1,8 @@
-// Conv (with the fusion attributes documented in dnnl_kernels.cpp) and ConvTranspose.
+// Conv (with the fusions documented in dnnl/registration.cpp) and ConvTranspose.
 #include <cstring>
+#include <optional>
 
+#include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/dnnl/factories.h"
 
@@ -80,26 +82,27 @@ void check_bias(const Node& node, const std::string& where, int64_t channels) {
          std::to_string(channels) + "]");
 }
 
-// The fused activation (memplan_fused_activation: 1 Relu, 2 Clip with memplan_fused_clip, 3 Swish,
-// 4 HardSwish) as a post-op.
+// The fused activation (ir/fused_activation.h) as a post-op.
 void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
-  int64_t act = node.attr_int("memplan_fused_activation", 0);
-  switch (act) {
-    case 0: return;
-    case 1: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
-    case 2: {
-      const Attribute* a = node.attr("memplan_fused_clip");
+  const std::optional<FusedActivation> act = fused_activation(node);
+  if (!act)
+    fail(where + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
+         " is not one of 0 to 4");
+  switch (*act) {
+    case FusedActivation::None: return;
+    case FusedActivation::Relu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
+    case FusedActivation::Clip: {
+      const Attribute* a = node.attr(kFusedClipAttr);
       if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2)
-        fail(where + ": memplan_fused_activation 2 (Clip) needs 'memplan_fused_clip' = {min, max}");
+        fail(where + ": " + kFusedActivationAttr + " 2 (Clip) needs '" + kFusedClipAttr + "' = {min, max}");
       if (a->floats[0] > a->floats[1])
-        fail(where + ": memplan_fused_clip min " + std::to_string(a->floats[0]) + " exceeds max " +
+        fail(where + ": " + kFusedClipAttr + " min " + std::to_string(a->floats[0]) + " exceeds max " +
              std::to_string(a->floats[1]));
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
       return;
     }
-    case 3: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
-    case 4: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
-    default: fail(where + ": memplan_fused_activation " + std::to_string(act) + " is not one of 0 to 4");
+    case FusedActivation::Swish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
+    case FusedActivation::HardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
   }
 }
 

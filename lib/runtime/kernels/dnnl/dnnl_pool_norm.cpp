@@ -1,7 +1,9 @@
 // Pooling, BatchNormalization, LRN, Softmax and LogSoftmax.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/norm/factories.h"
@@ -235,16 +237,18 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env) 
            input_at(node, i)->type.shape_string() + ", expected [" + std::to_string(c) + "]");
   if (x.size() > 5) x = {x[0], x[1], product(x, 2)};
   const float eps = node.attr_float("epsilon", 1e-5f);
-  const int64_t act = node.attr_int("memplan_fused_activation", 0);
-  if (act != 0 && act != 1) fail(at + ": memplan_fused_activation " + std::to_string(act) + " is not 0 or 1 (Relu)");
-  const bool relu = act == 1;
+  const std::optional<FusedActivation> act = fused_activation(node);
+  if (act != FusedActivation::None && act != FusedActivation::Relu)
+    fail(at + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
+         " is not 0 or 1 (Relu)");
+  const bool relu = act == FusedActivation::Relu;
   dnnl::memory::desc md = blocked_md(x, input_at(node, 0)->channel_block), param_md = plain_md({c});
   dnnl::primitive_attr attr = user_scratchpad_attr();
   auto pd = make_pd(at, [&] {
     using fwd = dnnl::batch_normalization_forward;
     using flags = dnnl::normalization_flags;
     auto f = flags::use_global_stats | flags::use_scale | flags::use_shift;
-    if (relu) f = f | flags::fuse_norm_relu;  // memplan_fused_activation (passes/fuse_conv)
+    if (relu) f = f | flags::fuse_norm_relu;  // fused by passes/fuse_conv
     fwd::desc d(dnnl::prop_kind::forward_inference, md, eps, f);
     return fwd::primitive_desc(d, attr, env.dnnl->engine);
   });

@@ -4,12 +4,11 @@
 // float32 only; static shapes; activations in plain row-major layout, constant weights reordered
 // once into the primitive's preferred layout (format_tag::any).
 //
-// Fusion attributes (set by the fusion pass on Conv nodes; absent on imported models):
+// Fusions (made by passes/fuse_conv on Conv nodes; absent on imported models):
 //
-//   memplan_fused_activation  int, optional (default 0). The activation applied to the Conv result
-//                             as a oneDNN eltwise post-op: 0 none, 1 Relu, 2 Clip.
-//   memplan_fused_clip        floats {min, max}, required when memplan_fused_activation is 2.
-//                             Use -inf / +inf (or +-FLT_MAX) for a bound the Clip did not have.
+//   activation                The fused activation of ir/fused_activation.h (Relu, Clip, Swish,
+//                             HardSwish; BatchNormalization: Relu), applied to the result as a
+//                             oneDNN eltwise post-op.
 //   input 3 (optional)        A tensor added to the Conv result (Conv + Add fusion, oneDNN sum
 //                             post-op). It must have exactly the output's shape. The executor is
 //                             expected to give it the output's buffer (same data pointer); if the
