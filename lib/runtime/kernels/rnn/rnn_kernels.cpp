@@ -139,110 +139,17 @@ void swap_middle(const float* src, float* dst, int64_t outer, int64_t a, int64_t
 class RnnKernel final : public Kernel {
  public:
   RnnKernel(const Node& n, const KernelEnv& env, const RnnSpec& s) : s_(s), where_(where(n, env)), ctx_(env.dnnl) {
-    const int64_t D = s.dirs, H = s.H, I = s.I;
     // Activations: X and Y in tnc (layout 0) or ntc (layout 1, which is ONNX's [N, T, D, H] for
     // Y with the directions concatenated); states always in oneDNN's [1, D, N, H].
     const tag seq = s.batch_first ? tag::ntc : tag::tnc;
-    const dnnl::memory::desc x_md({s.T, s.N, I}, f32, seq);
-    const dnnl::memory::desc state_md({1, D, s.N, H}, f32, tag::ldnc);
-    const dnnl::memory::desc y_md({s.T, s.N, D * H}, f32, seq);
-
-    // Which weights are present and which are computed at run time.
-    std::array<bool, kParts> present{true, true, true, s.peephole};
-    std::array<dnnl::memory::desc, kParts> want;
-    for (size_t p = 0; p < kParts; ++p) {
-      if (!present[p]) continue;
-      const Part part = static_cast<Part>(p);
-      const Value* v = n.inputs.size() > input_of(part) ? n.inputs[input_of(part)] : nullptr;
-      runtime_[p] = v && !v->constant;
-      // The primitive picks the layout of constant weights; run-time ones are packed plain.
-      const bool matrix = part == Part::Layer || part == Part::Iter;
-      want[p] = matrix && !runtime_[p] ? dnnl::memory::desc(packed_dims(s, part), f32, tag::any)
-                                       : plain_packed_md(s, part);
-    }
-    const auto& wl = want[0];
-    const auto& wi = want[1];
-    const auto& b = want[2];
-    const auto prop = dnnl::prop_kind::forward_inference;
-    const dnnl::primitive_attr attr = user_scratchpad_attr();
-    dnnl::primitive_desc pd;
-    std::array<dnnl::memory::desc, kParts> chosen = want;
-    try {
-      if (s.cell == Cell::Lstm) {
-        const dnnl::memory::desc peep = s.peephole ? want[3] : dnnl::memory::desc();
-        dnnl::lstm_forward::desc d(prop, s.direction, x_md, state_md, state_md, wl, wi, peep, dnnl::memory::desc(), b,
-                                   y_md, state_md, state_md);
-        dnnl::lstm_forward::primitive_desc p(d, attr, ctx_->engine);
-        chosen[0] = p.weights_layer_desc();
-        chosen[1] = p.weights_iter_desc();
-        pd = p;
-      } else if (s.cell == Cell::Rnn) {
-        dnnl::vanilla_rnn_forward::desc d(prop, s.activation, s.direction, x_md, state_md, wl, wi, b, y_md, state_md);
-        dnnl::vanilla_rnn_forward::primitive_desc p(d, attr, ctx_->engine);
-        chosen[0] = p.weights_layer_desc();
-        chosen[1] = p.weights_iter_desc();
-        pd = p;
-      } else if (s.lbr) {
-        dnnl::lbr_gru_forward::desc d(prop, s.direction, x_md, state_md, wl, wi, b, y_md, state_md);
-        dnnl::lbr_gru_forward::primitive_desc p(d, attr, ctx_->engine);
-        chosen[0] = p.weights_layer_desc();
-        chosen[1] = p.weights_iter_desc();
-        pd = p;
-      } else {
-        dnnl::gru_forward::desc d(prop, s.direction, x_md, state_md, wl, wi, b, y_md, state_md);
-        dnnl::gru_forward::primitive_desc p(d, attr, ctx_->engine);
-        chosen[0] = p.weights_layer_desc();
-        chosen[1] = p.weights_iter_desc();
-        pd = p;
-      }
-    } catch (const dnnl::error& e) {
-      fail_unsupported(where_ + ": oneDNN has no implementation for this " + n.op_type + " (" + e.what() + ")");
-    }
-    step_.emplace(*ctx_, pd);
-    const int dnnl_arg[kParts] = {DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER, DNNL_ARG_BIAS,
-                                  DNNL_ARG_WEIGHTS_PEEPHOLE};
-
-    // Our part of the scratchpad, after oneDNN's: zero initial states, states in oneDNN's layout
-    // (batch-first inputs, outputs the node omits), Y before it is rearranged, and run-time weights.
-    uint64_t off = align64(step_->scratchpad_bytes());
-    auto reserve = [&](uint64_t floats) {
-      const uint64_t at = off;
-      off += align64(floats * sizeof(float));
-      return at;
-    };
-    state_bytes_ = static_cast<uint64_t>(D * s.N * H) * sizeof(float);
-    zero_off_ = reserve(static_cast<uint64_t>(D * s.N * H));
-    for (uint64_t& o : state_off_) o = reserve(static_cast<uint64_t>(D * s.N * H));
-    y_tmp_off_ = reserve(static_cast<uint64_t>(s.T * s.N * D * H));
-    for (size_t p = 0; p < kParts; ++p) {
-      if (!present[p]) continue;
-      const Part part = static_cast<Part>(p);
-      if (runtime_[p]) {
-        weight_off_[p] = reserve(count(packed_dims(s, part)));
-        weight_slot_[p] = step_->arg(dnnl_arg[p], chosen[p]);
-        continue;
-      }
-      // A constant (or an omitted bias: zeros), packed and reordered once.
-      std::vector<float> packed(count(packed_dims(s, part)));
-      const Value* v = n.inputs.size() > input_of(part) ? n.inputs[input_of(part)] : nullptr;
-      std::vector<float> onnx;
-      if (v) {
-        const std::vector<std::byte> bytes = v->constant->materialize();
-        onnx.resize(bytes.size() / sizeof(float));
-        std::memcpy(onnx.data(), bytes.data(), onnx.size() * sizeof(float));
-      }
-      pack(s, part, v ? onnx.data() : nullptr, packed.data());
-      step_->fixed_arg(dnnl_arg[p], reordered(packed, plain_packed_md(s, part), chosen[p]));
-    }
-    scratch_ = off;
-    src_layer_ = step_->arg(DNNL_ARG_SRC_LAYER, x_md);
-    src_iter_ = step_->arg(DNNL_ARG_SRC_ITER, state_md);
-    dst_layer_ = step_->arg(DNNL_ARG_DST_LAYER, y_md);
-    dst_iter_ = step_->arg(DNNL_ARG_DST_ITER, state_md);
-    if (s.cell == Cell::Lstm) {
-      src_iter_c_ = step_->arg(DNNL_ARG_SRC_ITER_C, state_md);
-      dst_iter_c_ = step_->arg(DNNL_ARG_DST_ITER_C, state_md);
-    }
+    const ActivationDescs md{{{s.T, s.N, s.I}, f32, seq}, {{1, s.dirs, s.N, s.H}, f32, tag::ldnc},
+                             {{s.T, s.N, s.dirs * s.H}, f32, seq}};
+    const PartDescs want = wanted_weights(n);
+    PartDescs chosen = want;
+    step_.emplace(*ctx_, make_primitive(n, md, want, chosen));
+    reserve_scratchpad();
+    bind_weights(n, chosen);
+    bind_activations(md);
   }
 
   void run(const KernelArgs& args) override {
@@ -303,6 +210,118 @@ class RnnKernel final : public Kernel {
   uint64_t scratchpad_bytes() const override { return scratch_; }
 
  private:
+  struct ActivationDescs {
+    dnnl::memory::desc x, state, y;
+  };
+  using PartDescs = std::array<dnnl::memory::desc, kParts>;
+
+  // Whether the node has weight part p: the bias may be omitted (zeros), the peephole is LSTM's P.
+  bool present(size_t p) const { return static_cast<Part>(p) != Part::Peephole || s_.peephole; }
+
+  // The layouts to ask the primitive for; notes which weights are computed at run time.
+  PartDescs wanted_weights(const Node& n) {
+    PartDescs want;
+    for (size_t p = 0; p < kParts; ++p) {
+      if (!present(p)) continue;
+      const Part part = static_cast<Part>(p);
+      const Value* v = input_at(n, input_of(part));
+      runtime_[p] = v && !v->constant;
+      // The primitive picks the layout of constant weights; run-time ones are packed plain.
+      const bool matrix = part == Part::Layer || part == Part::Iter;
+      want[p] = matrix && !runtime_[p] ? dnnl::memory::desc(packed_dims(s_, part), f32, tag::any)
+                                       : plain_packed_md(s_, part);
+    }
+    return want;
+  }
+
+  // The cell's primitive; `chosen` gets the weight layouts it picked.
+  dnnl::primitive_desc make_primitive(const Node& n, const ActivationDescs& md, const PartDescs& want,
+                                      PartDescs& chosen) const {
+    const auto& [wl, wi, b, peep] = want;
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const dnnl::primitive_attr attr = user_scratchpad_attr();
+    auto chose = [&](const auto& p) -> dnnl::primitive_desc {
+      chosen[0] = p.weights_layer_desc();
+      chosen[1] = p.weights_iter_desc();
+      return p;
+    };
+    const dnnl::memory::desc& st = md.state;
+    try {
+      if (s_.cell == Cell::Lstm) {
+        dnnl::lstm_forward::desc d(prop, s_.direction, md.x, st, st, wl, wi, s_.peephole ? peep : dnnl::memory::desc(),
+                                   dnnl::memory::desc(), b, md.y, st, st);
+        return chose(dnnl::lstm_forward::primitive_desc(d, attr, ctx_->engine));
+      }
+      if (s_.cell == Cell::Rnn) {
+        dnnl::vanilla_rnn_forward::desc d(prop, s_.activation, s_.direction, md.x, st, wl, wi, b, md.y, st);
+        return chose(dnnl::vanilla_rnn_forward::primitive_desc(d, attr, ctx_->engine));
+      }
+      if (s_.lbr) {
+        dnnl::lbr_gru_forward::desc d(prop, s_.direction, md.x, st, wl, wi, b, md.y, st);
+        return chose(dnnl::lbr_gru_forward::primitive_desc(d, attr, ctx_->engine));
+      }
+      dnnl::gru_forward::desc d(prop, s_.direction, md.x, st, wl, wi, b, md.y, st);
+      return chose(dnnl::gru_forward::primitive_desc(d, attr, ctx_->engine));
+    } catch (const dnnl::error& e) {
+      fail_unsupported(where_ + ": oneDNN has no implementation for this " + n.op_type + " (" + e.what() + ")");
+    }
+  }
+
+  // Our part of the scratchpad, after oneDNN's: zero initial states, states in oneDNN's layout
+  // (batch-first inputs, outputs the node omits), Y before it is rearranged, and run-time weights.
+  void reserve_scratchpad() {
+    const int64_t D = s_.dirs, H = s_.H;
+    scratch_ = align64(step_->scratchpad_bytes());
+    state_bytes_ = static_cast<uint64_t>(D * s_.N * H) * sizeof(float);
+    zero_off_ = reserve(static_cast<uint64_t>(D * s_.N * H));
+    for (uint64_t& o : state_off_) o = reserve(static_cast<uint64_t>(D * s_.N * H));
+    y_tmp_off_ = reserve(static_cast<uint64_t>(s_.T * s_.N * D * H));
+    for (size_t p = 0; p < kParts; ++p)
+      if (present(p) && runtime_[p]) weight_off_[p] = reserve(count(packed_dims(s_, static_cast<Part>(p))));
+  }
+  // `floats` more of the scratchpad, 64-byte aligned; returns their offset.
+  uint64_t reserve(uint64_t floats) {
+    const uint64_t at = scratch_;
+    scratch_ += align64(floats * sizeof(float));
+    return at;
+  }
+
+  // Run-time weights are bound to their scratchpad at each run; constants (and an omitted bias:
+  // zeros) are packed and reordered once.
+  void bind_weights(const Node& n, const PartDescs& chosen) {
+    const int dnnl_arg[kParts] = {DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER, DNNL_ARG_BIAS,
+                                  DNNL_ARG_WEIGHTS_PEEPHOLE};
+    for (size_t p = 0; p < kParts; ++p) {
+      if (!present(p)) continue;
+      const Part part = static_cast<Part>(p);
+      if (runtime_[p]) {
+        weight_slot_[p] = step_->arg(dnnl_arg[p], chosen[p]);
+        continue;
+      }
+      std::vector<float> packed(count(packed_dims(s_, part)));
+      const Value* v = input_at(n, input_of(part));
+      std::vector<float> onnx;
+      if (v) {
+        const std::vector<std::byte> bytes = v->constant->materialize();
+        onnx.resize(bytes.size() / sizeof(float));
+        std::memcpy(onnx.data(), bytes.data(), onnx.size() * sizeof(float));
+      }
+      pack(s_, part, v ? onnx.data() : nullptr, packed.data());
+      step_->fixed_arg(dnnl_arg[p], reordered(packed, plain_packed_md(s_, part), chosen[p]));
+    }
+  }
+
+  void bind_activations(const ActivationDescs& md) {
+    src_layer_ = step_->arg(DNNL_ARG_SRC_LAYER, md.x);
+    src_iter_ = step_->arg(DNNL_ARG_SRC_ITER, md.state);
+    dst_layer_ = step_->arg(DNNL_ARG_DST_LAYER, md.y);
+    dst_iter_ = step_->arg(DNNL_ARG_DST_ITER, md.state);
+    if (s_.cell == Cell::Lstm) {
+      src_iter_c_ = step_->arg(DNNL_ARG_SRC_ITER_C, md.state);
+      dst_iter_c_ = step_->arg(DNNL_ARG_DST_ITER_C, md.state);
+    }
+  }
+
   // oneDNN runs whole sequences only.
   void check_sequence_lens(const KernelArgs& args) const {
     if (args.inputs.size() <= 4 || !args.inputs[4].data) return;
@@ -366,8 +385,8 @@ void check_activations(const Node& n, RnnSpec& s, const std::string& at) {
 
 // A float32 weight input with a static shape equal to `dims`.
 void check_weight(const Node& n, size_t k, const std::vector<int64_t>& dims, const std::string& at) {
-  if (n.inputs.size() <= k || !n.inputs[k]) return;
-  const Value* v = n.inputs[k];
+  const Value* v = input_at(n, k);
+  if (!v) return;
   if (v->type.dtype != DType::Float32)
     fail_unsupported(at + ": input '" + v->name + "' is " + dtype_name(v->type.dtype) + " (float32 only)");
   const bool ok = v->type.is_static() && !v->shape_varies && v->type.static_dims() == dims &&
@@ -380,14 +399,10 @@ void check_weight(const Node& n, size_t k, const std::vector<int64_t>& dims, con
   }
 }
 
-}  // namespace
-
-std::unique_ptr<Kernel> make_rnn(const Node& n, const KernelEnv& env) {
+// The cell, direction, layout and options of the node, and X's sizes.
+RnnSpec read_spec(const Node& n, Cell cell, const std::string& at) {
   RnnSpec s;
-  s.cell = n.op_type == "LSTM" ? Cell::Lstm : n.op_type == "GRU" ? Cell::Gru : Cell::Rnn;
-  // X, W and R are required; every output is optional.
-  const std::string at = check_arity(n, env, 3, s.cell == Cell::Lstm ? 8 : 6, 0);
-  if (!env.dnnl) fail_internal(at + ": no oneDNN context");
+  s.cell = cell;
   const Value* X = n.inputs[0];
   if (X->type.dtype != DType::Float32)
     fail_unsupported(at + ": " + dtype_name(X->type.dtype) + " input is not supported (float32 only)");
@@ -405,9 +420,9 @@ std::unique_ptr<Kernel> make_rnn(const Node& n, const KernelEnv& env) {
   if (n.attr("clip")) fail_unsupported(at + ": the clip attribute is not supported");
   if (n.attr_int("input_forget", 0) != 0) fail_unsupported(at + ": input_forget=1 is not supported");
   s.lbr = s.cell == Cell::Gru && n.attr_int("linear_before_reset", 0) != 0;
-  s.peephole = s.cell == Cell::Lstm && n.inputs.size() > 7 && n.inputs[7];
-  if (n.inputs.size() > 4 && n.inputs[4] && n.inputs[4]->constant) {
-    const Tensor& lens = *n.inputs[4]->constant;
+  s.peephole = s.cell == Cell::Lstm && input_at(n, 7);
+  if (const Value* lens_value = input_at(n, 4); lens_value && lens_value->constant) {
+    const Tensor& lens = *lens_value->constant;
     const int64_t T = X->type.dims[s.batch_first ? 1 : 0].value;
     for (uint64_t i = 0; i < lens.element_count(); ++i)
       if (lens.int_at(i) != T)
@@ -417,6 +432,11 @@ std::unique_ptr<Kernel> make_rnn(const Node& n, const KernelEnv& env) {
   s.T = X->type.dims[s.batch_first ? 1 : 0].value;
   s.N = X->type.dims[s.batch_first ? 0 : 1].value;
   s.I = X->type.dims[2].value;
+  return s;
+}
+
+// The hidden size from W, and every weight and initial state checked against the sizes.
+void read_hidden_size(const Node& n, RnnSpec& s, const std::string& at) {
   const Value* W = n.inputs[1];
   if (W->type.dims.size() != 3 || !W->type.is_static()) fail(at + ": W must have a static rank-3 shape");
   if (W->type.dims[1].value % s.gates() != 0)
@@ -431,6 +451,17 @@ std::unique_ptr<Kernel> make_rnn(const Node& n, const KernelEnv& env) {
                                                    : std::vector<int64_t>{s.dirs, s.N, s.H};
   for (size_t k : {5u, 6u})
     check_weight(n, k, state, at);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_rnn(const Node& n, const KernelEnv& env) {
+  const Cell cell = n.op_type == "LSTM" ? Cell::Lstm : n.op_type == "GRU" ? Cell::Gru : Cell::Rnn;
+  // X, W and R are required; every output is optional.
+  const std::string at = check_arity(n, env, 3, cell == Cell::Lstm ? 8 : 6, 0);
+  if (!env.dnnl) fail_internal(at + ": no oneDNN context");
+  RnnSpec s = read_spec(n, cell, at);
+  read_hidden_size(n, s, at);
   return std::make_unique<RnnKernel>(n, env, s);
 }
 
