@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/fused_activation.h"
+
 namespace memplan {
 namespace {
 
@@ -146,7 +148,7 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
 // sum post-op (the ResNet shortcut). `other` must have exactly the output's shape: no broadcasting.
 bool fuse_add(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
               const std::unordered_map<const Node*, size_t>& position) {
-  if (conv.inputs.size() > 3 || conv.attr("memplan_fused_activation")) return false;
+  if (conv.inputs.size() > 3 || has_fused_activation(conv)) return false;
   Node* add = sole_consumer(conv.outputs[0]);
   if (!add || (add->op_type != "Add" && add->op_type != "Sum") || !add->domain.empty() || add->inputs.size() != 2 ||
       !add->outputs[0])
@@ -173,21 +175,16 @@ bool fuse_add(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
 
 // Conv -> Relu / Clip(constant bounds)  ==>  Conv with the activation as a post-op.
 bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
-  if (conv.attr("memplan_fused_activation")) return false;
+  if (has_fused_activation(conv)) return false;
   Node* act = sole_consumer(conv.outputs[0]);
   if (!act || !act->domain.empty() || act->outputs.size() != 1 || !act->outputs[0]) return false;
-  Attribute fused;
-  fused.name = "memplan_fused_activation";
-  fused.kind = Attribute::Kind::Int;
-  Attribute clip;
-  clip.name = "memplan_fused_clip";
-  clip.kind = Attribute::Kind::Floats;
+  FusedActivation fused = FusedActivation::None;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   if (act->op_type == "Relu") {
-    fused.i = 1;
+    fused = FusedActivation::Relu;
   } else if (act->op_type == "HardSwish") {
-    fused.i = 4;
+    fused = FusedActivation::HardSwish;
   } else if (act->op_type == "Clip") {
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
     if (act->opset < 11) {
       lo = act->attr_float("min", -std::numeric_limits<float>::max());
       hi = act->attr_float("max", std::numeric_limits<float>::max());
@@ -199,13 +196,11 @@ bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
         (k == 1 ? lo : hi) = static_cast<float>(bound->constant->float_at(0));
       }
     }
-    fused.i = 2;
-    clip.floats = {lo, hi};
+    fused = FusedActivation::Clip;
   } else {
     return false;
   }
-  conv.attributes.push_back(fused);
-  if (fused.i == 2) conv.attributes.push_back(clip);
+  set_fused_activation(conv, fused, lo, hi);
   Value* old_out = conv.outputs[0];
   conv.outputs[0] = act->outputs[0];
   conv.outputs[0]->producer = &conv;
@@ -217,7 +212,7 @@ bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
 // Conv -> Sigmoid, Mul(conv, sigmoid)  ==>  Conv with a Swish (SiLU) post-op (EfficientNet).
 bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
   Value* y = conv.outputs[0];
-  if (conv.attr("memplan_fused_activation") || y->is_graph_output || y->consumers.size() != 2) return false;
+  if (has_fused_activation(conv) || y->is_graph_output || y->consumers.size() != 2) return false;
   Node* sig = nullptr;
   Node* mul = nullptr;
   for (Node* c : y->consumers) {
@@ -229,11 +224,7 @@ bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
   const bool pairs = (mul->inputs[0] == y && mul->inputs[1] == sig->outputs[0]) ||
                      (mul->inputs[1] == y && mul->inputs[0] == sig->outputs[0]);
   if (!pairs) return false;
-  Attribute fused;
-  fused.name = "memplan_fused_activation";
-  fused.kind = Attribute::Kind::Int;
-  fused.i = 3;
-  conv.attributes.push_back(fused);
+  set_fused_activation(conv, FusedActivation::Swish);
   Value* sig_out = sig->outputs[0];
   conv.outputs[0] = mul->outputs[0];
   conv.outputs[0]->producer = &conv;
@@ -247,7 +238,7 @@ bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
 // BatchNormalization -> Relu  ==>  BatchNormalization with oneDNN's fused ReLU (DenseNet's
 // pre-activations, which no Conv precedes).
 bool fuse_batch_norm_relu(Graph& g, Node& bn, std::unordered_set<const Node*>& dead) {
-  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.attr("memplan_fused_activation") ||
+  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || has_fused_activation(bn) ||
       bn.outputs.empty() || !bn.outputs[0] || bn.attr_int("training_mode", 0) != 0 ||
       bn.outputs[0]->type.dtype != DType::Float32)  // only oneDNN's float32 batch norm fuses it
     return false;
@@ -256,11 +247,7 @@ bool fuse_batch_norm_relu(Graph& g, Node& bn, std::unordered_set<const Node*>& d
   Node* relu = sole_consumer(bn.outputs[0]);
   if (!relu || relu->op_type != "Relu" || !relu->domain.empty() || relu->outputs.size() != 1 || !relu->outputs[0])
     return false;
-  Attribute fused;
-  fused.name = "memplan_fused_activation";
-  fused.kind = Attribute::Kind::Int;
-  fused.i = 1;
-  bn.attributes.push_back(fused);
+  set_fused_activation(bn, FusedActivation::Relu);
   Value* old_out = bn.outputs[0];
   bn.outputs[0] = relu->outputs[0];
   bn.outputs[0]->producer = &bn;

@@ -4,6 +4,8 @@
 // Clip, HardSwish or Sigmoid-times-input (Swish) as an eltwise post-op; a Relu after a batch norm
 // that stays on its own is fused into it. Each removes an intermediate
 // tensor (less memory) and a pass over it (less time).
+// The fused activation is recorded on the node as ir/fused_activation.h describes, for the
+// oneDNN kernels to apply.
 #pragma once
 
 #include "ir/graph.h"

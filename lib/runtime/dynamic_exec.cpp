@@ -4,7 +4,7 @@
 
 #include "memplan/error.h"
 #include "runtime/kernel_registry.h"
-#include "runtime/kernels/shape_common.h"
+#include "runtime/kernels/common/shape_common.h"
 #include "shapes/onnx_inference.h"
 #include "shapes/runtime_bounds.h"
 #include "util/checked.h"

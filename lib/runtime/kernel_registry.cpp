@@ -10,8 +10,15 @@ const KernelRegistry& KernelRegistry::instance() {
     register_dnnl_kernels(r);
     register_elementwise_kernels(r);
     register_shape_kernels(r);
-    register_norm_loss_kernels(r);
-    register_quantize_kernels(r);
+    register_reduce_kernels(r);
+    register_norm_kernels(r);
+    register_loss_kernels(r);
+    register_linalg_kernels(r);
+    register_rnn_kernels(r);
+    register_resize_kernels(r);
+    register_detection_kernels(r);
+    register_quantized_kernels(r);
+    register_signal_kernels(r);
     return r;
   }();
   return registry;

@@ -34,12 +34,20 @@ class KernelRegistry {
   std::vector<Entry> factories_;
 };
 
-// Each kernel group registers its ops here (explicit calls: static registrars would be dropped
-// by the linker from a static library).
-void register_dnnl_kernels(KernelRegistry& r);
-void register_elementwise_kernels(KernelRegistry& r);
-void register_shape_kernels(KernelRegistry& r);
-void register_norm_loss_kernels(KernelRegistry& r);  // kernels/norm_loss_kernels.cpp
-void register_quantize_kernels(KernelRegistry& r);   // kernels/quantize_kernels.cpp
+// Each kernel family registers its ops here, one function a folder of kernels/ (explicit calls:
+// static registrars would be dropped by the linker from a static library). An op is registered
+// once, by the family that holds its kernel.
+void register_dnnl_kernels(KernelRegistry& r);         // kernels/dnnl/: the oneDNN primitives
+void register_elementwise_kernels(KernelRegistry& r);  // kernels/elementwise/
+void register_shape_kernels(KernelRegistry& r);        // kernels/shape/: moving and selecting elements
+void register_reduce_kernels(KernelRegistry& r);       // kernels/reduce/: Reduce*, ArgMax, TopK, ...
+void register_norm_kernels(KernelRegistry& r);         // kernels/norm/
+void register_loss_kernels(KernelRegistry& r);         // kernels/loss/
+void register_linalg_kernels(KernelRegistry& r);       // kernels/linalg/: Trilu, EyeLike, Det, Einsum
+void register_rnn_kernels(KernelRegistry& r);          // kernels/rnn/: RNN, LSTM, GRU
+void register_resize_kernels(KernelRegistry& r);       // kernels/resize/: Resize, Upsample, GridSample
+void register_detection_kernels(KernelRegistry& r);    // kernels/detection/: NonMaxSuppression, RoiAlign
+void register_quantized_kernels(KernelRegistry& r);    // kernels/quantized/
+void register_signal_kernels(KernelRegistry& r);       // kernels/signal/: the window functions
 
 }  // namespace memplan::rt

@@ -1,0 +1,176 @@
+// Shared pieces of the oneDNN kernels (lib/runtime/kernels/dnnl_*.cpp only; not a public header).
+//
+// Every oneDNN kernel is a PrimitiveKernel: one primitive made at load time, its plain activation
+// memories created with a null handle and re-pointed at the arena on each run, its constant
+// weights reordered once into the layout the primitive prefers, and its scratchpad supplied by the
+// planner (scratchpad_mode::user).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "memplan/error.h"
+#include "runtime/dnnl_context.h"
+#include "runtime/kernel.h"
+#include "runtime/kernels/common/kernel_common.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+using Dims = dnnl::memory::dims;  // std::vector<int64_t>
+
+// ---- Node inspection ---------------------------------------------------------------------------
+
+// where(), input_at(), output_at() and check_arity() are kernel_common.h's.
+
+// Fails (Unsupported) unless every present input and output is float32 with a static shape.
+void require_float32_static(const Node& node, const KernelEnv& env);
+
+// The value's static dims (requires require_float32_static).
+Dims dims_of(const Value* v);
+int64_t product(const Dims& d, size_t begin = 0, size_t end = SIZE_MAX);
+std::string dims_string(const Dims& d);  // "[1, 3, 224, 224]"
+
+// ---- Memory descriptors and constants ----------------------------------------------------------
+
+dnnl::memory::desc plain_md(const Dims& dims);  // f32, row-major
+dnnl::memory::desc strided_md(const Dims& dims, const Dims& strides);
+dnnl::memory::desc any_md(const Dims& dims);    // f32, format_tag::any
+// `dims` (4-D) channel-blocked by `block` (8: nChw8c, 16: nChw16c; 0: plain).
+dnnl::memory::desc blocked_md(const Dims& dims, int block);
+// An activation as the layout pass left it (Value::channel_block).
+dnnl::memory::desc activation_md(const Value* v);
+// A pool's output: its own layout, or, when it is one pixel of a blocked input's channels, that
+// input's blocked layout (the same bytes as plain, and what oneDNN's fast pools want).
+dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x_value);
+
+// A memory the kernel owns holding the constant `v` (float32) laid out as `want`; `user`
+// describes the constant's bytes (row-major, or a strided view of them). Reorders once.
+dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                             DnnlContext& ctx, const std::string& where);
+// A memory the kernel owns holding `bytes` of data described by `user`, reordered to `want`.
+dnnl::memory reordered_memory(const void* data, uint64_t bytes, const dnnl::memory::desc& user,
+                              const dnnl::memory::desc& want, DnnlContext& ctx, const std::string& what);
+// The constant's float32 values (splats expanded).
+std::vector<float> constant_floats(const Value* v, const std::string& where);
+
+// ---- Sliding-window geometry (Conv, ConvTranspose, pools) --------------------------------------
+
+enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
+
+struct Window {
+  Dims kernel, strides, dilations;  // ONNX conventions: dilation 1 = dense
+  Dims pads_begin, pads_end;
+  AutoPad auto_pad = AutoPad::NotSet;
+};
+
+// Reads kernel_shape (falls back on `kernel_fallback` when absent; required if that is empty),
+// strides, dilations, pads and auto_pad, validating counts and ranges.
+Window read_window(const Node& node, const std::string& where, size_t spatial, const Dims& kernel_fallback);
+
+// For Conv and pooling: replaces pads according to auto_pad (SAME_*: output = ceil(in / stride)).
+void resolve_forward_pads(Window& w, const Dims& in_spatial);
+
+// For pooling: checks the output's spatial sizes (x, y: [N, C, spatial...]) against the window
+// and returns the end pads that give exactly them (grown for ceil_mode windows).
+Dims pool_end_pads(const Window& w, const Dims& x, const Dims& y, bool ceil_mode, const std::string& at);
+
+inline int64_t effective_kernel(const Window& w, size_t i) { return (w.kernel[i] - 1) * w.dilations[i] + 1; }
+
+// oneDNN's dilation convention: 0 = dense.
+Dims dnnl_dilations(const Window& w);
+
+// ---- The primitive kernel ----------------------------------------------------------------------
+
+class PrimitiveKernel : public Kernel {
+ public:
+  PrimitiveKernel(const Node& node, const KernelEnv& env);
+  void run(const KernelArgs& args) final;
+  uint64_t scratchpad_bytes() const override { return scratchpad_bytes_ + staged_bytes_; }
+  bool reads_at_run_time(size_t input) const override;
+
+  // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
+  // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.
+  void set_primitive(const dnnl::primitive_desc& pd);
+  void bind_input(int arg, size_t input_index, const dnnl::memory::desc& md);
+  void bind_output(int arg, size_t output_index, const dnnl::memory::desc& md);
+  void bind_memory(int arg, dnnl::memory m);  // a constant the kernel owns
+  // A tensor the primitive wants in another layout (`want`) than the tensor's (`user`): each run
+  // reorders an input into the kernel's scratchpad first, or an output out of it afterwards.
+  // Same as bind_input / bind_output when the two agree. Call after set_primitive.
+  void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  // `preload_input` >= 0: the staged output starts as that input (same shape and layout as the
+  // output), for primitives that accumulate into their destination (a Conv's fused Add).
+  void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                          int preload_input = -1);
+
+  DnnlContext& ctx() const { return *ctx_; }
+  const std::string& where() const { return where_; }
+
+ protected:
+  // Hooks around the primitive's execution. They must not allocate.
+  virtual void before_execute(const KernelArgs&) {}
+  virtual void after_execute(const KernelArgs&) {}
+
+ private:
+  struct Slot {
+    dnnl::memory mem;
+    bool output = false;
+    size_t index = 0;
+    uint64_t bytes = 0;
+  };
+  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                   int preload_input);
+  void point_staged(const KernelArgs& args);  // staged memories at their tensors and scratchpad
+  void reorder_staged(bool outputs);
+
+  struct Staged {
+    dnnl::memory user, staged;
+    dnnl::primitive reorder;
+    bool output = false;
+    int preload = -1;  // output: the input copied (reordered) into the staged buffer first
+    dnnl::memory preload_user;
+    dnnl::primitive preload_reorder;
+    size_t index = 0;
+    uint64_t user_bytes = 0, offset = 0;  // offset into the scratchpad
+  };
+  DnnlContext* ctx_;
+  std::string where_;
+  std::vector<Staged> staged_;
+  uint64_t staged_bytes_ = 0;
+  dnnl::primitive primitive_;
+  std::vector<Slot> slots_;
+  std::vector<dnnl::memory> owned_;
+  dnnl::memory scratchpad_;
+  uint64_t scratchpad_bytes_ = 0;
+  // Built at load and passed to the C API: dnnl::primitive::execute would build this vector
+  // (a heap allocation) on every call.
+  std::vector<dnnl_exec_arg_t> exec_args_;
+};
+
+// A primitive_attr with scratchpad_mode::user.
+dnnl::primitive_attr user_scratchpad_attr();
+
+// Creates a primitive descriptor, turning "no implementation" into an Unsupported error naming
+// the node. `make` is a callable returning the primitive_desc.
+template <typename F>
+auto make_pd(const std::string& where, F&& make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const dnnl::error& e) {
+    fail_unsupported(where + ": oneDNN cannot run this configuration (" + e.what() + ")");
+  }
+}
+
+// A kernel that does nothing (outputs with no elements).
+class NoopKernel : public Kernel {
+ public:
+  void run(const KernelArgs&) override {}
+};
+
+// True when the node's first output has no elements (the factories return a NoopKernel).
+bool empty_output(const Node& node);
+
+}  // namespace memplan::rt::dnnl_kernels

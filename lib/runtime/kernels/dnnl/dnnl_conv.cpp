@@ -1,0 +1,400 @@
+// Conv (with the fusions documented in dnnl/registration.cpp) and ConvTranspose.
+#include <cstring>
+#include <optional>
+
+#include "ir/fused_activation.h"
+#include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/factories.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+namespace {
+
+// Conv whose result is added to input 3 (oneDNN sum post-op): the primitive accumulates into
+// dst, so dst must hold the addend before the primitive runs (a staged dst is preloaded with it
+// by PrimitiveKernel; `fused_add` is for the output written in place).
+class ConvKernel final : public PrimitiveKernel {
+ public:
+  ConvKernel(const Node& node, const KernelEnv& env, bool fused_add)
+      : PrimitiveKernel(node, env), fused_add_(fused_add) {}
+
+ protected:
+  void before_execute(const KernelArgs& args) override {
+    if (!fused_add_) return;
+    if (args.inputs.size() < 4) fail_internal(where() + ": the fused Add input was not passed");
+    const TensorView& addend = args.inputs[3];
+    const TensorView& y = args.outputs[0];
+    if (addend.byte_size() != y.byte_size())
+      fail(where() + ": the run-time shape of the fused Add input differs from the output's");
+    if (addend.data != y.data) std::memmove(y.data, addend.data, y.byte_size());
+  }
+
+ private:
+  bool fused_add_;
+};
+
+struct ConvShapes {
+  Dims x, w, y;
+  int64_t group = 1;
+  size_t spatial = 0;
+};
+
+// The weights' logical oneDNN dims: [M, C/g, k...] or, grouped, [g, M/g, C/g, k...]. `out_ch`,
+// `in_ch` are the convolution's (for ConvTranspose, the deconvolution's) channel counts.
+Dims weight_dims(int64_t group, int64_t out_ch, int64_t in_ch, const Dims& kernel) {
+  Dims d;
+  if (group > 1) d = {group, out_ch / group, in_ch / group};
+  else d = {out_ch, in_ch};
+  d.insert(d.end(), kernel.begin(), kernel.end());
+  return d;
+}
+
+ConvShapes read_shapes(const Node& node, const std::string& where, const char* op) {
+  ConvShapes s;
+  s.x = dims_of(input_at(node, 0));
+  s.w = dims_of(input_at(node, 1));
+  s.y = dims_of(output_at(node, 0));
+  if (s.x.size() < 3 || s.x.size() > 5)
+    fail_unsupported(where + ": " + op + " on a rank-" + std::to_string(s.x.size()) +
+                     " input is not supported (1-D, 2-D and 3-D only)");
+  if (s.w.size() != s.x.size() || s.y.size() != s.x.size())
+    fail(where + ": input " + dims_string(s.x) + ", weights " + dims_string(s.w) + " and output " +
+         dims_string(s.y) + " must have the same rank");
+  s.spatial = s.x.size() - 2;
+  s.group = node.attr_int("group", 1);
+  if (s.group < 1) fail(where + ": group " + std::to_string(s.group) + " must be positive");
+  return s;
+}
+
+// Bias (input 2) as a constant or a run-time input.
+void bind_bias(PrimitiveKernel& k, const Node& node, const dnnl::primitive_desc& pd) {
+  const Value* b = input_at(node, 2);
+  if (!b) return;
+  dnnl::memory::desc md = plain_md(dims_of(b));
+  if (b->is_constant()) k.bind_memory(DNNL_ARG_BIAS, constant_memory(b, md, pd.query_md(dnnl::query::weights_md, 1), k.ctx(), k.where()));
+  else k.bind_input(DNNL_ARG_BIAS, 2, md);
+}
+
+void check_bias(const Node& node, const std::string& where, int64_t channels) {
+  const Value* b = input_at(node, 2);
+  if (b && dims_of(b) != Dims{channels})
+    fail(where + ": bias '" + b->name + "' has shape " + dims_string(dims_of(b)) + ", expected [" +
+         std::to_string(channels) + "]");
+}
+
+// The fused activation (ir/fused_activation.h) as a post-op.
+void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
+  const std::optional<FusedActivation> act = fused_activation(node);
+  if (!act)
+    fail(where + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
+         " is not one of 0 to 4");
+  switch (*act) {
+    case FusedActivation::None: return;
+    case FusedActivation::Relu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
+    case FusedActivation::Clip: {
+      const Attribute* a = node.attr(kFusedClipAttr);
+      if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2)
+        fail(where + ": " + kFusedActivationAttr + " 2 (Clip) needs '" + kFusedClipAttr + "' = {min, max}");
+      if (a->floats[0] > a->floats[1])
+        fail(where + ": " + kFusedClipAttr + " min " + std::to_string(a->floats[0]) + " exceeds max " +
+             std::to_string(a->floats[1]));
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
+      return;
+    }
+    case FusedActivation::Swish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
+    case FusedActivation::HardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
+  }
+}
+
+// make_conv's steps: check the node against its shapes and window, choose the layouts oneDNN has
+// a fast kernel for, then bind the primitive's memories.
+class ConvBuilder {
+ public:
+  ConvBuilder(const Node& node, const KernelEnv& env) : node_(node), env_(env), at_(where(node, env)) {}
+
+  std::unique_ptr<Kernel> build() {
+    check_arity(node_, env_, 2, 4, 1);
+    require_float32_static(node_, env_);
+    if (empty_output(node_)) return std::make_unique<NoopKernel>();
+    check_geometry();
+    set_post_ops();
+    init_descs();
+    choose_layouts();
+    try_block_diagonal();
+    return bind();
+  }
+
+ private:
+  // The shapes, weights, bias, window and output shape, and the fused Add's input.
+  void check_geometry() {
+    s_ = read_shapes(node_, at_, "Conv");
+    c_ = s_.x[1];
+    m_ = s_.w[0];
+    if (s_.w[1] * s_.group != c_ || m_ % s_.group != 0)
+      fail(at_ + ": weights " + dims_string(s_.w) + " do not fit input " + dims_string(s_.x) + " with group " +
+           std::to_string(s_.group));
+    check_bias(node_, at_, m_);
+    w_ = read_window(node_, at_, s_.spatial, Dims(s_.w.begin() + 2, s_.w.end()));
+    Dims in_spatial(s_.x.begin() + 2, s_.x.end());
+    resolve_forward_pads(w_, in_spatial);
+    Dims expected{s_.x[0], m_};
+    for (size_t i = 0; i < s_.spatial; ++i) {
+      int64_t span = in_spatial[i] + w_.pads_begin[i] + w_.pads_end[i] - effective_kernel(w_, i);
+      if (span < 0) fail(at_ + ": the kernel is larger than the padded input " + dims_string(s_.x));
+      expected.push_back(span / w_.strides[i] + 1);
+    }
+    if (expected != s_.y)
+      fail(at_ + ": output shape " + dims_string(s_.y) + " differs from the computed " + dims_string(expected));
+    addend_ = input_at(node_, 3);
+    if (addend_ && dims_of(addend_) != s_.y)
+      fail_unsupported(at_ + ": the fused Add input '" + addend_->name + "' has shape " +
+                       dims_string(dims_of(addend_)) + ", it must have the output's shape " + dims_string(s_.y));
+  }
+
+  // The fused Add (sum post-op) comes before the fused activation.
+  void set_post_ops() {
+    dnnl::post_ops po;
+    if (addend_) po.append_sum(1.f);
+    append_activation(po, node_, at_);
+    attr_ = user_scratchpad_attr();
+    attr_.set_post_ops(po);
+  }
+
+  // Activations come in the layouts the layout pass chose. Towards a blocked output oneDNN picks
+  // the source layout itself (a 3-channel image stays plain; another plain source is reordered
+  // into the scratchpad each run), and it falls back on that too if it has no fast kernel for
+  // the given one.
+  void init_descs() {
+    xv_ = input_at(node_, 0);
+    wv_ = input_at(node_, 1);
+    wdims_ = weight_dims(s_.group, m_, c_, w_.kernel);
+    x_md_ = activation_md(xv_);
+    y_md_ = dst_md_ = activation_md(output_at(node_, 0));
+    user_w_md_ = plain_md(wdims_);
+    w_md_ = wv_->is_constant() ? any_md(wdims_) : user_w_md_;
+  }
+
+  dnnl::convolution_forward::primitive_desc make(const dnnl::memory::desc& src_md) const {
+    return make_pd(at_, [&] {
+      using fwd = dnnl::convolution_forward;
+      auto kind = dnnl::prop_kind::forward_inference;
+      auto alg = dnnl::algorithm::convolution_direct;
+      Dims dil = dnnl_dilations(w_);
+      if (input_at(node_, 2)) {
+        fwd::desc d(kind, alg, src_md, w_md_, plain_md({m_}), dst_md_, w_.strides, dil, w_.pads_begin, w_.pads_end);
+        return fwd::primitive_desc(d, attr_, env_.dnnl->engine);
+      }
+      fwd::desc d(kind, alg, src_md, w_md_, dst_md_, w_.strides, dil, w_.pads_begin, w_.pads_end);
+      return fwd::primitive_desc(d, attr_, env_.dnnl->engine);
+    });
+  }
+
+  static bool is_ref(const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("ref", 0) == 0; }
+  bool is_slow(const dnnl::primitive_desc& p) const {
+    return is_ref(p) || (s_.group > 1 && std::string(p.impl_info_str()).find("gemm") != std::string::npos);
+  }
+
+  void choose_layouts() {
+    const bool blocked_out = output_at(node_, 0)->channel_block != 0;
+    pd_ = make(blocked_out && xv_->channel_block == 0 ? any_md(s_.x) : x_md_);
+    // oneDNN's reference convolution is orders of magnitude slower than a reorder: a blocked source
+    // towards a plain output is better reordered (to oneDNN's choice, else plain) first.
+    if (xv_->channel_block != 0 && is_ref(pd_)) pd_ = make(any_md(s_.x));
+    if (xv_->channel_block != 0 && is_ref(pd_)) pd_ = make(plain_md(s_.x));
+    // Grouped (depthwise) convolutions as GEMMs are slow too. Where the given layouts have no fast
+    // kernel, the output is computed in oneDNN's choice of layout and reordered (a fused Add's
+    // addend is reordered in first).
+    if (is_slow(pd_)) {
+      dst_md_ = any_md(s_.y);
+      auto staged = make(any_md(s_.x));
+      if (is_slow(staged)) dst_md_ = y_md_;  // no better kernel: keep the given layouts
+      else pd_ = staged;
+    }
+  }
+
+  // A few groups with odd channel counts (ShuffleNet) as one dense convolution with block-diagonal
+  // weights: `group` times the arithmetic, yet faster than oneDNN's per-group GEMMs.
+  void try_block_diagonal() {
+    if (!is_slow(pd_) || !wv_->is_constant() || s_.group <= 1 || s_.group > 8 || s_.group == c_) return;
+    const std::vector<float> grouped = constant_floats(wv_, at_);
+    const int64_t cg = c_ / s_.group, mg = m_ / s_.group, taps = product(w_.kernel);
+    dense_.assign(static_cast<size_t>(m_ * c_ * taps), 0.f);
+    for (int64_t o = 0; o < m_; ++o)
+      for (int64_t i = 0; i < cg; ++i)
+        std::copy_n(grouped.begin() + (o * cg + i) * taps, taps, dense_.begin() + (o * c_ + (o / mg) * cg + i) * taps);
+    const Dims grouped_dims = wdims_;
+    const int64_t group = s_.group;
+    wdims_ = weight_dims(1, m_, c_, w_.kernel);
+    user_w_md_ = plain_md(wdims_);
+    w_md_ = any_md(wdims_);
+    dst_md_ = any_md(s_.y);
+    s_.group = 1;
+    auto dense_pd = make(any_md(s_.x));
+    const std::string impl = dense_pd.impl_info_str();
+    if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) {
+      dense_.clear();  // no faster after all: keep the grouped primitive and its weights
+      s_.group = group;
+      wdims_ = grouped_dims;
+      user_w_md_ = plain_md(wdims_);
+      dst_md_ = y_md_;
+    } else {
+      pd_ = dense_pd;
+    }
+  }
+
+  std::unique_ptr<Kernel> bind() const {
+    const bool staged_out = !(y_md_ == pd_.dst_desc());
+    auto k = std::make_unique<ConvKernel>(node_, env_, addend_ != nullptr && !staged_out);
+    k->set_primitive(pd_);
+    k->bind_input_staged(DNNL_ARG_SRC, 0, x_md_, pd_.src_desc());
+    if (!dense_.empty())
+      k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(dense_.data(), dense_.size() * sizeof(float), user_w_md_,
+                                                        pd_.weights_desc(), k->ctx(),
+                                                        at_ + ": block-diagonal weights"));
+    else if (wv_->is_constant())
+      k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv_, user_w_md_, pd_.weights_desc(), k->ctx(), at_));
+    else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md_);
+    bind_bias(*k, node_, pd_);
+    k->bind_output_staged(DNNL_ARG_DST, 0, y_md_, pd_.dst_desc(), addend_ ? 3 : -1);
+    return k;
+  }
+
+  const Node& node_;
+  const KernelEnv& env_;
+  const std::string at_;
+  ConvShapes s_;
+  int64_t c_ = 0, m_ = 0;  // input and output channels
+  Window w_;
+  const Value* addend_ = nullptr;  // the fused Add's input 3
+  const Value* xv_ = nullptr;
+  const Value* wv_ = nullptr;
+  dnnl::primitive_attr attr_;
+  Dims wdims_;
+  // x_md_, y_md_: the activations as given; dst_md_: the output the primitive is asked for.
+  dnnl::memory::desc x_md_, y_md_, dst_md_, user_w_md_, w_md_;
+  std::vector<float> dense_;  // block-diagonal weights, when try_block_diagonal took them
+  dnnl::convolution_forward::primitive_desc pd_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) { return ConvBuilder(node, env).build(); }
+
+namespace {
+
+// ConvTranspose's output_padding and output_shape (its spatial dims; empty when absent).
+void read_output_attrs(const Node& node, const std::string& at, size_t spatial, Dims& out_pad, Dims& out_shape) {
+  out_pad = node.attr_ints("output_padding");
+  if (out_pad.empty()) out_pad.assign(spatial, 0);
+  if (out_pad.size() != spatial) fail(at + ": output_padding " + dims_string(out_pad) + " has the wrong length");
+  out_shape = node.attr_ints("output_shape");
+  if (out_shape.size() == spatial + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != spatial)
+    fail(at + ": output_shape " + dims_string(node.attr_ints("output_shape")) + " has the wrong length");
+}
+
+// Sets the window's pads as ConvTranspose's attributes decide them; returns the output shape
+// they give ([N, m, spatial...]).
+Dims transpose_pads(const std::string& at, const ConvShapes& s, int64_t m, const Dims& out_pad, const Dims& out_shape,
+                    Window& w) {
+  Dims expected{s.x[0], m};
+  for (size_t i = 0; i < s.spatial; ++i) {
+    const int64_t in = s.x[i + 2], st = w.strides[i];
+    if (out_pad[i] < 0 || (out_pad[i] >= st && out_pad[i] >= w.dilations[i]))
+      fail(at + ": output_padding " + dims_string(out_pad) + " must be below the stride or the dilation");
+    const int64_t full = st * (in - 1) + out_pad[i] + effective_kernel(w, i);
+    // The ONNX spec's rule: output_shape, or SAME_* (output = input * stride), decides the pads.
+    int64_t target = -1;
+    if (!out_shape.empty()) target = out_shape[i];
+    else if (w.auto_pad == AutoPad::SameUpper || w.auto_pad == AutoPad::SameLower) target = in * st;
+    else if (w.auto_pad == AutoPad::Valid) w.pads_begin[i] = w.pads_end[i] = 0;
+    if (target >= 0) {
+      const int64_t total = full - target;
+      if (total < 0) {
+        // An output_shape past the full transposed convolution: like onnxruntime (and ONNX's
+        // reference), no padding, and the outputs past the end get only the bias.
+        w.pads_begin[i] = 0;
+        w.pads_end[i] = total;
+      } else {
+        const int64_t half = total / 2;
+        w.pads_begin[i] = w.auto_pad == AutoPad::SameUpper ? half : total - half;
+        w.pads_end[i] = total - w.pads_begin[i];
+      }
+    }
+    expected.push_back(full - w.pads_begin[i] - w.pads_end[i]);
+  }
+  return expected;
+}
+
+// ONNX weights are [C, M/g, k...], i.e. [g][C/g][M/g][k...] in memory; oneDNN's logical dims
+// are [g,] M/g, C/g, k... ("i" and "o" swapped), so the user layout is a strided view.
+dnnl::memory::desc transpose_weights_md(const ConvShapes& s, const Window& w, int64_t m, int64_t c) {
+  const Dims wdims = weight_dims(s.group, m, c, w.kernel);
+  const int64_t ks = product(w.kernel), og = m / s.group, ig = c / s.group;
+  Dims wstrides;
+  if (s.group > 1) wstrides = {ig * og * ks, ks, og * ks};
+  else wstrides = {ks, og * ks};
+  for (size_t i = 0; i < s.spatial; ++i) wstrides.push_back(product(w.kernel, i + 1));
+  return strided_md(wdims, wstrides);
+}
+
+// The deconvolution primitive and its kernel, with `pad_r` oneDNN's end padding.
+std::unique_ptr<Kernel> make_deconvolution(const Node& node, const KernelEnv& env, const std::string& at,
+                                           const ConvShapes& s, const Window& w, const Dims& pad_r, int64_t m,
+                                           const dnnl::memory::desc& user_w_md) {
+  const Value* wv = input_at(node, 1);
+  dnnl::memory::desc src_md = plain_md(s.x), dst_md = plain_md(s.y);
+  dnnl::memory::desc w_md = wv->is_constant() ? any_md(user_w_md.dims()) : user_w_md;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  const Value* b = input_at(node, 2);
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::deconvolution_forward;
+    auto kind = dnnl::prop_kind::forward_inference;
+    auto alg = dnnl::algorithm::deconvolution_direct;
+    Dims dil = dnnl_dilations(w);
+    if (b) {
+      fwd::desc d(kind, alg, src_md, w_md, plain_md({m}), dst_md, w.strides, dil, w.pads_begin, pad_r);
+      return fwd::primitive_desc(d, attr, env.dnnl->engine);
+    }
+    fwd::desc d(kind, alg, src_md, w_md, dst_md, w.strides, dil, w.pads_begin, pad_r);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+
+  auto k = std::make_unique<ConvKernel>(node, env, false);
+  k->set_primitive(pd);
+  k->bind_input(DNNL_ARG_SRC, 0, src_md);
+  if (wv->is_constant()) k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv, user_w_md, pd.weights_desc(), k->ctx(), at));
+  else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md);
+  bind_bias(*k, node, pd);
+  k->bind_output(DNNL_ARG_DST, 0, dst_md);
+  return k;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_transpose(const Node& node, const KernelEnv& env) {
+  const std::string at = check_arity(node, env, 2, 3, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  ConvShapes s = read_shapes(node, at, "ConvTranspose");
+  const int64_t c = s.x[1], m = s.w[1] * s.group;
+  if (s.w[0] != c || c % s.group != 0)
+    fail(at + ": weights " + dims_string(s.w) + " do not fit input " + dims_string(s.x) + " with group " +
+         std::to_string(s.group));
+  check_bias(node, at, m);
+
+  Window w = read_window(node, at, s.spatial, Dims(s.w.begin() + 2, s.w.end()));
+  Dims out_pad, out_shape;
+  read_output_attrs(node, at, s.spatial, out_pad, out_shape);
+  const Dims expected = transpose_pads(at, s, m, out_pad, out_shape, w);
+  if (expected != s.y)
+    fail(at + ": output shape " + dims_string(s.y) + " differs from the computed " + dims_string(expected));
+
+  // oneDNN has no output_padding: it is the same as that much less padding at the end (which may
+  // go negative: those outputs then get only the bias).
+  Dims pad_r(s.spatial);
+  for (size_t i = 0; i < s.spatial; ++i) pad_r[i] = w.pads_end[i] - out_pad[i];
+  return make_deconvolution(node, env, at, s, w, pad_r, m, transpose_weights_md(s, w, m, c));
+}
+
+}  // namespace memplan::rt::dnnl_kernels

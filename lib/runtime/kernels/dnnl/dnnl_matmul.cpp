@@ -1,0 +1,139 @@
+// Gemm and MatMul on oneDNN's matmul primitive.
+#include <algorithm>
+
+#include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/factories.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+namespace {
+
+// Row-major [rows, cols], or the transpose of a row-major [cols, rows] when `transposed`.
+dnnl::memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
+  return transposed ? strided_md({rows, cols}, {1, rows}) : plain_md({rows, cols});
+}
+
+}  // namespace
+
+// Y = alpha * A' * B' + beta * C. alpha is the matmul's output scale; C is a binary-add post-op
+// broadcast over [M, N] (a constant C is scaled by beta at load; a run-time C with beta != 1 uses
+// output scale alpha/beta, the add, then a linear post-op times beta).
+std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 2, 3, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  const Value* a = input_at(node, 0);
+  const Value* b = input_at(node, 1);
+  const Value* c = input_at(node, 2);
+  Dims ad = dims_of(a), bd = dims_of(b), yd = dims_of(output_at(node, 0));
+  if (ad.size() != 2 || bd.size() != 2)
+    fail(at + ": A " + dims_string(ad) + " and B " + dims_string(bd) + " must be matrices");
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  const float alpha = node.attr_float("alpha", 1.f), beta = node.attr_float("beta", 1.f);
+  const int64_t m = ta ? ad[1] : ad[0], k = ta ? ad[0] : ad[1];
+  const int64_t kb = tb ? bd[1] : bd[0], n = tb ? bd[0] : bd[1];
+  if (k != kb) fail(at + ": A " + dims_string(ad) + " and B " + dims_string(bd) + " have different K (transA " +
+                    std::to_string(ta) + ", transB " + std::to_string(tb) + ")");
+  if (yd != Dims{m, n}) fail(at + ": output shape " + dims_string(yd) + " differs from the computed [" +
+                             std::to_string(m) + ", " + std::to_string(n) + "]");
+
+  // C's broadcast shape as a matrix.
+  const bool use_c = c && beta != 0.f;
+  Dims cd2;
+  if (use_c) {
+    Dims cd = dims_of(c);
+    if (cd.size() > 2) fail(at + ": C " + dims_string(cd) + " does not broadcast to [M, N]");
+    cd2 = cd;
+    while (cd2.size() < 2) cd2.insert(cd2.begin(), 1);
+    if ((cd2[0] != 1 && cd2[0] != m) || (cd2[1] != 1 && cd2[1] != n))
+      fail(at + ": C " + dims_string(cd) + " does not broadcast to [" + std::to_string(m) + ", " + std::to_string(n) + "]");
+  }
+
+  float out_scale = alpha;
+  dnnl::post_ops po;
+  if (use_c) {
+    po.append_binary(dnnl::algorithm::binary_add, plain_md(cd2));
+    if (!c->is_constant() && beta != 1.f) {
+      out_scale = alpha / beta;
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, beta, 0.f);
+    }
+  }
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  attr.set_post_ops(po);
+  if (out_scale != 1.f) attr.set_output_scales(0, {out_scale});
+
+  dnnl::memory::desc a_md = matrix_md(m, k, ta), user_b_md = matrix_md(k, n, tb), y_md = plain_md(yd);
+  dnnl::memory::desc b_md = b->is_constant() ? any_md({k, n}) : user_b_md;
+  auto pd = make_pd(at, [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine); });
+
+  auto kernel = std::make_unique<PrimitiveKernel>(node, env);
+  kernel->set_primitive(pd);
+  kernel->bind_input(DNNL_ARG_SRC, 0, a_md);
+  if (b->is_constant()) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
+  else kernel->bind_input(DNNL_ARG_WEIGHTS, 1, user_b_md);
+  if (use_c) {
+    const int c_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
+    dnnl::memory::desc c_md = plain_md(cd2);
+    if (c->is_constant()) {
+      dnnl::memory mem(c_md, env.dnnl->engine);
+      std::vector<float> values = constant_floats(c, at);
+      float* dst = static_cast<float*>(mem.get_data_handle());
+      for (size_t i = 0; i < values.size(); ++i) dst[i] = beta * values[i];
+      kernel->bind_memory(c_arg, std::move(mem));
+    } else {
+      kernel->bind_input(c_arg, 2, c_md);
+    }
+  }
+  kernel->bind_output(DNNL_ARG_DST, 0, y_md);
+  return kernel;
+}
+
+// numpy matmul: 1-D A is [1, K] (M dropped), 1-D B is [K, 1] (N dropped); batch dims broadcast.
+std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 2, 2, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  const Value* a = input_at(node, 0);
+  const Value* b = input_at(node, 1);
+  Dims ad = dims_of(a), bd = dims_of(b), yd = dims_of(output_at(node, 0));
+  if (ad.empty() || bd.empty()) fail(at + ": MatMul operands must have rank 1 or more");
+  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  if (a_vec) ad.insert(ad.begin(), 1);
+  if (b_vec) bd.push_back(1);
+  const size_t rank = std::max(ad.size(), bd.size());
+  if (rank > DNNL_MAX_NDIMS)
+    fail_unsupported(at + ": rank " + std::to_string(rank) + " is above oneDNN's limit of " + std::to_string(DNNL_MAX_NDIMS));
+  ad.insert(ad.begin(), rank - ad.size(), 1);
+  bd.insert(bd.begin(), rank - bd.size(), 1);
+  if (ad[rank - 1] != bd[rank - 2])
+    fail(at + ": A " + a->type.shape_string() + " and B " + b->type.shape_string() + " have different K");
+  Dims out(rank);
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1)
+      fail(at + ": batch dims of A " + a->type.shape_string() + " and B " + b->type.shape_string() + " do not broadcast");
+    out[i] = std::max(ad[i], bd[i]);
+  }
+  out[rank - 2] = ad[rank - 2];
+  out[rank - 1] = bd[rank - 1];
+  Dims expected(out.begin(), out.end() - 2);
+  if (!a_vec) expected.push_back(out[rank - 2]);
+  if (!b_vec) expected.push_back(out[rank - 1]);
+  if (expected != yd) fail(at + ": output shape " + dims_string(yd) + " differs from the computed " + dims_string(expected));
+
+  dnnl::memory::desc a_md = plain_md(ad), user_b_md = plain_md(bd), y_md = plain_md(out);
+  dnnl::memory::desc b_md = b->is_constant() ? any_md(bd) : user_b_md;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  auto pd = make_pd(at, [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine); });
+
+  auto kernel = std::make_unique<PrimitiveKernel>(node, env);
+  kernel->set_primitive(pd);
+  kernel->bind_input(DNNL_ARG_SRC, 0, a_md);
+  if (b->is_constant()) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
+  else kernel->bind_input(DNNL_ARG_WEIGHTS, 1, user_b_md);
+  kernel->bind_output(DNNL_ARG_DST, 0, y_md);
+  return kernel;
+}
+
+}  // namespace memplan::rt::dnnl_kernels

@@ -1,0 +1,297 @@
+// Pooling, BatchNormalization, LRN, Softmax and LogSoftmax.
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "ir/fused_activation.h"
+#include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/factories.h"
+#include "runtime/kernels/norm/factories.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+namespace {
+
+// `k` running `pd` from input 0 (`src`) to output 0 (`dst`): pools, softmax and LRN.
+std::unique_ptr<Kernel> src_to_dst(std::unique_ptr<PrimitiveKernel> k, const dnnl::primitive_desc& pd,
+                                   const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+  k->set_primitive(pd);
+  k->bind_input(DNNL_ARG_SRC, 0, src);
+  k->bind_output(DNNL_ARG_DST, 0, dst);
+  return k;
+}
+
+// AveragePool with count_include_pad = 1 and ceil_mode windows that run past the end padding:
+// ONNX (like onnxruntime and PyTorch) divides those by the part of the window inside the padded
+// input, oneDNN by the whole window. run() rescales the affected outputs.
+class AvgPoolKernel final : public PrimitiveKernel {
+ public:
+  AvgPoolKernel(const Node& node, const KernelEnv& env, int64_t planes, int64_t plane_size,
+                std::vector<std::pair<int64_t, float>> fixes)
+      : PrimitiveKernel(node, env), planes_(planes), plane_size_(plane_size), fixes_(std::move(fixes)) {}
+
+ protected:
+  void after_execute(const KernelArgs& args) override {
+    float* y = args.outputs[0].as<float>();
+    for (int64_t p = 0; p < planes_; ++p)
+      for (const auto& [pos, f] : fixes_) y[p * plane_size_ + pos] *= f;
+  }
+
+ private:
+  int64_t planes_, plane_size_;
+  std::vector<std::pair<int64_t, float>> fixes_;  // (position in an output plane, factor)
+};
+
+}  // namespace
+
+// Output sizes: floor, or with ceil_mode anything up to the ceiling (shape inference may have
+// dropped a last window that starts in the padding). oneDNN needs pads that give exactly that
+// size, so the end padding grows to cover ceil_mode windows.
+Dims pool_end_pads(const Window& w, const Dims& x, const Dims& y, bool ceil_mode, const std::string& at) {
+  const size_t spatial = x.size() - 2;
+  const Dims in_spatial(x.begin() + 2, x.end());
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1])
+    fail(at + ": output shape " + dims_string(y) + " does not fit input " + dims_string(x));
+  Dims pad_r = w.pads_end;
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t span = in_spatial[i] + w.pads_begin[i] + w.pads_end[i] - effective_kernel(w, i);
+    if (span < 0) fail(at + ": the kernel is larger than the padded input " + dims_string(x));
+    const int64_t lo = span / w.strides[i] + 1;
+    const int64_t hi = (ceil_mode && w.auto_pad == AutoPad::NotSet) ? (span + w.strides[i] - 1) / w.strides[i] + 1 : lo;
+    const int64_t out = y[i + 2];
+    if (out < lo || out > hi) {
+      Dims want(y.begin(), y.begin() + 2);
+      for (size_t j = 0; j < spatial; ++j) {
+        const int64_t sp = in_spatial[j] + w.pads_begin[j] + w.pads_end[j] - effective_kernel(w, j);
+        want.push_back((ceil_mode && w.auto_pad == AutoPad::NotSet ? sp + w.strides[j] - 1 : sp) / w.strides[j] + 1);
+      }
+      fail(at + ": output shape " + dims_string(y) + " differs from the computed " + dims_string(want));
+    }
+    pad_r[i] = std::max(w.pads_end[i], (out - 1) * w.strides[i] + effective_kernel(w, i) - in_spatial[i] - w.pads_begin[i]);
+  }
+  return pad_r;
+}
+
+namespace {
+
+std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool is_max) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 1, 1, 1);
+  if (is_max && output_at(node, 1)) return make_max_pool_with_indices(node, env);  // plain C++ (maxpool_indices.cpp)
+  if (node.outputs.size() > (is_max ? 2u : 1u)) fail(at + ": has too many outputs");
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  Dims x = dims_of(input_at(node, 0)), y = dims_of(output_at(node, 0));
+  if (x.size() < 3 || x.size() > 5)
+    fail_unsupported(at + ": pooling a rank-" + std::to_string(x.size()) + " input is not supported (1-D, 2-D and 3-D only)");
+  const size_t spatial = x.size() - 2;
+  Window w = read_window(node, at, spatial, {});
+  const bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  const bool include_pad = !is_max && node.attr_int("count_include_pad", 0) != 0;
+  if (!is_max && std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; }))
+    fail_unsupported(at + ": AveragePool with dilations is not supported");
+  Dims in_spatial(x.begin() + 2, x.end());
+  resolve_forward_pads(w, in_spatial);
+
+  const Dims pad_r = pool_end_pads(w, x, y, ceil_mode, at);
+
+  // Rescaling for include-pad averages whose window passes the end padding.
+  std::vector<std::pair<int64_t, float>> fixes;
+  if (include_pad && pad_r != w.pads_end) {
+    const Dims out_spatial(y.begin() + 2, y.end());
+    std::vector<std::vector<float>> axis(spatial);
+    for (size_t i = 0; i < spatial; ++i)
+      for (int64_t o = 0; o < out_spatial[i]; ++o) {
+        const int64_t start = o * w.strides[i] - w.pads_begin[i];
+        const int64_t end = std::min(start + w.kernel[i], in_spatial[i] + w.pads_end[i]);
+        axis[i].push_back(static_cast<float>(w.kernel[i]) / static_cast<float>(end - start));
+      }
+    const int64_t plane = product(out_spatial);
+    for (int64_t pos = 0; pos < plane; ++pos) {
+      float f = 1.f;
+      int64_t rest = pos;
+      for (size_t i = spatial; i-- > 0;) {
+        f *= axis[i][static_cast<size_t>(rest % out_spatial[i])];
+        rest /= out_spatial[i];
+      }
+      if (f != 1.f) fixes.emplace_back(pos, f);
+    }
+  }
+
+  dnnl::memory::desc x_md = activation_md(input_at(node, 0)), y_md = pooled_md(y, output_at(node, 0), input_at(node, 0));
+  if (!fixes.empty() && input_at(node, 0)->channel_block != 0)
+    fail_internal(at + ": include-pad averages are rescaled in plain layout only");
+  dnnl::algorithm alg = is_max ? dnnl::algorithm::pooling_max
+                               : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                             : dnnl::algorithm::pooling_avg_exclude_padding;
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::pooling_v2_forward;
+    fwd::desc d(dnnl::prop_kind::forward_inference, alg, x_md, y_md, w.strides, w.kernel, dnnl_dilations(w),
+                w.pads_begin, pad_r);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+  std::unique_ptr<PrimitiveKernel> k;
+  if (fixes.empty()) k = std::make_unique<PrimitiveKernel>(node, env);
+  else k = std::make_unique<AvgPoolKernel>(node, env, y[0] * y[1], product(y, 2), std::move(fixes));
+  return src_to_dst(std::move(k), pd, x_md, y_md);
+}
+
+std::unique_ptr<Kernel> make_global_pool(const Node& node, const KernelEnv& env, bool is_max) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 1, 1, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  Dims x = dims_of(input_at(node, 0)), y = dims_of(output_at(node, 0));
+  if (x.size() < 3) fail(at + ": input " + dims_string(x) + " needs a spatial dimension");
+  Dims want(x.begin(), x.begin() + 2);
+  want.resize(x.size(), 1);
+  if (y != want) fail(at + ": output shape " + dims_string(y) + " differs from the computed " + dims_string(want));
+  if (x.size() > 5) x = {x[0], x[1], product(x, 2)};  // one long spatial axis
+  Dims kernel(x.begin() + 2, x.end()), ones(kernel.size(), 1), zeros(kernel.size(), 0);
+  Dims y_view(x.begin(), x.begin() + 2);
+  y_view.resize(x.size(), 1);
+  dnnl::memory::desc x_md = blocked_md(x, input_at(node, 0)->channel_block);
+  dnnl::memory::desc y_md = pooled_md(y_view, output_at(node, 0), input_at(node, 0));
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::pooling_v2_forward;
+    fwd::desc d(dnnl::prop_kind::forward_inference,
+                is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, x_md, y_md,
+                ones, kernel, zeros, zeros, zeros);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+  auto k = std::make_unique<PrimitiveKernel>(node, env);
+  return src_to_dst(std::move(k), pd, x_md, y_md);
+}
+
+std::unique_ptr<Kernel> make_softmax_like(const Node& node, const KernelEnv& env, bool log) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 1, 1, 1);
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  Dims x = dims_of(input_at(node, 0));
+  if (dims_of(output_at(node, 0)) != x) fail(at + ": output shape differs from the input's " + dims_string(x));
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (rank == 0) fail(at + ": the input must have rank 1 or more");
+  const bool modern = node.opset >= 13;  // opset < 13: coerce to 2-D at `axis`
+  int64_t axis = node.attr_int("axis", modern ? -1 : 1);
+  if (axis < -rank || axis >= rank + (modern ? 0 : 1))
+    fail(at + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  const size_t ax = static_cast<size_t>(axis);
+  const int64_t outer = product(x, 0, ax);
+  const int64_t mid = modern ? x[ax] : product(x, ax);
+  const int64_t inner = modern ? product(x, ax + 1) : 1;
+  Dims view = inner == 1 ? Dims{outer, mid} : Dims{outer, mid, inner};
+  dnnl::memory::desc md = plain_md(view);
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::softmax_v2_forward;
+    fwd::desc d(dnnl::prop_kind::forward_inference,
+                log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, 1);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+  return src_to_dst(std::make_unique<PrimitiveKernel>(node, env), pd, md, md);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_max_pool(const Node& node, const KernelEnv& env) { return make_pool(node, env, true); }
+std::unique_ptr<Kernel> make_average_pool(const Node& node, const KernelEnv& env) { return make_pool(node, env, false); }
+std::unique_ptr<Kernel> make_global_max_pool(const Node& node, const KernelEnv& env) {
+  return make_global_pool(node, env, true);
+}
+std::unique_ptr<Kernel> make_global_average_pool(const Node& node, const KernelEnv& env) {
+  return make_global_pool(node, env, false);
+}
+std::unique_ptr<Kernel> make_softmax(const Node& node, const KernelEnv& env) { return make_softmax_like(node, env, false); }
+std::unique_ptr<Kernel> make_log_softmax(const Node& node, const KernelEnv& env) {
+  return make_softmax_like(node, env, true);
+}
+bool softmax_accepts(const Node& node) {
+  const Value* x = node.inputs.empty() ? nullptr : node.inputs[0];
+  return x && x->type.dtype == DType::Float32 && x->type.is_static();  // as require_float32_static
+}
+
+// Inference: Y = scale * (X - mean) / sqrt(var + epsilon) + B, per channel (dim 1). Training mode
+// (opset 14+) is the plain loop of norm_kernels.cpp.
+std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env) {
+  const std::string at = where(node, env);
+  if (node.opset >= 14 && node.attr_int("training_mode", 0) != 0) return norm::make_batch_norm_training(node, env);
+  check_arity(node, env, 5, 5, 1);
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (node.outputs[i]) fail_unsupported(at + ": training-mode outputs (mean, var, ...) are not supported");
+  if (node.attr_int("training_mode", 0) != 0) fail_unsupported(at + ": training_mode = 1 is not supported");
+  if (node.opset < 9 && node.attr_int("spatial", 1) == 0) fail_unsupported(at + ": spatial = 0 is not supported");
+  require_float32_static(node, env);
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  Dims x = dims_of(input_at(node, 0));
+  if (x.size() < 2) fail(at + ": input " + dims_string(x) + " needs a channel dimension");
+  if (dims_of(output_at(node, 0)) != x) fail(at + ": output shape differs from the input's " + dims_string(x));
+  const int64_t c = x[1];
+  static const char* names[] = {"", "scale", "B", "mean", "var"};
+  for (size_t i = 1; i < 5; ++i)
+    if (dims_of(input_at(node, i)) != Dims{c})
+      fail(at + ": " + names[i] + " '" + input_at(node, i)->name + "' has shape " +
+           input_at(node, i)->type.shape_string() + ", expected [" + std::to_string(c) + "]");
+  if (x.size() > 5) x = {x[0], x[1], product(x, 2)};
+  const float eps = node.attr_float("epsilon", 1e-5f);
+  const std::optional<FusedActivation> act = fused_activation(node);
+  if (act != FusedActivation::None && act != FusedActivation::Relu)
+    fail(at + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
+         " is not 0 or 1 (Relu)");
+  const bool relu = act == FusedActivation::Relu;
+  dnnl::memory::desc md = blocked_md(x, input_at(node, 0)->channel_block), param_md = plain_md({c});
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::batch_normalization_forward;
+    using flags = dnnl::normalization_flags;
+    auto f = flags::use_global_stats | flags::use_scale | flags::use_shift;
+    if (relu) f = f | flags::fuse_norm_relu;  // fused by passes/fuse_conv
+    fwd::desc d(dnnl::prop_kind::forward_inference, md, eps, f);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+  auto k = std::make_unique<PrimitiveKernel>(node, env);
+  k->set_primitive(pd);
+  k->bind_input(DNNL_ARG_SRC, 0, md);
+  const int args[] = {0, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+  for (size_t i = 1; i < 5; ++i) {
+    const Value* v = input_at(node, i);
+    if (v->is_constant()) k->bind_memory(args[i], constant_memory(v, param_md, param_md, k->ctx(), at));
+    else k->bind_input(args[i], i, param_md);
+  }
+  k->bind_output(DNNL_ARG_DST, 0, md);
+  return k;
+}
+
+// ONNX: y = x / (bias + alpha / size * sum of x^2 over channels [c - floor((size-1)/2),
+// c + ceil((size-1)/2)])^beta. oneDNN's lrn_across_channels is the same for odd sizes; for even
+// sizes its window leans the other way, so those are refused.
+std::unique_ptr<Kernel> make_lrn(const Node& node, const KernelEnv& env) {
+  const std::string at = where(node, env);
+  check_arity(node, env, 1, 1, 1);
+  require_float32_static(node, env);
+  const Attribute* size_attr = node.attr("size");
+  if (!size_attr || size_attr->kind != Attribute::Kind::Int) fail(at + ": attribute 'size' is required");
+  const int64_t size = size_attr->i;
+  if (size < 1) fail(at + ": size " + std::to_string(size) + " must be positive");
+  if (size % 2 == 0) fail_unsupported(at + ": LRN with an even size (" + std::to_string(size) + ") is not supported");
+  if (empty_output(node)) return std::make_unique<NoopKernel>();
+  Dims x = dims_of(input_at(node, 0));
+  if (x.size() < 2) fail(at + ": input " + dims_string(x) + " needs a channel dimension");
+  if (dims_of(output_at(node, 0)) != x) fail(at + ": output shape differs from the input's " + dims_string(x));
+  const float alpha = node.attr_float("alpha", 1e-4f), beta = node.attr_float("beta", 0.75f),
+              bias = node.attr_float("bias", 1.f);
+  const int block = input_at(node, 0)->channel_block;
+  dnnl::memory::desc md = block ? blocked_md(x, block) : plain_md({x[0], x[1], product(x, 2), 1});
+  dnnl::primitive_attr attr = user_scratchpad_attr();
+  auto pd = make_pd(at, [&] {
+    using fwd = dnnl::lrn_forward;
+    fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::lrn_across_channels, md, size, alpha, beta, bias);
+    return fwd::primitive_desc(d, attr, env.dnnl->engine);
+  });
+  return src_to_dst(std::make_unique<PrimitiveKernel>(node, env), pd, md, md);
+}
+
+}  // namespace memplan::rt::dnnl_kernels

@@ -1,0 +1,30 @@
+// The factories of the dnnl family (dnnl/*.cpp), for dnnl/registration.cpp.
+#pragma once
+
+#include <memory>
+
+#include "runtime/kernel.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+// dnnl_conv.cpp
+std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_conv_transpose(const Node& node, const KernelEnv& env);
+// dnnl_matmul.cpp
+std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env);
+// dnnl_pool_norm.cpp
+std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_max_pool(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_average_pool(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_global_max_pool(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_global_average_pool(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_lrn(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_softmax(const Node& node, const KernelEnv& env);
+std::unique_ptr<Kernel> make_log_softmax(const Node& node, const KernelEnv& env);
+// Whether make_softmax / make_log_softmax take the node: a static float32 input (KernelAccepts).
+bool softmax_accepts(const Node& node);
+// maxpool_indices.cpp: MaxPool with its Indices output (make_max_pool hands such nodes over).
+std::unique_ptr<Kernel> make_max_pool_with_indices(const Node& node, const KernelEnv& env);
+
+}  // namespace memplan::rt::dnnl_kernels

@@ -1,0 +1,158 @@
+// QuantizeLinear, DequantizeLinear (opsets 10 and 13: per tensor, or per channel along `axis`)
+// and DynamicQuantizeLinear, on uint8 / int8. Plain loops; scales and zero points are read at run
+// time, constant or not.
+#include <algorithm>
+#include <limits>
+
+#include "runtime/kernel_registry.h"
+#include "runtime/kernels/quantized/factories.h"
+#include "runtime/kernels/quantized/quantize_common.h"
+
+namespace memplan::rt::quant {
+
+using shape::fail_at;
+using shape::unsupported_at;
+
+bool quant_range(DType t, QRange& r) {
+  switch (t) {
+    case DType::Uint8: r = {0, 255}; return true;
+    case DType::Int8: r = {-128, 127}; return true;
+    case DType::Int32: r = {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()}; return true;
+    default: return false;
+  }
+}
+
+Param param(const KernelArgs& a, size_t k, uint64_t channels, DType dtype, const std::string& where, const char* what) {
+  Param p;
+  if (k >= a.inputs.size() || !a.inputs[k].data) return p;
+  p.v = &a.inputs[k];
+  p.count = p.v->element_count();
+  if (dtype != DType::Undefined && p.v->dtype != dtype)
+    fail_at(where, std::string(what) + " is " + dtype_name(p.v->dtype) + ", expected " + dtype_name(dtype));
+  if (p.v->rank > 1 || (p.count != 1 && (channels == 0 || p.count != channels)))
+    fail_at(where, std::string(what) + " has " + std::to_string(p.count) + " values in " + std::to_string(p.v->rank) +
+                       " dims; expected 1" + (channels ? " or " + std::to_string(channels) + " in one dim" : std::string()));
+  return p;
+}
+
+DType quant_type(const Value* v, const std::string& where, const char* what) {
+  const DType t = v ? v->type.dtype : DType::Uint8;
+  if (t != DType::Uint8 && t != DType::Int8)
+    unsupported_at(where, std::string(what) + " of type " + dtype_name(t) + " is not supported (uint8, int8)");
+  return t;
+}
+
+namespace {
+
+class QuantizeKernel final : public Kernel {
+ public:
+  QuantizeKernel(const Node& n, std::string where, bool dequantize, DType q)
+      : where_(std::move(where)), dequantize_(dequantize), q_(q), opset13_(n.opset >= 13),
+        axis_attr_(n.attr_int("axis", 1)) {
+    quant_range(q, range_);
+  }
+
+  void run(const KernelArgs& a) override {
+    const TensorView& x = a.inputs[0];
+    TensorView& y = a.outputs[0];
+    shape::set_shape_like(y, x, where_);
+    // The axis matters only for a per-channel scale (opset 13; more than one value).
+    const bool per_channel = opset13_ && a.inputs.size() > 1 && a.inputs[1].element_count() != 1;
+    const int axis = per_channel ? shape::normalize_axis(axis_attr_, x.rank, where_) : -1;
+    const shape::AxisSplit s = axis >= 0 ? shape::split_at(x, axis) : shape::AxisSplit{1, 1, x.element_count()};
+    const uint64_t channels = axis >= 0 ? static_cast<uint64_t>(s.extent) : 0;
+    const Param scale = param(a, 1, channels, DType::Float32, where_, "the scale");
+    if (!scale.v) fail_at(where_, "the scale is missing");
+    const Param zero = param(a, 2, channels, dequantize_ ? x.dtype : q_, where_, "the zero point");
+    if (zero.v && zero.count != scale.count) fail_at(where_, "the scale and the zero point differ in size");
+    if (dequantize_ && x.dtype == DType::Int32 && zero.v)
+      for (uint64_t c = 0; c < zero.count; ++c)
+        if (zero.zero(c) != 0) fail_at(where_, "an int32 input needs a zero point of 0");
+    uint64_t i = 0;
+    for (uint64_t o = 0; o < s.outer; ++o)
+      for (int64_t c = 0; c < std::max<int64_t>(s.extent, 0); ++c) {
+        const float sc = scale.scale(static_cast<uint64_t>(c));
+        const int32_t zp = zero.zero(static_cast<uint64_t>(c));
+        for (uint64_t k = 0; k < s.inner; ++k, ++i) {
+          if (dequantize_) {
+            y.as<float>()[i] = static_cast<float>(static_cast<int64_t>(qint_at(x, i)) - zp) * sc;
+          } else {
+            const float v = x.dtype == DType::Int32 ? static_cast<float>(x.as<const int32_t>()[i]) : x.as<const float>()[i];
+            qstore(y, i, saturate_round(v / sc, zp, range_));
+          }
+        }
+      }
+  }
+
+ private:
+  std::string where_;
+  bool dequantize_;
+  DType q_;
+  bool opset13_;
+  int64_t axis_attr_;
+  QRange range_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_quantize(const Node& n, const KernelEnv& env) {
+  const std::string at = check_arity(n, env, 2, 3);
+  const DType x = n.inputs[0]->type.dtype;
+  if (x != DType::Float32 && x != DType::Int32)
+    unsupported_at(at, "input of type " + dtype_name(x) + " is not supported (float32, int32)");
+  const DType q = quant_type(input_at(n, 2), at, "the zero point");
+  if (n.outputs[0]->type.dtype != q) fail_at(at, "the output type differs from the zero point's");
+  return std::make_unique<QuantizeKernel>(n, at, false, q);
+}
+
+std::unique_ptr<Kernel> make_dequantize(const Node& n, const KernelEnv& env) {
+  const std::string at = check_arity(n, env, 2, 3);
+  const DType x = n.inputs[0]->type.dtype;
+  QRange r;
+  if (!quant_range(x, r)) unsupported_at(at, "input of type " + dtype_name(x) + " is not supported (uint8, int8, int32)");
+  if (n.outputs[0]->type.dtype != DType::Float32) unsupported_at(at, "only a float32 output is supported");
+  return std::make_unique<QuantizeKernel>(n, at, true, x);
+}
+
+namespace {
+
+// y = saturate(round(x / scale) + zp) with scale and zp chosen so that [min(x, 0), max(x, 0)]
+// spans uint8.
+class DynamicQuantizeKernel final : public Kernel {
+ public:
+  explicit DynamicQuantizeKernel(std::string where) : where_(std::move(where)) {}
+  void run(const KernelArgs& a) override {
+    const TensorView& x = a.inputs[0];
+    shape::set_shape_like(a.outputs[0], x, where_);
+    const float* in = x.as<const float>();
+    const uint64_t n = x.element_count();
+    float lo = 0, hi = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      if (std::isnan(in[i])) fail_at(where_, "the input holds NaN");
+      lo = std::min(lo, in[i]);
+      hi = std::max(hi, in[i]);
+    }
+    const QRange r{0, 255};
+    const float scale = (hi - lo) / 255.f;
+    // All zeros: any scale works; 0 would divide by zero, so every output is the zero point 0.
+    const int32_t zp = scale > 0 ? saturate_round((0.f - lo) / scale, 0, r) : 0;
+    uint8_t* y = a.outputs[0].as<uint8_t>();
+    for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
+    if (a.outputs.size() > 1 && a.outputs[1].data) a.outputs[1].as<float>()[0] = scale;
+    if (a.outputs.size() > 2 && a.outputs[2].data) a.outputs[2].as<uint8_t>()[0] = static_cast<uint8_t>(zp);
+  }
+
+ private:
+  std::string where_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dynamic_quantize(const Node& n, const KernelEnv& env) {
+  const std::string at = check_arity(n, env, 1, 1);
+  if (n.inputs[0]->type.dtype != DType::Float32)
+    unsupported_at(at, "input of type " + dtype_name(n.inputs[0]->type.dtype) + " is not supported (float32)");
+  return std::make_unique<DynamicQuantizeKernel>(at);
+}
+
+}  // namespace memplan::rt::quant

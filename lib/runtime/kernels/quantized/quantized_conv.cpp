@@ -1,0 +1,178 @@
+// ConvInteger (int32 output) and QLinearConv (requantized 8-bit output) on uint8 / int8, 1-D to
+// 3-D, grouped: plain loops with int32 accumulators (oneDNN's int8 convolution wants int8 weights
+// and has no weight zero points). Padding reads as the zero point, i.e. contributes nothing.
+// The window geometry is read like Conv's (dnnl_common's read_window / resolve_forward_pads).
+#include <algorithm>
+
+#include "runtime/kernel_registry.h"
+#include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/quantized/factories.h"
+#include "runtime/kernels/quantized/quantize_common.h"
+
+namespace memplan::rt::quant {
+namespace {
+
+using shape::fail_at;
+using shape::unsupported_at;
+
+// Spatial dims padded in front to three (1-D and 2-D convolutions are 3-D ones with size-1 dims).
+struct ConvGeometry {
+  int64_t N = 0, C = 0, M = 0, group = 1;
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, stride{1, 1, 1}, dil{1, 1, 1}, pad{0, 0, 0};
+  int rank = 0;  // of x
+  std::array<int64_t, kMaxRank> x_dims{}, y_dims{};
+};
+
+ConvGeometry conv_geometry(const Node& n, const Value* x, const Value* w, const std::string& at) {
+  if (!x->type.is_static() || x->shape_varies || !w->type.is_static() || w->shape_varies)
+    unsupported_at(at, "x and w need static shapes");
+  const std::vector<int64_t> xd = x->type.static_dims(), wd = w->type.static_dims();
+  if (xd.size() < 3 || xd.size() > 5) unsupported_at(at, "rank " + std::to_string(xd.size()) + " (1-D to 3-D only)");
+  if (wd.size() != xd.size()) fail_at(at, "x and w differ in rank");
+  ConvGeometry g;
+  const size_t sp = xd.size() - 2, off = 3 - sp;
+  g.rank = static_cast<int>(xd.size());
+  g.N = xd[0];
+  g.C = xd[1];
+  g.M = wd[0];
+  g.group = n.attr_int("group", 1);
+  if (g.group < 1 || g.C % g.group != 0 || g.M % g.group != 0 || wd[1] * g.group != g.C)
+    fail_at(at, "w's shape does not fit x's channels with group " + std::to_string(g.group));
+  dnnl_kernels::Window win =
+      dnnl_kernels::read_window(n, at, sp, dnnl_kernels::Dims(wd.begin() + 2, wd.end()));
+  dnnl_kernels::resolve_forward_pads(win, dnnl_kernels::Dims(xd.begin() + 2, xd.end()));
+  g.x_dims[0] = g.y_dims[0] = g.N;
+  g.x_dims[1] = g.C;
+  g.y_dims[1] = g.M;
+  for (size_t i = 0; i < sp; ++i) {
+    g.in[off + i] = xd[2 + i];
+    g.k[off + i] = win.kernel[i];
+    g.stride[off + i] = win.strides[i];
+    g.dil[off + i] = win.dilations[i];
+    g.pad[off + i] = win.pads_begin[i];
+    const int64_t span = xd[2 + i] + win.pads_begin[i] + win.pads_end[i] - dnnl_kernels::effective_kernel(win, i);
+    if (span < 0) fail_at(at, "the kernel is larger than the padded input");
+    g.out[off + i] = span / win.strides[i] + 1;
+    g.x_dims[2 + i] = xd[2 + i];
+    g.y_dims[2 + i] = g.out[off + i];
+  }
+  return g;
+}
+
+// Calls emit(output index, output channel m, int32 accumulator) for every output element.
+template <typename F>
+void int_conv(const ConvGeometry& g, const TensorView& x, const TensorView& w, int32_t xzp, const Param& wzp, F&& emit) {
+  const int64_t cg = g.C / g.group, mg = g.M / g.group;
+  const int64_t ksize = g.k[0] * g.k[1] * g.k[2], isize = g.in[0] * g.in[1] * g.in[2];
+  uint64_t o = 0;
+  for (int64_t b = 0; b < g.N; ++b)
+    for (int64_t m = 0; m < g.M; ++m) {
+      const int64_t grp = m / mg;
+      const int32_t zw = wzp.zero(static_cast<uint64_t>(m));
+      for (int64_t od = 0; od < g.out[0]; ++od)
+        for (int64_t oh = 0; oh < g.out[1]; ++oh)
+          for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+            int32_t acc = 0;
+            for (int64_t c = 0; c < cg; ++c) {
+              const uint64_t xbase = static_cast<uint64_t>((b * g.C + grp * cg + c) * isize);
+              const uint64_t wbase = static_cast<uint64_t>((m * cg + c) * ksize);
+              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+                if (id < 0 || id >= g.in[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                  const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                    const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    const int32_t xv = qint_at(x, xbase + static_cast<uint64_t>((id * g.in[1] + ih) * g.in[2] + iw));
+                    const int32_t wv = qint_at(w, wbase + static_cast<uint64_t>((kd * g.k[1] + kh) * g.k[2] + kw));
+                    acc += (xv - xzp) * (wv - zw);
+                  }
+                }
+              }
+            }
+            emit(o, m, acc);
+          }
+    }
+}
+
+// Input indices: ConvInteger x w x_zp w_zp; QLinearConv x x_scale x_zp w w_scale w_zp y_scale y_zp B.
+struct Layout {
+  size_t x, w, x_zp, w_zp;
+  int x_scale, w_scale, y_scale, y_zp, bias;
+};
+constexpr Layout kInteger{0, 1, 2, 3, -1, -1, -1, -1, -1};
+constexpr Layout kQLinear{0, 3, 2, 5, 1, 4, 6, 7, 8};
+
+class QConvKernel final : public Kernel {
+ public:
+  QConvKernel(std::string where, Layout l, const ConvGeometry& g, DType out)
+      : where_(std::move(where)), l_(l), g_(g), out_(out) {
+    quant_range(out, range_);
+  }
+  void run(const KernelArgs& args) override {
+    const TensorView& x = args.inputs[l_.x];
+    const TensorView& w = args.inputs[l_.w];
+    if (x.rank != g_.rank || !std::equal(x.dims.begin(), x.dims.begin() + x.rank, g_.x_dims.begin()))
+      fail_at(where_, "the run-time shape of x differs from its compile-time shape");
+    shape::set_shape(args.outputs[0], g_.rank, g_.y_dims.data(), where_);
+    const TensorView& y = args.outputs[0];
+    const uint64_t M = static_cast<uint64_t>(g_.M);
+    const int32_t xzp = param(args, l_.x_zp, 0, x.dtype, where_, "x_zero_point").zero(0);
+    const Param wzp = param(args, l_.w_zp, M, w.dtype, where_, "w_zero_point");
+    if (l_.y_scale < 0) {
+      int32_t* out = y.as<int32_t>();
+      int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t, int32_t acc) { out[i] = acc; });
+      return;
+    }
+    const Param xs = param(args, static_cast<size_t>(l_.x_scale), 0, DType::Float32, where_, "x_scale");
+    const Param ws = param(args, static_cast<size_t>(l_.w_scale), M, DType::Float32, where_, "w_scale");
+    const Param ys = param(args, static_cast<size_t>(l_.y_scale), 0, DType::Float32, where_, "y_scale");
+    if (!xs.v || !ws.v || !ys.v) fail_at(where_, "a scale is missing");
+    const int32_t yzp = param(args, static_cast<size_t>(l_.y_zp), 0, out_, where_, "y_zero_point").zero(0);
+    const size_t bk = static_cast<size_t>(l_.bias);
+    const bool has_bias = bk < args.inputs.size() && args.inputs[bk].data;
+    if (has_bias && (args.inputs[bk].dtype != DType::Int32 || args.inputs[bk].element_count() != M))
+      fail_at(where_, "the bias must be int32 with one value per output channel");
+    const int32_t* bias = has_bias ? args.inputs[bk].as<const int32_t>() : nullptr;
+    int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t m, int32_t acc) {
+      const uint64_t c = static_cast<uint64_t>(m);
+      const float mult = xs.scale(0) * ws.scale(c) / ys.scale(0);
+      const int64_t sum = static_cast<int64_t>(acc) + (bias ? bias[c] : 0);
+      qstore(y, i, saturate_round(static_cast<float>(sum) * mult, yzp, range_));
+    });
+  }
+
+ private:
+  std::string where_;
+  Layout l_;
+  ConvGeometry g_;
+  DType out_;
+  QRange range_;
+};
+
+std::unique_ptr<Kernel> make_qconv(const Node& n, const KernelEnv& env, Layout l, size_t min_in, size_t max_in) {
+  const std::string at = check_arity(n, env, min_in, max_in);
+  quant_type(n.inputs[l.x], at, "x");
+  quant_type(n.inputs[l.w], at, "w");
+  const ConvGeometry g = conv_geometry(n, n.inputs[l.x], n.inputs[l.w], at);
+  // Every accumulator sums C/group * kernel products of at most 255 * 255.
+  const int64_t terms = g.C / g.group * g.k[0] * g.k[1] * g.k[2];
+  if (terms > (int64_t{1} << 15)) unsupported_at(at, std::to_string(terms) + " products per output could overflow int32");
+  DType out = DType::Int32;
+  if (l.y_zp >= 0) {
+    out = quant_type(shape::required_input(n, static_cast<size_t>(l.y_zp), at), at, "y_zero_point");
+    if (n.outputs[0]->type.dtype != out) fail_at(at, "the output type differs from y_zero_point's");
+  } else if (n.outputs[0]->type.dtype != DType::Int32) {
+    fail_at(at, "the output must be int32");
+  }
+  return std::make_unique<QConvKernel>(at, l, g, out);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_integer(const Node& n, const KernelEnv& env) { return make_qconv(n, env, kInteger, 2, 4); }
+std::unique_ptr<Kernel> make_qlinear_conv(const Node& n, const KernelEnv& env) { return make_qconv(n, env, kQLinear, 8, 9); }
+
+}  // namespace memplan::rt::quant

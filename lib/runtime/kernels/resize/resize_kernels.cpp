@@ -1,0 +1,369 @@
+// Resize (opsets 10, 11, 13) and Upsample (7, 9) on float32: nearest, (n-)linear and cubic on any
+// dims, every coordinate_transformation_mode, with scales, sizes and roi fixed at load or read at
+// run time (the output shape is then set at run time, within the output's capacity). Plain loops:
+// oneDNN's resampling does not cover ONNX's coordinate transformation modes.
+//
+// Each output element is a weighted sum over the product of per-dimension taps (1 for nearest, 2
+// for linear, 4 for cubic), the separable form of ONNX's reference implementation.
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/common/shape_common.h"
+#include "runtime/kernels/resize/factories.h"
+
+namespace memplan::rt::elt {
+namespace {
+
+enum class Mode { Nearest, Linear, Cubic };
+enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCropAndResize };
+enum class Nearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil, Simple };
+
+struct Params {
+  Mode mode = Mode::Nearest;
+  Coord coord = Coord::Asymmetric;
+  Nearest nearest = Nearest::Simple;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  float extrapolation = 0.f;
+};
+
+// One dimension's geometry for the current run. `resized` is ONNX's reference "output width",
+// in_len * scale, which differs from the integer output length when a scale is given.
+struct Axis {
+  int64_t in = 1, out = 1;
+  double scale = 1, resized = 1;
+  double roi_start = 0, roi_end = 1;
+  bool identity = false;  // output index o reads input o alone
+};
+
+// The input elements one output coordinate reads along one dimension, and their weights.
+struct Taps {
+  int n = 0;
+  bool outside = false;  // tf_crop_and_resize: the coordinate is outside the input
+  std::array<int64_t, 4> idx{};
+  std::array<double, 4> w{};
+};
+
+// ONNX's x_original for output index o.
+double source_coord(Coord m, int64_t o, const Axis& a) {
+  const double x = static_cast<double>(o);
+  switch (m) {
+    case Coord::HalfPixel: return (x + 0.5) / a.scale - 0.5;
+    case Coord::PytorchHalfPixel: return a.resized > 1 ? (x + 0.5) / a.scale - 0.5 : -0.5;
+    case Coord::AlignCorners:
+      return a.resized == 1 ? 0.0 : x * static_cast<double>(a.in - 1) / (a.resized - 1);
+    case Coord::Asymmetric: return x / a.scale;
+    case Coord::TfHalfPixelForNN: return (x + 0.5) / a.scale;
+    case Coord::TfCropAndResize: {
+      const double len = static_cast<double>(a.in - 1);
+      if (a.resized == 1) return (a.roi_end - a.roi_start) * len / 2 + a.roi_start * len;
+      return x * (a.roi_end - a.roi_start) * len / (a.resized - 1) + a.roi_start * len;
+    }
+  }
+  return x;
+}
+
+int64_t nearest_index(Nearest m, double x, double scale) {
+  switch (m) {
+    case Nearest::RoundPreferFloor:
+      return x == std::floor(x) + 0.5 ? static_cast<int64_t>(std::floor(x)) : static_cast<int64_t>(std::round(x));
+    case Nearest::RoundPreferCeil: return static_cast<int64_t>(std::round(x));  // clamped later, so -0.5 is fine
+    case Nearest::Floor: return static_cast<int64_t>(std::floor(x));
+    case Nearest::Ceil: return static_cast<int64_t>(std::ceil(x));
+    case Nearest::Simple: return static_cast<int64_t>(scale < 1 ? std::ceil(x) : std::floor(x));
+  }
+  return 0;
+}
+
+// Keys' cubic convolution weights of the four neighbours floor(x) - 1 .. floor(x) + 2 at
+// fraction t = x - floor(x) (ONNX's cubic_coeffs).
+void cubic_weights(double t, double A, std::array<double, 4>& w) {
+  auto far = [A](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };  // 1 <= d <= 2
+  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };        // 0 <= d <= 1
+  w = {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+Taps taps_for(const Params& p, const Axis& a, int64_t o) {
+  Taps t;
+  if (a.identity) {
+    t.n = 1;
+    t.idx[0] = o;
+    t.w[0] = 1;
+    return t;
+  }
+  const double x = source_coord(p.coord, o, a);
+  if (p.coord == Coord::TfCropAndResize && (x < 0 || x > static_cast<double>(a.in - 1))) {
+    t.outside = true;
+    return t;
+  }
+  if (p.mode == Mode::Nearest) {
+    t.n = 1;
+    // x is within [-1, in] in every mode, so the cast is safe; the index is clamped like ONNX's.
+    t.idx[0] = std::clamp<int64_t>(nearest_index(p.nearest, x, a.scale), 0, a.in - 1);
+    t.w[0] = 1;
+    return t;
+  }
+  const double base = std::floor(x);
+  const double frac = x - base;
+  const int64_t i0 = static_cast<int64_t>(base);
+  if (p.mode == Mode::Linear) {
+    t.n = 2;
+    t.idx = {i0, i0 + 1, 0, 0};
+    t.w = {1 - frac, frac, 0, 0};
+  } else {
+    t.n = 4;
+    t.idx = {i0 - 1, i0, i0 + 1, i0 + 2};
+    cubic_weights(frac, p.cubic_a, t.w);
+  }
+  if (p.exclude_outside) {
+    double sum = 0;
+    for (int k = 0; k < t.n; ++k) {
+      if (t.idx[k] < 0 || t.idx[k] >= a.in) t.w[k] = 0;
+      sum += t.w[k];
+    }
+    if (sum != 0)
+      for (int k = 0; k < t.n; ++k) t.w[k] /= sum;
+  }
+  // Neighbours past the edge repeat the edge (ONNX pads the input with its edge values).
+  for (int k = 0; k < t.n; ++k) t.idx[k] = std::clamp<int64_t>(t.idx[k], 0, a.in - 1);
+  return t;
+}
+
+// A float list (scales, roi) fixed at load or read from an input at run time.
+struct Floats {
+  int size = 0;
+  std::array<double, 2 * kMaxRank> v{};
+};
+
+class FloatSource {
+ public:
+  static FloatSource from_input(const Node& n, size_t k, const std::string& where, const char* what) {
+    FloatSource s;
+    s.input_ = k;
+    s.what_ = what;
+    const Value* v = input_at(n, k);
+    if (!v) return s;
+    s.present_ = true;
+    check_type(v->type.dtype, where, what);
+    if (v->constant) {
+      s.fixed_ = true;
+      const Tensor& t = *v->constant;
+      check_count(t.element_count(), where, what);
+      s.value_.size = static_cast<int>(t.element_count());
+      for (int i = 0; i < s.value_.size; ++i) s.value_.v[i] = t.float_at(static_cast<uint64_t>(i));
+    }
+    return s;
+  }
+  static FloatSource from_list(const std::vector<float>& values, const std::string& where, const char* what) {
+    FloatSource s;
+    s.present_ = s.fixed_ = true;
+    check_count(values.size(), where, what);
+    s.value_.size = static_cast<int>(values.size());
+    for (size_t i = 0; i < values.size(); ++i) s.value_.v[i] = values[i];
+    return s;
+  }
+  // The list (empty when absent or omitted); reads a run-time input into `scratch`.
+  const Floats& get(const KernelArgs& args, Floats& scratch, const std::string& where) const {
+    if (fixed_) return value_;
+    scratch.size = 0;
+    if (!present_ || input_ >= args.inputs.size() || !args.inputs[input_].data) return scratch;
+    const TensorView& t = args.inputs[input_];
+    check_type(t.dtype, where, what_);
+    check_count(t.element_count(), where, what_);
+    scratch.size = static_cast<int>(t.element_count());
+    for (int i = 0; i < scratch.size; ++i)
+      scratch.v[i] = t.dtype == DType::Float64 ? t.as<const double>()[i] : t.as<const float>()[i];
+    return scratch;
+  }
+
+ private:
+  static void check_type(DType t, const std::string& where, const char* what) {
+    if (t != DType::Float32 && t != DType::Float64)
+      fail_unsupported(where + ": " + what + " of type " + dtype_name(t) + " is not supported (float32, float64)");
+  }
+  static void check_count(uint64_t n, const std::string& where, const char* what) {
+    if (n > 2 * kMaxRank) fail(where + ": " + what + " has " + std::to_string(n) + " values, too many for any rank");
+  }
+  bool present_ = false, fixed_ = false;
+  size_t input_ = 0;
+  const char* what_ = "";
+  Floats value_;
+};
+
+class ResizeKernel final : public Kernel {
+ public:
+  ResizeKernel(std::string where, const Params& p, FloatSource scales, shape::IntsSource sizes, FloatSource roi)
+      : where_(std::move(where)), p_(p), scales_(std::move(scales)), sizes_(std::move(sizes)), roi_(std::move(roi)) {}
+
+  void run(const KernelArgs& args) override {
+    const TensorView& x = args.inputs[0];
+    TensorView& y = args.outputs[0];
+    std::array<Axis, kMaxRank> axes;
+    Shape out = geometry(args, Shape::of(x), axes);
+    shape::set_shape(y, out.rank, out.dims.data(), where_);
+    if (out.count() == 0) return;
+    if (Shape::of(x).count() == 0) fail(where_ + ": cannot resize an empty input to shape " + out.str());
+    resample(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
+  }
+
+ private:
+  // The output shape and each dimension's geometry from scales or sizes (and roi).
+  Shape geometry(const KernelArgs& args, const Shape& in, std::array<Axis, kMaxRank>& axes) const {
+    Floats scale_buf, roi_buf;
+    shape::Ints size_buf;
+    const Floats& scales = scales_.get(args, scale_buf, where_);
+    const shape::Ints* sizes = scales.size > 0 ? nullptr : sizes_.get(args, size_buf, where_);
+    if (scales.size == 0 && (!sizes || sizes->size == 0)) fail(where_ + ": neither scales nor sizes is given");
+    const int given = scales.size > 0 ? scales.size : sizes->size;
+    if (given != in.rank)
+      fail(where_ + ": " + std::to_string(given) + (scales.size > 0 ? " scales" : " sizes") + " for an input of rank " +
+           std::to_string(in.rank));
+    const bool crop = p_.coord == Coord::TfCropAndResize;
+    const Floats& roi = crop ? roi_.get(args, roi_buf, where_) : roi_buf;
+    if (crop && roi.size != 2 * in.rank)
+      fail(where_ + ": tf_crop_and_resize needs a roi of " + std::to_string(2 * in.rank) + " values, got " +
+           std::to_string(roi.size));
+    Shape out = in;
+    for (int d = 0; d < in.rank; ++d) {
+      Axis& a = axes[d];
+      a.in = in.dims[d];
+      if (crop) {
+        a.roi_start = roi.v[d];
+        a.roi_end = roi.v[d + in.rank];
+        if (!std::isfinite(a.roi_start) || !std::isfinite(a.roi_end) || std::fabs(a.roi_end - a.roi_start) > 1e9)
+          fail(where_ + ": roi [" + std::to_string(a.roi_start) + ", " + std::to_string(a.roi_end) + "] of dimension " +
+               std::to_string(d) + " is not a finite range");
+      }
+      const double extent = crop ? a.roi_end - a.roi_start : 1.0;
+      if (scales.size > 0) {
+        a.scale = scales.v[d];
+        if (!(a.scale > 0) || !std::isfinite(a.scale))
+          fail(where_ + ": scales must be positive, got " + std::to_string(a.scale));
+        a.resized = static_cast<double>(a.in) * extent * a.scale;
+        if (!(a.resized < 4e18)) fail(where_ + ": scale " + std::to_string(a.scale) + " makes the output too large");
+        a.out = static_cast<int64_t>(std::max(0.0, std::floor(a.resized)));
+      } else {
+        a.out = (*sizes)[d];
+        if (a.out < 0) fail(where_ + ": sizes must not be negative, got " + std::to_string(a.out));
+        a.resized = static_cast<double>(a.out);
+        a.scale = a.in ? static_cast<double>(a.out) / static_cast<double>(a.in) : 1.0;
+      }
+      out.dims[d] = a.out;
+      // Unscaled dims map to themselves in every mode but tf_half_pixel_for_nn (o + 0.5) and
+      // tf_crop_and_resize (the roi moves them).
+      a.identity = a.in == a.out && a.scale == 1 && p_.coord != Coord::TfHalfPixelForNN && !crop;
+    }
+    return out;
+  }
+
+  void resample(const float* src, const Shape& in, float* dst, const Shape& out,
+                const std::array<Axis, kMaxRank>& axes) const {
+    const auto st = row_major_strides(in);
+    const int r = in.rank;
+    if (r == 0) {
+      dst[0] = src[0];
+      return;
+    }
+    std::array<int64_t, kMaxRank> idx{};
+    std::array<Taps, kMaxRank> taps;
+    for (int d = 0; d < r; ++d) taps[d] = taps_for(p_, axes[d], 0);
+    // A digit that steps takes its next taps; one that wraps starts its taps again.
+    auto moved = [&](int d, int64_t) { taps[d] = taps_for(p_, axes[d], idx[d]); };
+    for (uint64_t i = 0;; ++i) {
+      dst[i] = element(src, st, taps, r);
+      if (!next_index(idx, out.dims, r, moved)) return;
+    }
+  }
+
+  // The weighted sum over every combination of the dims' taps.
+  float element(const float* src, const std::array<int64_t, kMaxRank>& st, const std::array<Taps, kMaxRank>& taps,
+                int r) const {
+    for (int d = 0; d < r; ++d)
+      if (taps[d].outside) return p_.extrapolation;
+    std::array<int, kMaxRank> k{}, n{};
+    for (int d = 0; d < r; ++d) n[d] = taps[d].n;
+    double sum = 0;
+    for (;;) {
+      double w = 1;
+      int64_t off = 0;
+      for (int d = 0; d < r; ++d) {
+        w *= taps[d].w[k[d]];
+        off += taps[d].idx[k[d]] * st[d];
+      }
+      sum += w * static_cast<double>(src[off]);
+      if (!next_index(k, n, r)) return static_cast<float>(sum);
+    }
+  }
+
+  std::string where_;
+  Params p_;
+  FloatSource scales_;
+  shape::IntsSource sizes_;
+  FloatSource roi_;
+};
+
+Params read_params(const Node& n, const std::string& at, bool v11) {
+  Params p;
+  const std::string mode = n.attr_string("mode", "nearest");
+  if (mode == "nearest") p.mode = Mode::Nearest;
+  else if (mode == "linear" || mode == "bilinear") p.mode = Mode::Linear;
+  else if (mode == "cubic" && v11) p.mode = Mode::Cubic;
+  else fail_unsupported(at + ": mode '" + mode + "' is not supported (nearest, linear" + (v11 ? ", cubic)" : ")"));
+  // Opset 10 Resize and Upsample: asymmetric coordinates, floor (ceil when shrinking) for nearest.
+  if (!v11) return p;
+  const std::string c = n.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (c == "half_pixel") p.coord = Coord::HalfPixel;
+  else if (c == "pytorch_half_pixel") p.coord = Coord::PytorchHalfPixel;
+  else if (c == "align_corners") p.coord = Coord::AlignCorners;
+  else if (c == "asymmetric") p.coord = Coord::Asymmetric;
+  else if (c == "tf_half_pixel_for_nn") p.coord = Coord::TfHalfPixelForNN;
+  else if (c == "tf_crop_and_resize") p.coord = Coord::TfCropAndResize;
+  else fail_unsupported(at + ": coordinate_transformation_mode '" + c + "' is not supported");
+  const std::string nm = n.attr_string("nearest_mode", "round_prefer_floor");
+  if (nm == "round_prefer_floor") p.nearest = Nearest::RoundPreferFloor;
+  else if (nm == "round_prefer_ceil") p.nearest = Nearest::RoundPreferCeil;
+  else if (nm == "floor") p.nearest = Nearest::Floor;
+  else if (nm == "ceil") p.nearest = Nearest::Ceil;
+  else fail_unsupported(at + ": nearest_mode '" + nm + "' is not supported");
+  p.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
+  p.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+  p.extrapolation = n.attr_float("extrapolation_value", 0.f);
+  // Opset 18's additions change the result: refuse them rather than ignore them.
+  if (n.attr_int("antialias", 0) != 0) fail_unsupported(at + ": antialias is not supported");
+  if (n.attr("axes")) fail_unsupported(at + ": the axes attribute is not supported");
+  if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+    fail_unsupported(at + ": keep_aspect_ratio_policy '" + n.attr_string("keep_aspect_ratio_policy", "") +
+                     "' is not supported (stretch)");
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
+  const bool upsample = n.op_type == "Upsample";
+  const std::string at = check_arity(n, env, 1, upsample ? 2 : 4);
+  const DType dt = n.inputs[0]->type.dtype;
+  if (dt != DType::Float32) fail_unsupported(at + ": " + dtype_name(dt) + " input is not supported (float32 only)");
+  const bool v11 = !upsample && n.opset >= 11;
+  const Params p = read_params(n, at, v11);
+
+  // Inputs: Upsample-7 none (scales attribute); Upsample-9 and Resize-10 X, scales; Resize-11+
+  // X, roi, scales, sizes.
+  FloatSource scales, roi;
+  shape::IntsSource sizes;
+  if (upsample && n.opset < 9) {
+    const Attribute* a = n.attr("scales");
+    if (!a) fail(at + ": the scales attribute is missing");
+    scales = FloatSource::from_list(a->floats, at, "scales");
+  } else {
+    scales = FloatSource::from_input(n, v11 ? 2 : 1, at, "scales");
+    if (v11) {
+      sizes = shape::IntsSource::from_input(n, 3, at, "sizes");
+      roi = FloatSource::from_input(n, 1, at, "roi");
+    }
+  }
+  return std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi));
+}
+
+}  // namespace memplan::rt::elt

@@ -1,0 +1,69 @@
+// Concat of any fixed-size dtype: one memcpy per input per outer index, shapes read at run time.
+#include <cstring>
+
+#include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/shape/factories.h"
+
+namespace memplan::rt::elt {
+namespace {
+
+class ConcatKernel final : public Kernel {
+ public:
+  ConcatKernel(const Node& n, const KernelEnv& env)
+      : where_(where(n, env)), axis_(n.attr_int("axis", n.opset < 4 ? 1 : 0)),
+        esize_(dtype_size(n.outputs[0]->type.dtype)) {}
+
+  void run(const KernelArgs& args) override {
+    const TensorView& first = args.inputs[0];
+    const int rank = first.rank;
+    if (rank == 0) fail(where_ + ": cannot concatenate scalars");
+    if (axis_ < -rank || axis_ >= rank)
+      fail(where_ + ": axis " + std::to_string(axis_) + " is out of range for rank " + std::to_string(rank));
+    const int axis = static_cast<int>(axis_ < 0 ? axis_ + rank : axis_);
+    Shape out = Shape::of(first);
+    out.dims[axis] = 0;
+    for (const TensorView& in : args.inputs) {
+      bool same = in.rank == rank;
+      for (int d = 0; same && d < rank; ++d) same = d == axis || in.dims[d] == first.dims[d];
+      if (!same)
+        fail(where_ + ": input shapes " + Shape::of(first).str() + " and " + Shape::of(in).str() +
+             " differ outside axis " + std::to_string(axis));
+      out.dims[axis] += in.dims[axis];
+    }
+    TensorView& y = args.outputs[0];
+    set_output_shape(y, out, where_);
+    uint64_t outer = 1, inner = esize_;
+    for (int d = 0; d < axis; ++d) outer *= static_cast<uint64_t>(out.dims[d]);
+    for (int d = axis + 1; d < rank; ++d) inner *= static_cast<uint64_t>(out.dims[d]);
+    std::byte* dst = y.data;
+    for (uint64_t o = 0; o < outer; ++o)
+      for (const TensorView& in : args.inputs) {
+        const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;
+        if (bytes == 0) continue;
+        std::memcpy(dst, in.data + o * bytes, bytes);
+        dst += bytes;
+      }
+  }
+
+ private:
+  std::string where_;
+  int64_t axis_;
+  uint64_t esize_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_concat(const Node& n, const KernelEnv& env) {
+  const std::string at = check_arity(n, env, 1, SIZE_MAX);
+  const DType dt = n.outputs[0]->type.dtype;
+  if (dtype_size(dt) == 0) fail_unsupported(at + ": " + dtype_name(dt) + " tensors are not supported");
+  for (const Value* v : n.inputs) {
+    if (!v) fail(at + ": an input is missing");
+    if (v->type.dtype != dt)
+      fail(at + ": input '" + v->name + "' is " + dtype_name(v->type.dtype) + ", the output " + dtype_name(dt));
+  }
+  if (n.opset >= 4 && !n.attr("axis")) fail(at + ": the axis attribute is required");
+  return std::make_unique<ConcatKernel>(n, env);
+}
+
+}  // namespace memplan::rt::elt
