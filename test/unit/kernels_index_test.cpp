@@ -436,7 +436,7 @@ TEST_CASE("NonMaxSuppression", "[index]") {
   SECTION("more selected boxes than the buffer holds fails") {
     KernelCase c("NonMaxSuppression", 11);
     make(c, 3, 0, 6 * 8);
-    require_error(c, ErrorKind::InvalidInput, {"NonMaxSuppression node", "raise the bound"});
+    require_error(c, ErrorKind::InvalidInput, {"NonMaxSuppression node", "raise its bound"});
   }
 }
 

@@ -105,7 +105,7 @@ TEST_CASE("Reshape with a run-time shape sets the output shape and checks the bo
     KernelCase c("ConstantOfShape", 13);  // a run-time shape past the bound
     int64s(c, "shape", {4, 4}, false);
     dynamic_output(c, "y", F32, {-1, -1}, 32);
-    require_error(c, ErrorKind::InvalidInput, {"ConstantOfShape node", "needs 64 bytes but its buffer holds 32", "--bound"});
+    require_error(c, ErrorKind::InvalidInput, {"ConstantOfShape node", "needs 64 bytes but its buffer holds 32", "raise its bound"});
   }
 }
 

@@ -187,6 +187,33 @@ TEST_CASE("plan files with a valid checksum but a broken structure are refused b
   p = c.plan;
   p.alignment = 3;
   refused(p, "alignment");
+  p = c.plan;
+  p.graphs[0].buffers[0].kind = static_cast<BufferKind>(7);  // enums hold any integer on the wire
+  refused(p, "a buffer of unknown kind");
+  p = c.plan;
+  p.graphs[0].buffers[0].node = 1000;
+  refused(p, "names no value or step of its graph");
+}
+
+TEST_CASE("the verifier finds buffers by value and step: every loop slot once, no buffer for a value that needs none",
+          "[planner][verifier]") {
+  Compilation c = compile("loop_scan_outputs");
+  REQUIRE_NOTHROW(verify_plan(c.model, c.plan));
+  MemoryPlan p = c.plan;
+  p.graphs[0].regions[0].carried.pop_back();  // a carried value without slots
+  CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].regions[0].carried[1].slot = 0;  // the counter's slot twice, the condition's never
+  CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].buffers[0].value = 100000;  // a value the graph does not have
+  CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].buffers.push_back(p.graphs[0].buffers[0]);  // a tensor with two buffers
+  CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].num_steps += 1;  // a plan for a graph with another node count
+  CHECK(rejected(c.model, p));
 }
 
 TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner][conformance]") {

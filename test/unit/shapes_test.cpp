@@ -334,6 +334,43 @@ ModelBuilder folded_if_model(int64_t rows) {
 
 }  // namespace
 
+TEST_CASE("a constant If that cannot be inlined is refused and leaves its graph as it was", "[shapes]") {
+  SECTION("a branch returning more values than the If has outputs") {
+    IfModel b("bad_if");
+    b.input("x", elem::kFloat, {2});
+    b.condition_constant(true);
+    b.then_node("Neg", {"x"}, value_info("t_a", elem::kFloat, {2}), "t_neg");
+    b.then_node("Abs", {"x"}, value_info("t_b", elem::kFloat, {2}), "t_abs");
+    b.else_node("Neg", {"x"}, value_info("e_a", elem::kFloat, {2}), "e_neg");
+    b.add_if();
+    add_output(b.graph(), "y", elem::kFloat, {2});
+    Model m = b.import();
+    CHECK_THROWS_WITH(infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)}),
+                      Catch::Contains("If node 'if'") && Catch::Contains("branch returns 2 values"));
+    REQUIRE(m.main->nodes.size() == 1);
+    REQUIRE(m.main->nodes[0] != nullptr);  // the If was moved out before the check once
+    CHECK(m.main->nodes[0]->op_type == "If");
+  }
+  SECTION("a constant condition of no elements") {
+    IfModel b("empty_cond");
+    b.input("x", elem::kFloat, {2});
+    add_initializer(b.graph(), tensor_bool("cond", {0}, {}));
+    b.condition("cond");
+    b.then_node("Neg", {"x"}, value_info("t_a", elem::kFloat, {2}), "t_neg");
+    b.else_node("Abs", {"x"}, value_info("e_a", elem::kFloat, {2}), "e_abs");
+    b.add_if();
+    add_output(b.graph(), "y", elem::kFloat, {2});
+    Model m = b.import();
+    try {
+      infer_shapes(m, {}, {.evaluate = {}, .rewrite = pipeline_rewrites(m)});
+      FAIL("inferred");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidInput);  // not an internal error
+      CHECK_THAT(e.what(), Catch::Contains("its condition 'cond' has 0 elements"));
+    }
+  }
+}
+
 TEST_CASE("an If whose condition folds to a constant is replaced by its branch", "[shapes]") {
   SECTION("then") {
     Model m = folded_if_model(2).import();

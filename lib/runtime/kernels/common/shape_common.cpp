@@ -139,7 +139,7 @@ const Ints* IntsSource::get(const KernelArgs& args, Ints& scratch, const std::st
 void check_fits(uint64_t bytes, const TensorView& out, const std::string& where) {
   if (bytes > out.capacity)
     fail_at(where, "output needs " + std::to_string(bytes) + " bytes but its buffer holds " + std::to_string(out.capacity) +
-                       "; raise the bound with --bound");
+                       "; raise its bound");
 }
 
 void set_shape(TensorView& out, int rank, const int64_t* dims, const std::string& where) {
