@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "util/checked.h"
 
@@ -110,29 +111,33 @@ void type_stacked(Value* out, const Value* elem, std::optional<int64_t> count, b
 void infer_loop(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
   Graph* body = n.subgraph("body");
   if (!body) fail(where(n, file) + ": Loop needs a body");
-  const size_t carried = n.inputs.size() >= 2 ? n.inputs.size() - 2 : 0;
-  if (body->inputs.size() != carried + 2)
+  const ControlFlowPorts ports(n);
+  if (body->inputs.size() != ports.body_inputs())
     fail(where(n, file) + ": body takes " + std::to_string(body->inputs.size()) + " inputs, expected " +
-         std::to_string(carried + 2) + " (iteration number, condition, carried values)");
-  if (body->outputs.size() < carried + 1)
+         std::to_string(ports.body_inputs()) + " (iteration number, condition, carried values)");
+  if (body->outputs.size() < ports.min_body_outputs())
     fail(where(n, file) + ": body returns fewer values than the condition and carried values");
+  if (n.outputs.size() > ports.carried() + ports.scan_outputs(body->outputs.size()))
+    fail(where(n, file) + ": the Loop has " + std::to_string(n.outputs.size()) + " outputs, its body makes " +
+         std::to_string(ports.carried() + ports.scan_outputs(body->outputs.size())));
   type_input(body->inputs[0], scalar(DType::Int64));
   type_input(body->inputs[1], scalar(DType::Bool));
-  for (size_t k = 0; k < carried; ++k) {
-    const Value* init = n.inputs[k + 2];
-    if (!init) fail(where(n, file) + ": carried value " + std::to_string(k) + " has no initial value");
-    type_input(body->inputs[k + 2], init->type);
+  for (size_t k = 2; k < body->inputs.size(); ++k) {
+    const Value* init = n.inputs[static_cast<size_t>(ports.body_input(k).node_port)];
+    if (!init) fail(where(n, file) + ": carried value " + std::to_string(k - 2) + " has no initial value");
+    type_input(body->inputs[k], init->type);
   }
   infer(*body);
-  for (size_t k = 0; k < carried; ++k) {
-    const Value* in = body->inputs[k + 2];
-    const Value* out = body->outputs[k + 1];
+  for (size_t j = 0; j < ports.carried(); ++j) {
+    const int32_t slot = ports.slot_of_carried(j);
+    const Value* in = body->inputs[ports.body_input_of_slot(slot)];
+    const Value* out = body->outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
     if (in->type.is_static() && out->type.is_static() && in->type.static_dims() != out->type.static_dims())
       fail_unsupported(where(n, file) + ": carried value '" + in->name + "' changes shape across iterations (" +
                        in->type.shape_string() + " -> " + out->type.shape_string() + ")");
-    if (n.outputs.size() > k && n.outputs[k]) {
-      n.outputs[k]->type = n.inputs[k + 2]->type;
-      if (n.outputs[k]->type.dtype == DType::Undefined) n.outputs[k]->type.dtype = out->type.dtype;
+    if (n.outputs.size() > j && n.outputs[j]) {
+      n.outputs[j]->type = n.inputs[ports.first_carried_input() + j]->type;
+      if (n.outputs[j]->type.dtype == DType::Undefined) n.outputs[j]->type.dtype = out->type.dtype;
     }
   }
   // With a condition the loop may stop before M iterations: M only bounds the scan outputs.
@@ -147,10 +152,11 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
                                 ((!cond || (cond->constant && cond->constant->int_at(0) != 0)) &&
                                  (body_cond == body->inputs[1] ||
                                   (body_cond->constant && body_cond->constant->int_at(0) != 0)));
-  for (size_t k = carried; k < n.outputs.size(); ++k) {
-    Value* out = n.outputs[k];
-    if (!out || k + 1 >= body->outputs.size()) continue;
-    type_stacked(out, body->outputs[k + 1], trips, cond_always_true, 0,
+  for (size_t i = 0; i < ports.scan_outputs(body->outputs.size()); ++i) {
+    const size_t o = ports.node_output_of_scan(i);
+    Value* out = o < n.outputs.size() ? n.outputs[o] : nullptr;
+    if (!out) continue;
+    type_stacked(out, body->outputs[ports.body_output_of_node_output(o)], trips, cond_always_true, 0,
                  where(n, file) + " scan output '" + out->name + "'");
   }
 }
@@ -161,15 +167,16 @@ void infer_scan(Node& n, const std::string& file, const std::function<void(Graph
   Graph* body = n.subgraph("body");
   if (!body) fail(where(n, file) + ": Scan needs a body");
   const bool batched = n.opset < 9;
-  const size_t first = batched ? 1 : 0;
-  const auto num_scan_inputs = static_cast<size_t>(n.attr_int("num_scan_inputs", 0));
-  if (num_scan_inputs == 0 || num_scan_inputs + first > n.inputs.size())
+  const ControlFlowPorts ports(n);
+  const size_t first = ports.first_carried_input();
+  const int64_t num_scan_inputs = n.attr_int("num_scan_inputs", 0);
+  if (num_scan_inputs <= 0 || static_cast<uint64_t>(num_scan_inputs) + first > n.inputs.size())
     fail(where(n, file) + ": num_scan_inputs must be between 1 and the number of inputs");
   if (batched && n.inputs[0]) fail_unsupported(where(n, file) + ": Scan sequence_lens is not supported");
-  const size_t states = n.inputs.size() - first - num_scan_inputs;
-  if (body->inputs.size() != n.inputs.size() - first)
+  const size_t states = ports.carried();
+  if (body->inputs.size() != ports.body_inputs())
     fail(where(n, file) + ": body takes " + std::to_string(body->inputs.size()) + " inputs, the Scan has " +
-         std::to_string(n.inputs.size() - first));
+         std::to_string(ports.body_inputs()));
   auto in_axes = n.attr_ints("scan_input_axes");
   auto out_axes = n.attr_ints("scan_output_axes");
   std::optional<int64_t> seq_len, batch;
