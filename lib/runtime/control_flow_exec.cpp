@@ -65,6 +65,39 @@ class BodyRun {
   }
   bool bound(size_t body_output) const { return ge_.outputs_bound[body_output] != 0; }
 
+  // Points the bound body outputs of iteration k at their memory: carried values at this
+  // iteration's slot, scan elements where `scan_slice(port, element bytes)` says.
+  template <typename ScanSlice>
+  void bind_outputs(int64_t k, ScanSlice&& scan_slice) {
+    const int cur = static_cast<int>(k % 2);
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      if (!bound(o)) continue;
+      const Port p = ports_.body_output(o);
+      rt::TensorView& out = inner(body_.outputs[o]);
+      if (p.slot >= 0) {
+        bind_to_slot(out, p.slot, cur);
+      } else {
+        const rt::TensorView slice = scan_slice(p, s_.m.capacities[static_cast<size_t>(s_.m.id(body_.outputs[o]))]);
+        out.data = slice.data;
+        out.capacity = slice.capacity;
+      }
+    }
+  }
+
+  // Copies the outputs the body did not write in place (constants, pass-through inputs) to the
+  // same places; a scan element whose node output is omitted (no data) is dropped.
+  template <typename ScanSlice>
+  void copy_outputs(int64_t k, ScanSlice&& scan_slice) {
+    const int cur = static_cast<int>(k % 2);
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      if (bound(o)) continue;
+      const Port p = ports_.body_output(o);
+      const rt::TensorView& src = inner(body_.outputs[o]);
+      rt::TensorView dst = p.slot >= 0 ? slot_view(p.slot, cur, src) : scan_slice(p, src.byte_size());
+      if (dst.data) s_.copy_into(dst, src, n_, p.slot >= 0 ? "carried value" : "scan output");
+    }
+  }
+
   static inline const std::string kBody = "body";
   Session::Impl& s_;
   const NodeExec& ne_;
@@ -130,51 +163,26 @@ class LoopRun : BodyRun {
     }
   }
 
-  // Slice k of scan output i, for an element of `elem` bytes; grows a dynamic one.
-  rt::TensorView scan_slice(size_t i, int64_t k, uint64_t elem, const Value* produced) {
+  // Slice k of scan output i, for an element of `elem` bytes (growing a dynamic one); no data
+  // when the node omits the output.
+  rt::TensorView scan_slice(size_t i, int64_t k, uint64_t elem) {
     const int32_t id = node_output_of_scan(i);
+    if (id < 0) return {};
     const uint64_t need = (static_cast<uint64_t>(k) + 1) * elem;
     grow(id, need);
     const rt::TensorView& whole = s_.view(id);
     if (need > whole.capacity)
-      fail(s_.m.model.path + ": " + n_.describe() + ": scan output '" + produced->name + "' exceeds its bound after " +
-           std::to_string(k + 1) + " iterations; raise the bound of '" + n_.outputs[ports_.node_output_of_scan(i)]->name + "'");
+      fail(s_.m.model.path + ": " + n_.describe() + ": scan output '" + n_.outputs[ports_.node_output_of_scan(i)]->name +
+           "' exceeds its bound after " + std::to_string(k + 1) + " iterations; raise the bound of '" +
+           n_.outputs[ports_.node_output_of_scan(i)]->name + "'");
     return slice0(whole, k, elem);
   }
 
-  // Bound outputs: the condition and carried values into this iteration's slots, scan outputs
-  // into slice k.
   void bind_outputs(int64_t k) {
-    const int cur = static_cast<int>(k % 2);
-    for (size_t o = 0; o < body_.outputs.size(); ++o) {
-      if (!bound(o)) continue;
-      const Port p = ports_.body_output(o);
-      rt::TensorView& out = inner(body_.outputs[o]);
-      if (p.slot >= 0) {
-        bind_to_slot(out, p.slot, cur);
-      } else {
-        const rt::TensorView slice = scan_slice(p.index, k, s_.m.capacities[static_cast<size_t>(s_.m.id(body_.outputs[o]))], body_.outputs[o]);
-        out.data = slice.data;
-        out.capacity = slice.capacity;
-      }
-    }
+    BodyRun::bind_outputs(k, [&](const Port& p, uint64_t elem) { return scan_slice(p.index, k, elem); });
   }
-
-  // Outputs the body did not write in place (constants, pass-through inputs) are copied there.
   void copy_outputs(int64_t k) {
-    const int cur = static_cast<int>(k % 2);
-    for (size_t o = 0; o < body_.outputs.size(); ++o) {
-      if (bound(o)) continue;
-      const Port p = ports_.body_output(o);
-      const rt::TensorView& src = inner(body_.outputs[o]);
-      if (p.slot >= 0) {
-        rt::TensorView dst = slot_view(p.slot, cur, src);
-        s_.copy_into(dst, src, n_, "carried value");
-      } else if (node_output_of_scan(p.index) >= 0) {
-        rt::TensorView dst = scan_slice(p.index, k, src.byte_size(), body_.outputs[o]);
-        s_.copy_into(dst, src, n_, "scan output");
-      }
-    }
+    BodyRun::copy_outputs(k, [&](const Port& p, uint64_t elem) { return scan_slice(p.index, k, elem); });
   }
 
   // Final carried values: the last slot written, or the initial values after zero iterations;
@@ -271,36 +279,17 @@ class ScanRun : BodyRun {
     }
   }
 
-  void bind_outputs(int64_t b, int64_t t) {
-    const int cur = static_cast<int>(t % 2);
-    for (size_t o = 0; o < body_.outputs.size(); ++o) {
-      if (!bound(o)) continue;
-      const Port p = ports_.body_output(o);
-      rt::TensorView& out = inner(body_.outputs[o]);
-      if (p.slot >= 0) {
-        bind_to_slot(out, p.slot, cur);
-      } else {
-        const uint64_t elem = s_.m.capacities[static_cast<size_t>(s_.m.id(body_.outputs[o]))];
-        out.data = item(s_.view(node_output(p.node_port)), b).data + static_cast<uint64_t>(position(*out_dirs_, p.index, t)) * elem;
-        out.capacity = elem;
-      }
-    }
+  // Element t of scan output `p` of batch item b (from the end when its direction is reversed).
+  rt::TensorView scan_slice(const Port& p, int64_t b, int64_t t, uint64_t elem) {
+    const int32_t id = node_output(p.node_port);
+    if (id < 0) return {};
+    return slice0(item(s_.view(id), b), position(*out_dirs_, p.index, t), elem);
   }
-
+  void bind_outputs(int64_t b, int64_t t) {
+    BodyRun::bind_outputs(t, [&](const Port& p, uint64_t elem) { return scan_slice(p, b, t, elem); });
+  }
   void copy_outputs(int64_t b, int64_t t) {
-    const int cur = static_cast<int>(t % 2);
-    for (size_t o = 0; o < body_.outputs.size(); ++o) {
-      if (bound(o)) continue;
-      const Port p = ports_.body_output(o);
-      const rt::TensorView& src = inner(body_.outputs[o]);
-      if (p.slot >= 0) {
-        rt::TensorView dst = slot_view(p.slot, cur, src);
-        s_.copy_into(dst, src, n_, "state value");
-      } else if (node_output(p.node_port) >= 0) {
-        rt::TensorView dst = slice0(item(s_.view(node_output(p.node_port)), b), position(*out_dirs_, p.index, t), src.byte_size());
-        s_.copy_into(dst, src, n_, "scan output");
-      }
-    }
+    BodyRun::copy_outputs(t, [&](const Port& p, uint64_t elem) { return scan_slice(p, b, t, elem); });
   }
 
   // The final states of batch item b: the last slot written, or the initial values after no step.
