@@ -184,6 +184,17 @@ class Verifier {
       add(b, b.node, b.node);
     }
     check_disjoint(uses, where);
+    // Every control-flow node has one region (the executor finds its frames and slots there).
+    std::vector<int> regions(g.nodes.size(), 0);
+    for (const Region& r : gp.regions) {
+      if (r.step < 0 || static_cast<size_t>(r.step) >= g.nodes.size())
+        reject(where + ": region of '" + r.node + "' is at step " + std::to_string(r.step) + ", past the graph's nodes");
+      ++regions[static_cast<size_t>(r.step)];
+    }
+    for (size_t t = 0; t < g.nodes.size(); ++t)
+      if (regions[t] != (g.nodes[t]->is_control_flow() ? 1 : 0))
+        reject(where + ": " + g.nodes[t]->describe() + " at step " + std::to_string(t) + " has " +
+               std::to_string(regions[t]) + " regions in the plan");
     for (const Region& r : gp.regions) verify_region(g, gp, r);
   }
 
@@ -197,20 +208,29 @@ class Verifier {
     if (r.step != rb.node) reject(g.path() + ": region of '" + r.node + "' is not at its buffer's step");
     const Node& n = *g.nodes[static_cast<size_t>(r.step)];
     const uint64_t region_at = gp.base_offset + rb.offset;
-    for (int32_t s : r.subgraphs) {
-      if (s <= 0 || static_cast<size_t>(s) >= plan_.graphs.size() || graphs_[static_cast<size_t>(s)]->owner != &n)
+    if (r.subgraphs.size() != n.subgraphs.size())
+      reject(g.path() + ": region of '" + r.node + "' holds " + std::to_string(r.subgraphs.size()) + " graphs, " +
+             n.describe() + " has " + std::to_string(n.subgraphs.size()));
+    for (size_t k = 0; k < r.subgraphs.size(); ++k) {
+      const int32_t s = r.subgraphs[k];
+      if (s <= 0 || static_cast<size_t>(s) >= plan_.graphs.size() ||
+          graphs_[static_cast<size_t>(s)] != n.subgraphs[k].get())
         reject(g.path() + ": region of '" + r.node + "' names a graph that is not its node's");
       const GraphPlan& sp = plan_.graphs[static_cast<size_t>(s)];
       if (sp.base_offset != region_at) reject(sp.path + ": frame does not start at its region");
       if (sp.frame_bytes > rb.size) reject(sp.path + ": frame is larger than its region");
     }
-    if (r.carried.empty()) return;
-    if (r.subgraphs.size() != 1) reject(g.path() + ": loop region of '" + r.node + "' must hold one body");
-    verify_loop_slots(rb, r, *graphs_[static_cast<size_t>(r.subgraphs[0])], region_at);
+    if (n.op_type != "Loop" && n.op_type != "Scan") {
+      if (!r.carried.empty()) reject(g.path() + ": region of '" + r.node + "' has loop slots, but its node is no loop");
+      return;
+    }
+    for (size_t k = 0; k < n.subgraphs.size(); ++k)
+      if (n.subgraphs[k]->owner_attribute == "body")
+        verify_loop_slots(rb, r, plan_.graphs[static_cast<size_t>(r.subgraphs[k])], *n.subgraphs[k], region_at);
   }
 
-  void verify_loop_slots(const PlannedBuffer& rb, const Region& r, const Graph& body, uint64_t region_at) {
-    const GraphPlan& body_plan = plan_.graphs[static_cast<size_t>(r.subgraphs[0])];
+  void verify_loop_slots(const PlannedBuffer& rb, const Region& r, const GraphPlan& body_plan, const Graph& body,
+                         uint64_t region_at) {
     const ControlFlowPorts ports(*body.owner);
     const auto last = last_reads(body);
     const auto step = steps_of(body);

@@ -187,3 +187,23 @@ TEST_CASE("an If output that nothing reads still has memory for the branch to wr
   add_output(b.graph(), "y", elem::kFloat, {2});
   CHECK(run(b, "y") == std::vector<float>{-1, -2});
 }
+
+TEST_CASE("a Loop with more outputs than its body makes is refused, naming the node", "[ports][shapes]") {
+  ModelBuilder b("loop_extra", 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {2});
+  add_initializer(g, tensor_i64("M", {}, {3}));
+  onnx::GraphProto body = loop_body_skeleton("body");
+  add_input(body, "acc", elem::kFloat, {2});
+  add_node(body, "Add", {"acc", "acc"}, {"acc_out"}, "double");
+  add_output(body, "acc_out", elem::kFloat, {2});
+  attr_graph(add_node(g, "Loop", {"M", "", "x"}, {"acc_final", "extra"}, "loop"), "body", body);
+  add_output(g, "acc_final", elem::kFloat, {2});
+  add_output_unranked(g, "extra", elem::kFloat);
+  TempDir dir("ports");
+  const std::string path = dir / "model.onnx";
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  CHECK_THROWS_WITH(CompiledModel::compile(path, {}),
+                    Catch::Contains(path) && Catch::Contains("Loop node 'loop'") &&
+                        Catch::Contains("the Loop has 2 outputs, its body makes 1"));
+}

@@ -214,6 +214,15 @@ TEST_CASE("the verifier finds buffers by value and step: every loop slot once, n
   p = c.plan;
   p.graphs[0].num_steps += 1;  // a plan for a graph with another node count
   CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].regions[0].carried.clear();  // a loop whose slots the executor would look for in vain
+  CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].regions.clear();  // a loop with no region at all
+  CHECK(rejected(c.model, p));
+  p = c.plan;
+  p.graphs[0].regions[0].subgraphs.clear();  // a region that holds no body
+  CHECK(rejected(c.model, p));
 }
 
 TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner][conformance]") {
