@@ -172,7 +172,9 @@ class Verifier {
       add(b, first, end);
     }
     if (!buffers.empty()) reject(where + ": '" + buffers.begin()->second->label() + "' has a buffer but needs none");
-    // A scratchpad or region lives at its node's step only.
+    // A scratchpad or region lives at its node's step only; a node has one scratchpad at most (the
+    // runtime gives the kernel the one it finds).
+    std::vector<int> scratchpads(g.nodes.size(), 0);
     for (const PlannedBuffer& b : gp.buffers) {
       if (b.kind == BufferKind::Tensor) continue;
       if (b.node < 0 || static_cast<size_t>(b.node) >= g.nodes.size() || b.first != b.node || b.last != b.node)
@@ -181,6 +183,8 @@ class Verifier {
       if (b.kind == BufferKind::Region && !n.is_control_flow())
         reject(where + ": region '" + b.label() + "' is at step " + std::to_string(b.node) + ", where " + n.describe() +
                " has no subgraphs");
+      if (b.kind == BufferKind::Scratchpad && ++scratchpads[static_cast<size_t>(b.node)] > 1)
+        reject(where + ": " + n.describe() + " has two scratchpads in the plan");
       add(b, b.node, b.node);
     }
     check_disjoint(uses, where);

@@ -223,6 +223,14 @@ TEST_CASE("the verifier finds buffers by value and step: every loop slot once, n
   p = c.plan;
   p.graphs[0].regions[0].subgraphs.clear();  // a region that holds no body
   CHECK(rejected(c.model, p));
+  p = c.plan;
+  PlannedBuffer second_scratchpad;
+  second_scratchpad.kind = BufferKind::Scratchpad;
+  second_scratchpad.node = second_scratchpad.first = second_scratchpad.last = 0;
+  second_scratchpad.name = "x";
+  p.graphs[0].buffers.push_back(second_scratchpad);
+  p.graphs[0].buffers.push_back(second_scratchpad);  // the runtime would bind the last, the smaller
+  CHECK_THROWS_WITH(verify_plan(c.model, p), Catch::Contains("has two scratchpads"));
 }
 
 TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner][conformance]") {
