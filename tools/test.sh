@@ -47,6 +47,8 @@ CXX=$asan_cxx CC=$(command -v clang || command -v cc) "$here/tools/build.sh" "$h
 # finding: its input is kept under build-asan/fuzz/<target>/ and the run fails.
 if [ -x "$here/build-asan/test/fuzz/fuzz_onnx" ]; then
   fuzz_seconds=${MEMPLAN_FUZZ_SECONDS:-30}
+  # The targets write each input to a scratch file: in memory (/dev/shm) where there is one.
+  fuzz_tmp=$(mktemp -d -p /dev/shm memplan-fuzz.XXXXXX 2>/dev/null || mktemp -d)
   fuzz_pids=()
   for target in fuzz_onnx fuzz_npy fuzz_plan; do
     work="$here/build-asan/fuzz/$target"
@@ -55,7 +57,7 @@ if [ -x "$here/build-asan/test/fuzz/fuzz_onnx" ]; then
     cp "$here/test/fuzz/corpus/$target/"* "$work/corpus/"
     dict=()
     [ -f "$here/test/fuzz/$target.dict" ] && dict=(-dict="$here/test/fuzz/$target.dict")
-    (cd "$work" && ASAN_OPTIONS=allocator_may_return_null=1 MEMPLAN_FUZZ_TMP="$work" \
+    (cd "$work" && ASAN_OPTIONS=allocator_may_return_null=1 MEMPLAN_FUZZ_TMP="$fuzz_tmp" \
       "$here/build-asan/test/fuzz/$target" -max_total_time="$fuzz_seconds" -timeout=20 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$work/findings/" "${dict[@]}" corpus >"$work/log" 2>&1) &
     fuzz_pids+=("$!")
@@ -72,6 +74,7 @@ if [ -x "$here/build-asan/test/fuzz/fuzz_onnx" ]; then
     fi
     i=$((i + 1))
   done
+  rm -rf "$fuzz_tmp"
 else
   echo "test.sh: no clang: the fuzz targets are not built (tools/setup.sh installs clang)"
 fi
