@@ -9,6 +9,10 @@ function(memplan_target_options target)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
   endif()
+  if(MEMPLAN_FUZZ)
+    # Coverage for libFuzzer; the ASan runtime every executable links provides the callbacks.
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
 endfunction()
 
 if(MEMPLAN_SANITIZE)

@@ -6,6 +6,11 @@ find_package(dnnl CONFIG REQUIRED)   # target DNNL::dnnl (oneDNN 2.x)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(Threads REQUIRED)
+# Debian's oneDNN runs on GNU libgomp. With clang (the sanitizer and fuzz build), link that same
+# runtime rather than LLVM's libomp, so the process has one OpenMP runtime and --threads reaches it.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang" AND NOT DEFINED OpenMP_CXX_FLAGS)
+  set(OpenMP_CXX_FLAGS "-fopenmp=libgomp" CACHE STRING "OpenMP flags (GNU libgomp, as oneDNN uses)")
+endif()
 find_package(OpenMP REQUIRED)  # oneDNN's threading; --threads sets it
 if(MEMPLAN_BUILD_TESTS)
   find_package(Catch2 2 CONFIG REQUIRED)

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libspdlog-dev catch2
   python3-onnx python3-numpy
   python3-dev pybind11-dev python3-pybind11
+  clang libclang-rt-14-dev
 )
 
 missing=()

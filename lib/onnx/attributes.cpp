@@ -20,8 +20,10 @@ Tensor scalar_tensor(DType dtype, T value) {
   return t;
 }
 
+}  // namespace
+
 // Old exporters leave `type` unset; the field that is filled tells the kind.
-AP::AttributeType kind_of(const AP& p) {
+onnx::AttributeProto_AttributeType attribute_type(const AP& p) {
   if (p.type() != AP::UNDEFINED) return p.type();
   if (p.has_f()) return AP::FLOAT;
   if (p.has_i()) return AP::INT;
@@ -34,12 +36,11 @@ AP::AttributeType kind_of(const AP& p) {
   if (p.graphs_size()) return AP::GRAPHS;
   return AP::UNDEFINED;
 }
-}  // namespace
 
 Attribute attribute_from_proto(const AP& p, const std::filesystem::path& model_dir, const std::string& what) {
   Attribute a;
   a.name = p.name();
-  switch (kind_of(p)) {
+  switch (attribute_type(p)) {
     case AP::FLOAT: a.kind = Attribute::Kind::Float; a.f = p.f(); break;
     case AP::INT: a.kind = Attribute::Kind::Int; a.i = p.i(); break;
     case AP::STRING: a.kind = Attribute::Kind::String; a.s = p.s(); break;

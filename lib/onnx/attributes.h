@@ -5,12 +5,12 @@
 
 #include "ir/graph.h"
 
-namespace onnx {
-class AttributeProto;
-class NodeProto;
-}
+#include "onnx/onnx_pb.h"
 
 namespace memplan {
+
+// The attribute's type; when `type` is unset (old exporters), the field that is filled tells it.
+onnx::AttributeProto_AttributeType attribute_type(const onnx::AttributeProto& proto);
 
 // Converts every kind but GRAPH/GRAPHS, which the caller imports; `what` names the node.
 Attribute attribute_from_proto(const onnx::AttributeProto& proto, const std::filesystem::path& model_dir,

@@ -15,6 +15,7 @@
 #include "memplan/error.h"
 #include "onnx/attributes.h"
 #include "onnx/onnx_pb.h"
+#include "onnx/structure_checks.h"
 #include "onnx/tensor_proto.h"
 #include "util/checked.h"
 #include "util/sha256.h"
@@ -47,6 +48,12 @@ class Importer {
     std::map<std::string, const onnx::TensorProto*> initializer_protos;
     for (const auto& t : gp.initializer()) initializer_protos[t.name()] = &t;
 
+    // Every name this graph defines, once (SSA), checked before the IR is built.
+    SsaScope ssa(where(g));
+    for (const auto& vi : gp.input())
+      if (!initializer_protos.count(vi.name())) ssa.define(vi.name(), "graph input");
+    for (const auto& t : gp.initializer()) ssa.define(t.name(), "initializer");
+
     for (const auto& vi : gp.input()) {
       // IR < 4 lists initializers among the inputs too: those are constants, not inputs.
       if (initializer_protos.count(vi.name())) continue;
@@ -70,7 +77,11 @@ class Importer {
     for (int i = 0; i < gp.node_size(); ++i) {
       const auto& np = gp.node(i);
       if (np.op_type() == "Constant" && canonical_domain(np.domain()).empty()) {
-        if (np.output_size() != 1) fail(where(g) + ": Constant node '" + np.name() + "' must have one output");
+        const std::string what = where(g) + ": Constant node '" + np.name() + "'";
+        if (np.output_size() != 1) fail(what + " must have one output");
+        if (auto opset = opsets_.find(""); opset != opsets_.end())
+          check_node_attributes(np, "", opset->second, what);
+        ssa.define(np.output(0), "output of Constant node '" + np.name() + "'");
         Value* v = g.add_value(np.output(0));
         auto tensor = std::make_shared<Tensor>(constant_value(np, g));
         v->type = type_of(*tensor);
@@ -91,7 +102,11 @@ class Importer {
         fail(where(g) + ": " + node->describe() + " uses domain '" + np.domain() +
              "', which the model does not import (opset_import)");
       node->opset = opset->second;
-      for (const auto& out : np.output()) node->outputs.push_back(out.empty() ? nullptr : g.add_value(out));
+      check_node_attributes(np, node->domain, node->opset, where(g) + ": " + node->describe());
+      for (const auto& out : np.output()) {
+        if (!out.empty()) ssa.define(out, "output of " + node->describe());
+        node->outputs.push_back(out.empty() ? nullptr : g.add_value(out));
+      }
       g.nodes.push_back(std::move(node));
     }
     for (size_t i = 0; i < kept.size(); ++i) {

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "memplan/error.h"
 #include "report/plan_report.h"
@@ -50,6 +51,15 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   if (!arena)
     fail(m.model.path + ": cannot allocate the arena of " + std::to_string(alloc) + " bytes; the peak is at " +
          plan_peak_summary(m.plan));
+  // A constructor that throws runs no destructor: if what follows refuses the model (a rank above
+  // kMaxRank), the arena is freed on the way out.
+  struct FreeOnThrow {
+    std::byte*& arena;
+    bool constructed = false;
+    ~FreeOnThrow() {
+      if (!constructed) std::free(std::exchange(arena, nullptr));
+    }
+  } guard{arena};
   views.resize(m.values.size());
   for (size_t i = 0; i < m.values.size(); ++i) {
     const Value* v = m.values[i];
@@ -84,6 +94,7 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
     checksums.assign(m.values.size(), 0);
     written.assign(m.values.size(), 0);
   }
+  guard.constructed = true;
 }
 
 Session::Impl::~Impl() {

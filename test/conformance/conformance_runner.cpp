@@ -174,7 +174,7 @@ Outcome run_test(const fs::path& dir, const Tolerance& tol, std::string& why) {
       for (size_t i = 0; i < inputs.size(); ++i) {
         auto [name, t] = read_tensor(inputs[i]);
         if (name.empty() && i < declared.size()) name = declared[i].name;
-        auto decl = std::find_if(declared.begin(), declared.end(), [&](const TensorInfo& d) { return d.name == name; });
+        auto decl = std::find_if(declared.begin(), declared.end(), [&wanted = name](const TensorInfo& d) { return d.name == wanted; });
         if (decl != declared.end()) {
           // bfloat16 data is written as uint16 bit patterns (see compare()).
           if (decl->dtype == static_cast<int32_t>(DType::BFloat16) && t.dtype == DType::Uint16) t.dtype = DType::BFloat16;

@@ -82,3 +82,26 @@ TEST_CASE("hostile nodes: LayerNormalization with three outputs and an absurd ax
   add_output_unranked(g, "inv_std", elem::kFloat);
   refused(b, {"LayerNormalization node 'ln'", "axis 1000000 is out of range", "rank 2"});
 }
+
+// Found by fuzz_onnx: ConstantOfShape of a run-time shape with 91 elements makes a dynamic tensor
+// of rank 91. A Session refuses ranks above the runtime's limit, but it threw after allocating the
+// arena, and the arena leaked (LeakSanitizer in the sanitizer build reports it at exit).
+TEST_CASE("hostile nodes: a Session refusing a tensor of too high a rank frees its arena", "[hostile]") {
+  ModelBuilder b("hostile", 13);
+  auto& g = b.graph();
+  add_input(g, "shape", elem::kInt64, {91});
+  add_node(g, "ConstantOfShape", {"shape"}, {"y"}, "fill");
+  add_output_unranked(g, "y", elem::kFloat);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("memplan_hostile_rank_" + std::to_string(getpid()) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  auto model = CompiledModel::compile(path, {});
+  std::filesystem::remove(path);
+  try {
+    Session session(model);
+    FAIL("a session was made");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("tensor 'y' has rank 91"));
+  }
+}

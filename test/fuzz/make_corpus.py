@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""(Re)make the fuzz targets' seed corpora under test/fuzz/corpus/<target>/.
+
+    /usr/bin/python3 test/fuzz/make_corpus.py --cli build/tools/memplan --conformance build/conformance
+
+Seeds (kept small, < 2 MB in all):
+  fuzz_onnx  the small models in models/ and models/bad (not example/ or deep_if_1000: large
+             seeds slow every input down), a few ONNX node tests (tools/gen_conformance.sh), and
+             hand-made hostile models (the shapes of issue 14's findings).
+  fuzz_npy   the .npy inputs of models/ plus every dtype, 0-d, empty, header versions 2.0 and 3.0.
+  fuzz_plan  plans `memplan compile -o` makes for the small models fuzz_plan verifies against,
+             whole (magic, length, payload, checksum) and as bare payloads (the harness adds the
+             header and the checksum to any input that does not start with the magic).
+Needs Debian's python3-onnx and python3-numpy only. Deterministic: a rerun writes the same bytes.
+"""
+
+import argparse
+import io
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CORPUS = os.path.join(HERE, "corpus")
+
+SMALL_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
+                "if_different_shapes", "loop_data_dependent_exit", "loop_data_dependent_scan"]
+BAD_MODELS = ["cycle.onnx", "dangling_input.onnx", "negative_dim.onnx", "opset18.onnx", "overflow_dims.onnx",
+              "random_bytes.onnx", "shadow_node_output.onnx", "symbolic_dim.onnx", "truncated.onnx",
+              "unknown_domain.onnx", "external_outside/model.onnx"]
+NODE_TESTS = ["test_conv_with_strides_padding", "test_convinteger_with_padding", "test_convtranspose",
+              "test_layer_normalization_4d_axis1", "test_scan9_sum", "test_loop11", "test_if", "test_gather_0",
+              "test_reshape_reordered_all_dims", "test_slice", "test_resize_upsample_scales_nearest",
+              "test_maxpool_2d_pads", "test_averagepool_2d_same_upper", "test_batchnorm_example",
+              "test_gemm_default_matrix_bias", "test_matmul_2d", "test_softmax_axis_1", "test_transpose_default",
+              "test_concat_2d_axis_0", "test_split_equal_parts_1d", "test_expand_dim_changed",
+              "test_range_float_type_positive_delta_expanded", "test_nonzero_example", "test_compress_0",
+              "test_constantofshape_int_zeros", "test_where_example", "test_reduce_sum_keepdims_example",
+              "test_cast_FLOAT_to_FLOAT16", "test_tile", "test_einsum_batch_matmul", "test_lrn",
+              "test_instancenorm_example", "test_argmax_default_axis_example", "test_squeeze",
+              "test_unsqueeze_axis_0", "test_scan_sum"]
+# Models fuzz_plan verifies plans against (test/fuzz/fuzz_plan.cpp lists the same).
+PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels"]
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model_bytes(graph, opset=17):
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="fuzz-seed")
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def hostile_models():
+    """Small models in the shapes of issue 14's findings, so the fuzzer starts next to them."""
+    out = {}
+    # Finding 1: a Scan whose scan output nothing reads.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"], name="add"),
+         helper.make_node("Identity", ["s_out"], ["y_t"], name="emit")],
+        "body", [vi("s_in", TensorProto.FLOAT, [3]), vi("x_t", TensorProto.FLOAT, [3])],
+        [vi("s_out", TensorProto.FLOAT, [3]), vi("y_t", TensorProto.FLOAT, [3])])
+    out["scan_unread_scan_output.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", num_scan_inputs=1, body=body)],
+        "scan_unread", [vi("s0", TensorProto.FLOAT, [3]), vi("xs", TensorProto.FLOAT, [4, 3])],
+        [vi("s", TensorProto.FLOAT, [3])]))
+    # Finding 2: two nodes of the same name.
+    out["same_node_names.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="n"), helper.make_node("Relu", ["a"], ["b"], name="n")],
+        "same_names", [vi("x", TensorProto.FLOAT, [2, 3])], [vi("b", TensorProto.FLOAT, [2, 3])]))
+    # Findings 3-5: Conv weight rank, ConvTranspose rank-2 weight, LayerNormalization axis.
+    w = helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 3, 3], [1.0] * 9)
+    out["conv_3x3.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])],
+        "conv", [vi("x", TensorProto.FLOAT, [1, 1, 8, 8])], [vi("y", TensorProto.FLOAT, None)], [w]))
+    out["convtranspose_3x3.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="convt", strides=[2, 2])],
+        "convt", [vi("x", TensorProto.FLOAT, [1, 1, 4, 4])], [vi("y", TensorProto.FLOAT, None)], [w]))
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [3], [1.0, 1.0, 1.0])
+    out["layernorm_three_outputs.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv_std"], name="ln", axis=-1)],
+        "ln", [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, None)], [scale]))
+    return out
+
+
+def npy_bytes(a, version=None):
+    buf = io.BytesIO()
+    if version is None:
+        np.save(buf, a, allow_pickle=False)
+    else:
+        np.lib.format.write_array(buf, a, version=version, allow_pickle=False)
+    return buf.getvalue()
+
+
+def npy_seeds():
+    out = {}
+    rng = np.random.default_rng(14)
+    for code in ["f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]:
+        out[f"{code}_2x3.npy"] = npy_bytes((rng.standard_normal((2, 3)) * 10).astype("<" + code))
+    out["b1_4.npy"] = npy_bytes(np.array([True, False, True, True]))
+    out["f4_scalar.npy"] = npy_bytes(np.float32(1.5))
+    out["f4_empty.npy"] = npy_bytes(np.zeros((0, 3), np.float32))
+    out["f4_v2.npy"] = npy_bytes(np.ones((2, 2), np.float32), version=(2, 0))
+    out["f4_v3.npy"] = npy_bytes(np.ones((3,), np.float32), version=(3, 0))
+    out["f4_fortran.npy"] = npy_bytes(np.asfortranarray(np.ones((2, 3), np.float32)))
+    out["f4_bigendian.npy"] = npy_bytes(np.ones((2,), ">f4"))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True, help="the memplan CLI (build/tools/memplan)")
+    ap.add_argument("--conformance", required=True, help="tools/gen_conformance.sh's output folder")
+    args = ap.parse_args()
+    shutil.rmtree(CORPUS, ignore_errors=True)
+
+    for name in SMALL_MODELS:
+        write("fuzz_onnx", f"{name}.onnx", read(os.path.join(ROOT, "models", name, "model.onnx")))
+    for name in BAD_MODELS:
+        write("fuzz_onnx", "bad_" + name.replace("/", "_"), read(os.path.join(ROOT, "models", "bad", name)))
+    for name in NODE_TESTS:
+        write("fuzz_onnx", f"{name}.onnx", read(os.path.join(args.conformance, "node", name, "model.onnx")))
+    for name, data in hostile_models().items():
+        write("fuzz_onnx", "hostile_" + name, data)
+
+    for name in ["tiny_mlp", "scan_sum", "loop_data_dependent_exit", "nested_if_loop_if"]:
+        d = os.path.join(ROOT, "models", name, "test_data_set_0", "inputs")
+        for f in sorted(os.listdir(d)):
+            write("fuzz_npy", f"{name}_{f}", read(os.path.join(d, f)))
+    for name, data in npy_seeds().items():
+        write("fuzz_npy", name, data)
+
+    tmp = os.path.join(CORPUS, "tmp.mplan")
+    for name in PLAN_MODELS:
+        subprocess.run([args.cli, "compile", os.path.join(ROOT, "models", name, "model.onnx"), "-o", tmp],
+                       check=True, stdout=subprocess.DEVNULL)
+        whole = read(tmp)
+        os.remove(tmp)
+        write("fuzz_plan", f"{name}.mplan", whole)
+        n = int.from_bytes(whole[8:16], "little")
+        write("fuzz_plan", f"{name}.payload", whole[16:16 + n])
+
+    total = 0
+    for target in sorted(os.listdir(CORPUS)):
+        files = os.listdir(os.path.join(CORPUS, target))
+        size = sum(os.path.getsize(os.path.join(CORPUS, target, f)) for f in files)
+        total += size
+        print(f"{target}: {len(files)} seeds, {size} bytes")
+    print(f"total {total} bytes")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
