@@ -15,9 +15,8 @@
 
 #include "fuzz_support.h"
 #include "memplan/memplan.h"
-#include "plan/compile.h"
+#include "pipeline/compile_pipeline.h"
 #include "plan/plan_file.h"
-#include "plan/verifier.h"
 #include "report/plan_report.h"
 #include "report/plan_svg.h"
 #include "util/sha256.h"
@@ -83,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string file = wrap(data, size);
     memplan::fuzz::write_file(path, reinterpret_cast<const uint8_t*>(file.data()), file.size());
   }
-  planfile::Plan plan;
+  MemoryPlan plan;
   bool ok = false;
   memplan::fuzz::expect_only_errors("read", [&] {
     plan = read_plan_file(path);
@@ -97,15 +96,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)plan_svg(plan);
   });
   for (const auto& known : models()) {
-    if (known.first != plan.model_sha256()) continue;
+    if (known.first != plan.model_sha256) continue;
     const std::string& model_path = known.second;
     bool verified = false;
     memplan::fuzz::expect_only_errors("verify", [&] {
-      Model model = load_model_for_plan(model_path, plan);
-      verify_plan(model, plan);
+      (void)load_compilation(model_path, plan, path);  // what `memplan verify` does, the verifier included
       verified = true;
     });
-    if (verified && plan.arena_bytes() <= kMaxRunArena)
+    if (verified && plan.arena_bytes <= kMaxRunArena)
       memplan::fuzz::expect_only_errors("run", [&] { run_on_zeros(model_path, path); });
   }
   return 0;
