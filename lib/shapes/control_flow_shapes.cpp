@@ -40,6 +40,8 @@ void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)
   Graph* then_g = n.subgraph("then_branch");
   Graph* else_g = n.subgraph("else_branch");
   if (!then_g || !else_g) fail(where(n, file) + ": If needs then_branch and else_branch");
+  if (n.inputs.size() != 1 || !n.inputs[0])
+    fail(where(n, file) + ": If takes one input, its condition; it has " + std::to_string(n.inputs.size()));
   infer(*then_g);
   infer(*else_g);
   if (then_g->outputs.size() != n.outputs.size() || else_g->outputs.size() != n.outputs.size())

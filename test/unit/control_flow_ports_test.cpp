@@ -207,3 +207,20 @@ TEST_CASE("a Loop with more outputs than its body makes is refused, naming the n
                     Catch::Contains(path) && Catch::Contains("Loop node 'loop'") &&
                         Catch::Contains("the Loop has 2 outputs, its body makes 1"));
 }
+
+TEST_CASE("an If with no condition is refused, naming the node (found by fuzzing: the run read input 0)",
+          "[ports][shapes]") {
+  IfModel b("if_no_cond", 13);
+  b.input("x", elem::kFloat, {2});
+  b.then_node("Neg", {"x"}, value_info("t_y", elem::kFloat, {2}), "t_neg");
+  b.else_node("Abs", {"x"}, value_info("e_y", elem::kFloat, {2}), "e_abs");
+  b.condition("");
+  onnx::NodeProto* if_node = b.add_if();
+  if_node->clear_input();  // no condition at all
+  add_output(b.graph(), "y", elem::kFloat, {2});
+  TempDir dir("ports");
+  const std::string path = dir / "model.onnx";
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  CHECK_THROWS_WITH(CompiledModel::compile(path, {}),
+                    Catch::Contains(path) && Catch::Contains("If node 'if'") && Catch::Contains("takes one input"));
+}
