@@ -263,7 +263,8 @@ MemoryPlan read_plan_file(const std::string& path) {
   if (!plan.ParseFromString(payload)) fail(path + ": plan file is corrupt (cannot parse)");
   if (plan.format_version() != kPlanFormatVersion)
     fail_unsupported(path + ": plan format version " + std::to_string(plan.format_version()) +
-                     " is not supported (this memplan reads version " + std::to_string(kPlanFormatVersion) + ")");
+                     " is not supported (this memplan reads version " + std::to_string(kPlanFormatVersion) +
+                     "); compile the model again");
   // Enum fields hold any integer on the wire: a kind this reader does not know is refused.
   for (const auto& g : plan.graphs()) {
     for (const auto& b : g.buffers())

@@ -221,10 +221,7 @@ class ScanRun : BodyRun {
   ScanRun(Session::Impl& s, const NodeExec& ne) : BodyRun(s, ne), batched_(n_.opset < 9) {
     in_dirs_ = &ints(batched_ ? kDirs : kInDirs);
     out_dirs_ = batched_ ? &kNone : &ints(kOutDirs);
-    for (int64_t a : ints(kInAxes))
-      if (a != 0) fail_unsupported(s_.m.model.path + ": " + n_.describe() + ": scan_input_axes other than 0 cannot run yet");
-    for (int64_t a : ints(kOutAxes))
-      if (a != 0) fail_unsupported(s_.m.model.path + ": " + n_.describe() + ": scan_output_axes other than 0 cannot run yet");
+    // Scan axes other than 0 are refused at kernel selection.
     const rt::TensorView& lead = scan_input(0);
     batch_ = batched_ ? lead.dims[0] : 1;
     steps_ = lead.dims[batched_ ? 1 : 0];
@@ -246,8 +243,7 @@ class ScanRun : BodyRun {
   // References, not copies: run() must not allocate.
   static inline const std::vector<int64_t> kNone;
   static inline const std::string kDirs = "directions", kInDirs = "scan_input_directions",
-                                  kOutDirs = "scan_output_directions", kInAxes = "scan_input_axes",
-                                  kOutAxes = "scan_output_axes";
+                                  kOutDirs = "scan_output_directions";
   const std::vector<int64_t>& ints(const std::string& name) const {
     const Attribute* a = n_.attr(name);
     return a ? a->ints : kNone;

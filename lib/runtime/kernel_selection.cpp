@@ -71,6 +71,13 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
     for (const auto& n : g.nodes) {
       if (n->domain.empty() && (n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan")) {
         release.after(*n, nullptr);  // its subgraphs read what it passes them
+        // The executor scans axis 0 only: say so when the model is compiled, not at its first run.
+        for (const char* axes : {"scan_input_axes", "scan_output_axes"})
+          for (int64_t a : n->attr_ints(axes))
+            if (a != 0 && n->op_type == "Scan") {
+              sel.unsupported.push_back(n->describe() + ": " + axes + " other than 0 cannot run yet");
+              break;
+            }
         continue;
       }
       rt::KernelFactory factory = registry.find(n->op_type, n->domain);

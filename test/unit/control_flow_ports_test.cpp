@@ -8,6 +8,7 @@
 
 #include "ir/control_flow_ports.h"
 #include "memplan/memplan.h"
+#include "pipeline/compile_pipeline.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
 
@@ -46,13 +47,59 @@ std::vector<float> floats(const TensorRef& r) {
   return {p, p + r.bytes / 4};
 }
 
+// Writes `b` to a file of `dir` and returns its path.
+std::string write_model(const ModelBuilder& b, const TempDir& dir) {
+  const std::string path = dir / "model.onnx";
+  std::ofstream(path, std::ios::binary) << b.bytes();
+  return path;
+}
+
+// True when, once the pipeline has prepared `b`, node `node` of the main graph has no output `k`
+// (it was unread and is dropped): what these tests need the model to exercise.
+bool output_dropped(const ModelBuilder& b, const std::string& node, size_t k) {
+  TempDir dir("ports");
+  const Model m = prepare_model(write_model(b, dir), {});
+  const Node* n = find_node(*m.main, node);
+  return n && k < n->outputs.size() && n->outputs[k] == nullptr;
+}
+
+// Compiling `b` fails; returns the message.
+std::string compile_error(const ModelBuilder& b, std::string& path) {
+  static TempDir dir("ports_refused");
+  path = write_model(b, dir);
+  try {
+    CompiledModel::compile(path, {});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "compiled";
+}
+
+// A Loop of three trips of acc += acc over x, returning `loop_outputs`; with `trace`, the body
+// also returns -acc as a scan output.
+ModelBuilder doubling_loop(const std::string& name, std::vector<std::string> loop_outputs, bool trace) {
+  ModelBuilder b(name, 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {2});
+  add_initializer(g, tensor_i64("M", {}, {3}));
+  onnx::GraphProto body = loop_body_skeleton("body");
+  add_input(body, "acc", elem::kFloat, {2});
+  add_node(body, "Add", {"acc", "acc"}, {"acc_out"}, "double");
+  add_output(body, "acc_out", elem::kFloat, {2});
+  if (trace) {
+    add_node(body, "Neg", {"acc"}, {"trace_elem"}, "neg");
+    add_output(body, "trace_elem", elem::kFloat, {2});
+  }
+  attr_graph(add_node(g, "Loop", {"M", "", "x"}, std::move(loop_outputs), "loop"), "body", body);
+  add_output(g, "acc_final", elem::kFloat, {2});
+  return b;
+}
+
 // Runs `b` in guard mode with x = [1, 2], xs = [[1, 2], [3, 4], [5, 6]] and p = 1 (whichever it
 // has), returning output `name`.
 std::vector<float> run(const ModelBuilder& b, const std::string& name) {
   TempDir dir("ports");
-  const std::string path = dir / "model.onnx";
-  std::ofstream(path, std::ios::binary) << b.bytes();
-  auto model = CompiledModel::compile(path, {});
+  auto model = CompiledModel::compile(write_model(b, dir), {});
   Session s(model, SessionOptions{true, false});
   const std::vector<float> x{1, 2}, xs{1, 2, 3, 4, 5, 6}, p{1};
   for (const TensorInfo& in : model->inputs()) {
@@ -150,23 +197,14 @@ TEST_CASE("a Scan output that nothing reads still has memory for the body to wri
   attr_int(scan, "num_scan_inputs", 1);
   attr_graph(scan, "body", body);
   add_output(g, "s_final", elem::kFloat, {2});
+  REQUIRE(output_dropped(b, "scan", 1));
   CHECK(run(b, "s_final") == std::vector<float>{10, 14});
 }
 
 TEST_CASE("a Loop scan output that nothing reads still has memory for the body to write", "[ports][runtime]") {
-  // Three trips of acc += acc; the per-iteration copies `trace` are read by no one.
-  ModelBuilder b("loop_unread", 13);
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {2});
-  add_initializer(g, tensor_i64("M", {}, {3}));
-  onnx::GraphProto body = loop_body_skeleton("body");
-  add_input(body, "acc", elem::kFloat, {2});
-  add_node(body, "Add", {"acc", "acc"}, {"acc_out"}, "double");
-  add_node(body, "Neg", {"acc"}, {"trace_elem"}, "neg");
-  add_output(body, "acc_out", elem::kFloat, {2});
-  add_output(body, "trace_elem", elem::kFloat, {2});
-  attr_graph(add_node(g, "Loop", {"M", "", "x"}, {"acc_final", "trace"}, "loop"), "body", body);
-  add_output(g, "acc_final", elem::kFloat, {2});
+  // The per-iteration copies `trace` are read by no one.
+  const ModelBuilder b = doubling_loop("loop_unread", {"acc_final", "trace"}, true);
+  REQUIRE(output_dropped(b, "loop", 1));
   CHECK(run(b, "acc_final") == std::vector<float>{8, 16});
 }
 
@@ -177,35 +215,22 @@ TEST_CASE("an If output that nothing reads still has memory for the branch to wr
   add_initializer(b.graph(), tensor_f32("zero", {}, {0.f}));
   add_node(b.graph(), "Greater", {"p", "zero"}, {"cond"}, "positive");
   b.condition("cond");
-  for (onnx::GraphProto* br : {&b.then_branch(), &b.else_branch()}) {
-    add_node(*br, "Neg", {"x"}, {br == &b.then_branch() ? "t_y" : "e_y"}, br == &b.then_branch() ? "t_neg" : "e_neg");
-    add_node(*br, "Abs", {"x"}, {br == &b.then_branch() ? "t_z" : "e_z"}, br == &b.then_branch() ? "t_abs" : "e_abs");
-    add_output(*br, br == &b.then_branch() ? "t_y" : "e_y", elem::kFloat, {2});
-    add_output(*br, br == &b.then_branch() ? "t_z" : "e_z", elem::kFloat, {2});
-  }
+  b.then_node("Neg", {"x"}, value_info("t_y", elem::kFloat, {2}), "t_neg");
+  b.then_node("Abs", {"x"}, value_info("t_z", elem::kFloat, {2}), "t_abs");
+  b.else_node("Neg", {"x"}, value_info("e_y", elem::kFloat, {2}), "e_neg");
+  b.else_node("Abs", {"x"}, value_info("e_z", elem::kFloat, {2}), "e_abs");
   b.add_if({"y", "unread"});
   add_output(b.graph(), "y", elem::kFloat, {2});
+  REQUIRE(output_dropped(b, "if", 1));
   CHECK(run(b, "y") == std::vector<float>{-1, -2});
 }
 
 TEST_CASE("a Loop with more outputs than its body makes is refused, naming the node", "[ports][shapes]") {
-  ModelBuilder b("loop_extra", 13);
-  auto& g = b.graph();
-  add_input(g, "x", elem::kFloat, {2});
-  add_initializer(g, tensor_i64("M", {}, {3}));
-  onnx::GraphProto body = loop_body_skeleton("body");
-  add_input(body, "acc", elem::kFloat, {2});
-  add_node(body, "Add", {"acc", "acc"}, {"acc_out"}, "double");
-  add_output(body, "acc_out", elem::kFloat, {2});
-  attr_graph(add_node(g, "Loop", {"M", "", "x"}, {"acc_final", "extra"}, "loop"), "body", body);
-  add_output(g, "acc_final", elem::kFloat, {2});
-  add_output_unranked(g, "extra", elem::kFloat);
-  TempDir dir("ports");
-  const std::string path = dir / "model.onnx";
-  std::ofstream(path, std::ios::binary) << b.bytes();
-  CHECK_THROWS_WITH(CompiledModel::compile(path, {}),
-                    Catch::Contains(path) && Catch::Contains("Loop node 'loop'") &&
-                        Catch::Contains("the Loop has 2 outputs, its body makes 1"));
+  ModelBuilder b = doubling_loop("loop_extra", {"acc_final", "extra"}, false);
+  add_output_unranked(b.graph(), "extra", elem::kFloat);
+  std::string path;
+  CHECK_THAT(compile_error(b, path), Catch::Contains(path) && Catch::Contains("Loop node 'loop'") &&
+                                         Catch::Contains("the Loop has 2 outputs, its body makes 1"));
 }
 
 TEST_CASE("an If with no condition is refused, naming the node (found by fuzzing: the run read input 0)",
@@ -214,13 +239,35 @@ TEST_CASE("an If with no condition is refused, naming the node (found by fuzzing
   b.input("x", elem::kFloat, {2});
   b.then_node("Neg", {"x"}, value_info("t_y", elem::kFloat, {2}), "t_neg");
   b.else_node("Abs", {"x"}, value_info("e_y", elem::kFloat, {2}), "e_abs");
-  b.condition("");
-  onnx::NodeProto* if_node = b.add_if();
-  if_node->clear_input();  // no condition at all
+  b.add_if()->clear_input();  // no condition at all
   add_output(b.graph(), "y", elem::kFloat, {2});
+  std::string path;
+  CHECK_THAT(compile_error(b, path),
+             Catch::Contains(path) && Catch::Contains("If node 'if'") && Catch::Contains("takes one input"));
+}
+
+TEST_CASE("a Scan along an axis other than 0 is refused when compiled, not when it first runs", "[ports]") {
+  ModelBuilder b("scan_axis_1", 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {2});
+  add_input(g, "xs", elem::kFloat, {2, 3});
+  onnx::GraphProto body;
+  body.set_name("body");
+  add_input(body, "s_in", elem::kFloat, {2});
+  add_input(body, "col", elem::kFloat, {2});
+  add_node(body, "Add", {"s_in", "col"}, {"s_out"}, "add");
+  add_output(body, "s_out", elem::kFloat, {2});
+  auto* scan = add_node(g, "Scan", {"x", "xs"}, {"s_final"}, "scan");
+  attr_int(scan, "num_scan_inputs", 1);
+  attr_ints(scan, "scan_input_axes", {1});
+  attr_graph(scan, "body", body);
+  add_output(g, "s_final", elem::kFloat, {2});
   TempDir dir("ports");
-  const std::string path = dir / "model.onnx";
-  std::ofstream(path, std::ios::binary) << b.bytes();
-  CHECK_THROWS_WITH(CompiledModel::compile(path, {}),
-                    Catch::Contains(path) && Catch::Contains("If node 'if'") && Catch::Contains("takes one input"));
+  try {
+    CompiledModel::compile(write_model(b, dir), {});
+    FAIL("compiled");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    CHECK_THAT(e.what(), Catch::Contains("Scan node 'scan'") && Catch::Contains("scan_input_axes other than 0"));
+  }
 }

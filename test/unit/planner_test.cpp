@@ -11,6 +11,8 @@
 #include "memplan/error.h"
 #include "pipeline/compile_pipeline.h"
 #include "plan/plan_file.h"
+#include "plan_file.pb.h"
+#include "util/sha256.h"
 #include "plan/verifier.h"
 
 using namespace memplan;
@@ -153,6 +155,16 @@ TEST_CASE("plan files round-trip and refuse truncation, corruption and other mod
   CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("corrupt"));
   write("not a plan at all");
   CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("not a memplan plan file"));
+  {  // a well-formed file of format version 1 (plans named things by name then)
+    planfile::Plan old;
+    old.set_format_version(1);
+    const std::string payload = old.SerializeAsString();
+    std::string file = "MEMPLAN\n";
+    for (int i = 0; i < 8; ++i) file += static_cast<char>((payload.size() >> (8 * i)) & 0xff);
+    write(file + payload + sha256_hex(payload));
+    CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("plan format version 1 is not supported") &&
+                                                Catch::Contains("compile the model again"));
+  }
   CHECK_THROWS_WITH(load_compilation(model_path("tiny_mlp"), back, path), Catch::Contains("another model"));
 }
 
