@@ -34,6 +34,9 @@ struct CompileOptions {
   bool static_only = false;
   std::string strategy = "auto";  // naive, best-fit, greedy-by-size, greedy-by-breadth, auto
   uint64_t alignment = 64;
+  // Tensors share bytes where that is safe (views, outputs written in place over inputs that die
+  // there); false plans every tensor its own bytes (the no-alias plan, for comparison).
+  bool share_storage = true;
 };
 
 struct TensorInfo {

@@ -58,6 +58,34 @@ void check_scratchpads(const Compilation& c, const std::string& plan_path) {
   }
 }
 
+// Every buffer that shares its group's bytes is made by a kernel that, on this machine, can do
+// so: a view for a view, in place over an input of that group for an in-place output.
+void check_aliases(const Compilation& c, const std::string& plan_path) {
+  size_t gi = 0;
+  for_each_graph(*c.model.main, [&](Graph& g) {
+    const GraphPlan& gp = c.plan.graphs[gi++];
+    std::unordered_map<const Value*, int32_t> group_of;  // value -> its group's root buffer
+    for (size_t i = 0; i < gp.buffers.size(); ++i) {
+      const PlannedBuffer& b = gp.buffers[i];
+      if (b.kind == BufferKind::Tensor)
+        group_of[g.values[static_cast<size_t>(b.value)].get()] = b.group >= 0 ? b.group : static_cast<int32_t>(i);
+    }
+    for (const PlannedBuffer& b : gp.buffers) {
+      if (b.alias == AliasKind::None) continue;
+      const Node& n = *g.nodes[static_cast<size_t>(b.node)];
+      const plan::NodeAliasing a = c.kernels.aliasing(n);
+      bool ok = b.alias == AliasKind::View && a.view_of >= 0;
+      for (size_t i : a.in_place) {
+        auto it = group_of.find(n.inputs[i]);
+        ok = ok || (b.alias == AliasKind::InPlace && it != group_of.end() && it->second == b.group);
+      }
+      if (!ok)
+        fail(plan_path + ": the plan writes '" + b.name + "' over the bytes of an input of " + n.describe() +
+             ", which its kernel on this machine cannot do; compile it again");
+    }
+  });
+}
+
 }  // namespace
 
 NodeRewriter pipeline_rewrites(Model& model) {
@@ -94,6 +122,7 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
   select(c, unsupported);
   planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
+  if (planning.share_storage) planning.aliasing = [&c](const Node& n) { return c.kernels.aliasing(n); };
   c.plan = plan_memory(c.model, planning);
   c.plan.model_sha256 = c.model.sha256;
   c.plan.model_path = c.model.path;
@@ -114,6 +143,7 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
   select(c, unsupported);
   verify_plan(c.model, c.plan);
   check_scratchpads(c, plan_path);
+  check_aliases(c, plan_path);
   return c;
 }
 

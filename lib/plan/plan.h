@@ -19,6 +19,22 @@ enum class BufferKind : uint8_t {
   Scratchpad,  // a kernel's temporary memory
 };
 
+// How a tensor buffer shares the bytes of its storage group (design notes, "storage groups").
+enum class AliasKind : uint8_t {
+  None,     // its own bytes, or the root of a group
+  View,     // its producer reads the source and writes nothing: the same bytes, unchanged
+  InPlace,  // its producer writes it over an input that dies at that node
+};
+
+// An alias the planner considered and refused, with why (the report lists them, as ggml's
+// allocator logs every refused reuse).
+struct RefusedAlias {
+  std::string value;   // the output that would have shared
+  std::string source;  // the input whose bytes it would have shared
+  std::string node;    // the producing node
+  std::string reason;
+};
+
 struct PlannedBuffer {
   BufferKind kind = BufferKind::Tensor;
   int32_t value = -1;    // Tensor: index into its graph's values; -1 otherwise
@@ -30,6 +46,10 @@ struct PlannedBuffer {
   int32_t first = 0;     // first step it is live
   int32_t last = 0;      // last step, inclusive
   bool upper_bound = false;  // the size is a bound; the run-time shape may be smaller
+  // Storage groups: a member shares the bytes of buffer `group` (index into its graph's buffers,
+  // the group's root, whose offset it has); -1 for a root or an ungrouped buffer.
+  int32_t group = -1;
+  AliasKind alias = AliasKind::None;
 
   // "x", "region:loop1", "scratchpad:conv1": how reports name it.
   std::string label() const;
@@ -73,7 +93,8 @@ struct GraphPlan {
   std::string owner_attribute;  // then_branch, else_branch or body
   std::string path;             // for reports
   uint64_t frame_bytes = 0;
-  uint64_t lower_bound_bytes = 0;  // recursive, as the design notes define it
+  uint64_t lower_bound_bytes = 0;  // recursive, as the design notes define it (every tensor its own bytes)
+  uint64_t aliased_bound_bytes = 0;  // the same bound over storage groups
   uint64_t naive_bytes = 0;
   uint64_t base_offset = 0;     // absolute offset of the frame in the arena
   int32_t num_steps = 0;
@@ -81,6 +102,7 @@ struct GraphPlan {
   std::vector<Binding> bindings;
   std::vector<Region> regions;
   std::map<std::string, uint64_t> strategy_bytes;
+  std::vector<RefusedAlias> refused_aliases;
 };
 
 // A tensor whose size only the run decides: no arena memory; the session allocates it.
@@ -101,7 +123,8 @@ struct MemoryPlan {
   std::string strategy;          // asked for ("auto" or one name)
   std::string chosen_strategy;   // whose result was kept
   uint64_t arena_bytes = 0;
-  uint64_t lower_bound_bytes = 0;
+  uint64_t lower_bound_bytes = 0;    // no-alias: every tensor its own bytes
+  uint64_t aliased_bound_bytes = 0;  // over storage groups
   uint64_t naive_bytes = 0;
   uint64_t per_subgraph_bytes = 0;  // every subgraph its own memory
   uint64_t weights_bytes = 0;

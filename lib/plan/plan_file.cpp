@@ -24,6 +24,20 @@ constexpr size_t kDigestSize = 64;  // hex SHA-256 of the payload
 // `offset + size <= limit`, without overflow.
 bool fits(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
 
+// A storage group member names a root of its own graph that is a tensor holding its bytes.
+template <typename Invalid>
+void check_group(const GraphPlan& g, const PlannedBuffer& b, const std::string& where, const Invalid& invalid) {
+  if ((b.group < 0) != (b.alias == AliasKind::None) || b.group < -1)
+    invalid(where + ": buffer '" + b.label() + "' has an alias kind but no group, or a group but no alias kind");
+  if (b.group < 0) return;
+  if (static_cast<size_t>(b.group) >= g.buffers.size())
+    invalid(where + ": buffer '" + b.label() + "' names group " + std::to_string(b.group) + ", past the buffers");
+  const PlannedBuffer& root = g.buffers[static_cast<size_t>(b.group)];
+  if (b.kind != BufferKind::Tensor || root.kind != BufferKind::Tensor || root.group != -1 || root.offset != b.offset ||
+      b.size > root.size)
+    invalid(where + ": buffer '" + b.label() + "' is not inside the tensor its group names");
+}
+
 // A checksum only proves the file is what some writer wrote; the structure is checked before
 // anything walks it: graphs form a tree whose parents come first (so no walk up the parents can
 // loop), every index is in range, every buffer, frame and slot lies inside what holds it.
@@ -49,6 +63,7 @@ void check_structure(const MemoryPlan& p, const std::string& path) {
       if (b.node < -1 || b.node >= g.num_steps || (b.kind != BufferKind::Tensor && b.node < 0) ||
           (b.kind == BufferKind::Tensor && b.value < 0))
         invalid(where + ": buffer '" + b.label() + "' names no value or step of its graph");
+      check_group(g, b, where, invalid);
     }
     for (const Region& r : g.regions) {
       if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= g.buffers.size())
@@ -95,6 +110,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
   out.set_chosen_strategy(p.chosen_strategy);
   out.set_arena_bytes(p.arena_bytes);
   out.set_lower_bound_bytes(p.lower_bound_bytes);
+  out.set_aliased_bound_bytes(p.aliased_bound_bytes);
   out.set_naive_bytes(p.naive_bytes);
   out.set_per_subgraph_bytes(p.per_subgraph_bytes);
   out.set_weights_bytes(p.weights_bytes);
@@ -107,6 +123,14 @@ planfile::Plan to_proto(const MemoryPlan& p) {
     pg.set_path(g.path);
     pg.set_frame_bytes(g.frame_bytes);
     pg.set_lower_bound_bytes(g.lower_bound_bytes);
+    pg.set_aliased_bound_bytes(g.aliased_bound_bytes);
+    for (const RefusedAlias& r : g.refused_aliases) {
+      planfile::RefusedAlias& pr = *pg.add_refused_aliases();
+      pr.set_value(r.value);
+      pr.set_source(r.source);
+      pr.set_node(r.node);
+      pr.set_reason(r.reason);
+    }
     pg.set_naive_bytes(g.naive_bytes);
     pg.set_base_offset(g.base_offset);
     pg.set_num_steps(g.num_steps);
@@ -123,6 +147,8 @@ planfile::Plan to_proto(const MemoryPlan& p) {
       pb.set_first(b.first);
       pb.set_last(b.last);
       pb.set_upper_bound(b.upper_bound);
+      pb.set_group(b.group);
+      pb.set_alias(static_cast<planfile::Buffer::Alias>(b.alias));
     }
     for (const Binding& b : g.bindings) {
       planfile::Binding& pb = *pg.add_bindings();
@@ -161,6 +187,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
 }
 
 MemoryPlan from_proto(const planfile::Plan& in) {
+  const uint32_t version = in.format_version();
   MemoryPlan p;
   p.model_sha256 = in.model_sha256();
   p.model_path = in.model_path();
@@ -173,6 +200,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   p.chosen_strategy = in.chosen_strategy();
   p.arena_bytes = in.arena_bytes();
   p.lower_bound_bytes = in.lower_bound_bytes();
+  p.aliased_bound_bytes = in.aliased_bound_bytes();
   p.naive_bytes = in.naive_bytes();
   p.per_subgraph_bytes = in.per_subgraph_bytes();
   p.weights_bytes = in.weights_bytes();
@@ -185,13 +213,17 @@ MemoryPlan from_proto(const planfile::Plan& in) {
     g.path = pg.path();
     g.frame_bytes = pg.frame_bytes();
     g.lower_bound_bytes = pg.lower_bound_bytes();
+    g.aliased_bound_bytes = pg.aliased_bound_bytes();
+    for (const planfile::RefusedAlias& pr : pg.refused_aliases())
+      g.refused_aliases.push_back({pr.value(), pr.source(), pr.node(), pr.reason()});
     g.naive_bytes = pg.naive_bytes();
     g.base_offset = pg.base_offset();
     g.num_steps = pg.num_steps();
     g.strategy_bytes = {pg.strategy_bytes().begin(), pg.strategy_bytes().end()};
     for (const planfile::Buffer& pb : pg.buffers())
       g.buffers.push_back({static_cast<BufferKind>(pb.kind()), pb.value(), pb.node(), pb.name(), pb.producer(), pb.size(),
-                           pb.offset(), pb.first(), pb.last(), pb.upper_bound()});
+                           pb.offset(), pb.first(), pb.last(), pb.upper_bound(),
+                           version >= 3 ? pb.group() : -1, static_cast<AliasKind>(pb.alias())});
     for (const planfile::Binding& pb : pg.bindings())
       g.bindings.push_back({static_cast<Binding::Kind>(pb.kind()), pb.name(), pb.parent_value(), pb.slot()});
     for (const planfile::Region& pr : pg.regions()) {
@@ -261,14 +293,15 @@ MemoryPlan read_plan_file(const std::string& path) {
     fail(path + ": plan file is corrupt (checksum mismatch)");
   planfile::Plan plan;
   if (!plan.ParseFromString(payload)) fail(path + ": plan file is corrupt (cannot parse)");
-  if (plan.format_version() != kPlanFormatVersion)
+  if (plan.format_version() < kOldestPlanFormatVersion || plan.format_version() > kPlanFormatVersion)
     fail_unsupported(path + ": plan format version " + std::to_string(plan.format_version()) +
-                     " is not supported (this memplan reads version " + std::to_string(kPlanFormatVersion) +
-                     "); compile the model again");
+                     " is not supported (this memplan reads versions " + std::to_string(kOldestPlanFormatVersion) +
+                     " to " + std::to_string(kPlanFormatVersion) + "); compile the model again");
   // Enum fields hold any integer on the wire: a kind this reader does not know is refused.
   for (const auto& g : plan.graphs()) {
     for (const auto& b : g.buffers())
-      if (!planfile::Buffer::Kind_IsValid(b.kind())) fail(path + ": plan file is invalid: a buffer of unknown kind");
+      if (!planfile::Buffer::Kind_IsValid(b.kind()) || !planfile::Buffer::Alias_IsValid(b.alias()))
+        fail(path + ": plan file is invalid: a buffer of unknown kind");
     for (const auto& b : g.bindings())
       if (!planfile::Binding::Kind_IsValid(b.kind())) fail(path + ": plan file is invalid: a binding of unknown kind");
   }

@@ -10,7 +10,9 @@
 namespace memplan {
 
 // 2: buffers, slots and dynamic tensors name what they hold by index, not by name.
-constexpr uint32_t kPlanFormatVersion = 2;
+// 3: storage groups (buffers that share bytes on purpose). A version-2 plan has none and still loads.
+constexpr uint32_t kPlanFormatVersion = 3;
+constexpr uint32_t kOldestPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.
 void write_plan_file(const MemoryPlan& plan, const std::string& path);

@@ -20,7 +20,8 @@ using plan::Strategy;
 
 struct GraphResult {
   uint64_t frame = 0;        // bytes of this graph's frame
-  uint64_t lower_bound = 0;  // recursive lower bound
+  uint64_t lower_bound = 0;  // recursive lower bound, every tensor its own bytes
+  uint64_t aliased_bound = 0;  // the same over storage groups
   uint64_t naive = 0;        // every buffer of this graph and its subgraphs its own bytes
   uint64_t separate = 0;     // every graph its own memory: own frame without regions, plus subgraphs
 };
@@ -36,10 +37,11 @@ struct RegionInfo {
 
 // What one graph asks of its frame: its tensors, then a region per control-flow node and a
 // scratchpad per kernel that needs one, in step order. `region_lb` is each buffer's size for the
-// lower bound (a region's counts its subgraphs' lower bounds, not their frames).
+// lower bound (a region's counts its subgraphs' lower bounds, not their frames); `region_alb` the
+// same for the bound over storage groups.
 struct GraphBuffers {
   std::vector<LocalBuffer> locals;
-  std::vector<uint64_t> region_lb;
+  std::vector<uint64_t> region_lb, region_alb;
   std::vector<RegionInfo> regions;
   uint64_t slots = 0;  // bytes of every loop slot of this graph's regions
 };
@@ -67,6 +69,35 @@ Chosen place(Strategy strategy, const std::vector<BufferRequest>& requests, uint
   return best;
 }
 
+// What the strategies place: one request per storage group (live for the union of its members,
+// as large as its root) and per region and scratchpad. `unit[i]` is local buffer i's request.
+struct Units {
+  std::vector<BufferRequest> requests, lb_requests;
+  std::vector<size_t> unit;
+};
+
+Units units_of(const GraphBuffers& buffers, const plan::StorageGroups& groups) {
+  const auto& locals = buffers.locals;
+  Units u;
+  u.unit.assign(locals.size(), 0);
+  for (size_t i = 0; i < locals.size(); ++i) {
+    if (groups.root[i] != i) continue;
+    u.unit[i] = u.requests.size();
+    const bool region = locals[i].kind == LocalBuffer::Kind::Region;
+    u.requests.push_back({locals[i].size, locals[i].first, locals[i].last});
+    u.lb_requests.push_back({region ? buffers.region_alb[i] : locals[i].size, locals[i].first, locals[i].last});
+  }
+  for (size_t i = 0; i < locals.size(); ++i) {
+    if (groups.root[i] == i) continue;
+    const size_t k = u.unit[i] = u.unit[groups.root[i]];
+    for (auto* r : {&u.requests[k], &u.lb_requests[k]}) {
+      r->first = std::min(r->first, locals[i].first);
+      r->last = std::max(r->last, locals[i].last);
+    }
+  }
+  return u;
+}
+
 class Planner {
  public:
   Planner(const PlanOptions& o, MemoryPlan* out) : opts_(o), out_(out) {}
@@ -77,11 +108,12 @@ class Planner {
     if (out_) out_->graphs.emplace_back();
     GraphResult result;
     const GraphBuffers buffers = collect(g, strategy, index, result);
+    const plan::StorageGroups groups = plan::find_storage_groups(g, buffers.locals, opts_.aliasing);
+    const Units units = units_of(buffers, groups);
 
-    std::vector<BufferRequest> requests, lb_requests, own_requests;
+    std::vector<BufferRequest> lb_requests, own_requests;
     for (size_t i = 0; i < buffers.locals.size(); ++i) {
       const LocalBuffer& b = buffers.locals[i];
-      requests.push_back({b.size, b.first, b.last});
       const bool region = b.kind == LocalBuffer::Kind::Region;
       lb_requests.push_back({region ? buffers.region_lb[i] : b.size, b.first, b.last});
       if (!region) {
@@ -91,16 +123,19 @@ class Planner {
     }
     result.naive = checked_add(result.naive, buffers.slots, "plan");
     result.lower_bound = plan::lower_bound(lb_requests, opts_.alignment);
+    result.aliased_bound = plan::lower_bound(units.lb_requests, opts_.alignment);
 
-    Chosen chosen = place(strategy, requests, opts_.alignment);
+    Chosen chosen = place(strategy, units.requests, opts_.alignment);
     result.frame = chosen.placement.frame_bytes;
     const Strategy own = chosen.strategy == Strategy::Auto ? Strategy::GreedyBySize : chosen.strategy;
     const uint64_t own_frame = plan::plan(own, own_requests, opts_.alignment).frame_bytes;
     result.separate = checked_add(result.separate, checked_add(own_frame, buffers.slots, "plan"), "plan");
 
     if (out_) {
-      out_->graphs[static_cast<size_t>(index)].strategy_bytes = std::move(chosen.bytes_by_strategy);
-      record(g, index, parent, buffers, chosen.placement, result);
+      GraphPlan& gp = out_->graphs[static_cast<size_t>(index)];
+      gp.strategy_bytes = std::move(chosen.bytes_by_strategy);
+      gp.refused_aliases = groups.refused;
+      record(g, index, parent, buffers, groups, units, chosen.placement, result);
     }
     return result;
   }
@@ -114,6 +149,7 @@ class Planner {
     GraphBuffers out;
     out.locals = plan::tensor_buffers(g);
     out.region_lb.assign(out.locals.size(), 0);
+    out.region_alb.assign(out.locals.size(), 0);
     for (size_t t = 0; t < g.nodes.size(); ++t) {
       const Node& n = *g.nodes[t];
       const auto step = static_cast<int32_t>(t);
@@ -122,6 +158,7 @@ class Planner {
       if (scratch > 0) {
         out.locals.push_back({nullptr, &n, LocalBuffer::Kind::Scratchpad, scratch, step, step});
         out.region_lb.push_back(0);
+        out.region_alb.push_back(0);
       }
     }
     return out;
@@ -130,12 +167,13 @@ class Planner {
   void add_region(const Node& n, int32_t step, Strategy strategy, int32_t index, GraphBuffers& out,
                   GraphResult& result) {
     RegionInfo info{out.locals.size(), &n, {}, plan::carried_values(n), 0};
-    uint64_t frame = 0, lb = 0;
+    uint64_t frame = 0, lb = 0, alb = 0;
     for (const auto& sub : n.subgraphs) {
       if (out_) info.subgraphs.push_back(static_cast<int32_t>(out_->graphs.size()));
       const GraphResult r = plan_graph(*sub, strategy, index);
       frame = std::max(frame, r.frame);
       lb = std::max(lb, r.lower_bound);
+      alb = std::max(alb, r.aliased_bound);
       result.naive = checked_add(result.naive, r.naive, "plan");
       result.separate = checked_add(result.separate, r.separate, "plan");
     }
@@ -146,11 +184,13 @@ class Planner {
     out.slots = checked_add(out.slots, slots, "slots");
     out.locals.push_back({nullptr, &n, LocalBuffer::Kind::Region, checked_add(frame, slots, "region"), step, step});
     out.region_lb.push_back(checked_add(lb, slots, "region"));
+    out.region_alb.push_back(checked_add(alb, slots, "region"));
     out.regions.push_back(std::move(info));
   }
 
   void record(const Graph& g, int32_t index, int32_t parent, const GraphBuffers& buffers,
-              const plan::Placement& placement, const GraphResult& result) {
+              const plan::StorageGroups& groups, const Units& units, const plan::Placement& placement,
+              const GraphResult& result) {
     GraphPlan& gp = out_->graphs[static_cast<size_t>(index)];
     gp.parent = parent;
     gp.owner_node = g.owner ? g.owner->name : "";
@@ -158,6 +198,7 @@ class Planner {
     gp.path = g.path();
     gp.frame_bytes = result.frame;
     gp.lower_bound_bytes = result.lower_bound;
+    gp.aliased_bound_bytes = result.aliased_bound;
     gp.naive_bytes = result.naive;
     gp.num_steps = static_cast<int32_t>(g.nodes.size());
     std::unordered_map<const Value*, int32_t> value_index;
@@ -183,7 +224,9 @@ class Planner {
         if (pb.kind != BufferKind::Tensor) pb.name = b.node->name;
       }
       pb.size = aligned(b.size);
-      pb.offset = placement.offsets[i];
+      pb.offset = placement.offsets[units.unit[i]];
+      if (groups.root[i] != i) pb.group = static_cast<int32_t>(groups.root[i]);
+      pb.alias = groups.kind[i];
       pb.first = b.first;
       pb.last = b.last;
       gp.buffers.push_back(std::move(pb));
@@ -303,6 +346,7 @@ MemoryPlan plan_memory(const Model& model, const PlanOptions& options) {
   plan.strategy = std::string(plan::strategy_name(options.strategy));
   plan.arena_bytes = main.frame;
   plan.lower_bound_bytes = main.lower_bound;
+  plan.aliased_bound_bytes = main.aliased_bound;
   plan.naive_bytes = main.naive;
   plan.per_subgraph_bytes = main.separate;
   plan.chosen_strategy = chosen_strategy(plan, options.strategy, main.frame);

@@ -8,6 +8,7 @@
 #include "ir/graph.h"
 #include "plan/core/strategies.h"
 #include "plan/plan.h"
+#include "plan/storage_groups.h"
 
 namespace memplan {
 
@@ -16,6 +17,9 @@ struct PlanOptions {
   uint64_t alignment = 64;
   // Bytes of temporary memory a node's kernel needs during its step (0 when none is known).
   std::function<uint64_t(const Node&)> scratchpad_bytes;
+  // Which outputs may share an input's bytes (views, in place); empty: every tensor its own bytes.
+  plan::AliasRules aliasing;
+  bool share_storage = true;  // false: the pipeline sets no aliasing (every tensor its own bytes)
 };
 
 // Fills everything in the plan but the model identity and shape options (the caller's job).

@@ -74,6 +74,76 @@ std::unordered_map<const Value*, int64_t> last_reads(const Graph& g) {
   return last;
 }
 
+// A tensor buffer with its lifetime from the IR.
+struct Member {
+  const Value* value;
+  const PlannedBuffer* b;
+  size_t index;  // into the graph's buffers
+  int64_t first, end;
+};
+
+bool is_view_op(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
+         op == "Dropout";
+}
+
+// Storage groups, checked without trusting the planner: each member lies on its root's bytes; a
+// view is made by a view op from a member of its group; an in-place output is written over an
+// input of its group, and at that step no other member of the group is still to be read
+// (nothing reads bytes after they were overwritten), nor holds a main-graph input.
+std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const GraphPlan& gp,
+                                                           const std::vector<Member>& members) {
+  const std::string where = g.path();
+  std::map<size_t, std::vector<const Member*>> groups;
+  std::unordered_map<const Value*, size_t> root_of;
+  for (const Member& m : members) {
+    const int32_t r = m.b->group;
+    if (r >= 0) {
+      if (static_cast<size_t>(r) >= gp.buffers.size() || gp.buffers[static_cast<size_t>(r)].kind != BufferKind::Tensor ||
+          gp.buffers[static_cast<size_t>(r)].group != -1)
+        reject(where + ": '" + m.b->label() + "' names a storage group whose root is not a tensor buffer");
+      const PlannedBuffer& root = gp.buffers[static_cast<size_t>(r)];
+      if (root.offset != m.b->offset || m.b->size > root.size)
+        reject(where + ": '" + m.b->label() + "' does not lie on the bytes of its group's root '" + root.label() + "'");
+    }
+    if ((r >= 0) != (m.b->alias != AliasKind::None))
+      reject(where + ": '" + m.b->label() + "' has a storage group without an alias kind, or the reverse");
+    const size_t root = r >= 0 ? static_cast<size_t>(r) : m.index;
+    groups[root].push_back(&m);
+    root_of[m.value] = root;
+  }
+  for (const auto& [root, group] : groups)
+    for (const Member* m : group) {
+      if (m->b->alias == AliasKind::None) continue;
+      const Node* n = m->value->producer;
+      const auto t = m->first;
+      if (!n || n->outputs.empty() || n->outputs[0] != m->value || m->b->node != t)
+        reject(where + ": '" + m->b->label() + "' shares bytes but is not output 0 of the node at its step");
+      auto in_group = [&, root = root](const Value* x) {
+        auto it = x ? root_of.find(x) : root_of.end();
+        return it != root_of.end() && it->second == root;
+      };
+      if (m->b->alias == AliasKind::View) {
+        if (!is_view_op(n->op_type) || n->inputs.empty() || !in_group(n->inputs[0]))
+          reject(where + ": '" + m->b->label() + "' is planned as a view, but " + n->describe() +
+                 " is no view of a tensor of its group");
+        continue;
+      }
+      if (std::count_if(n->inputs.begin(), n->inputs.end(), in_group) != 1)
+        reject(where + ": '" + m->b->label() + "' is planned in place, but " + n->describe() +
+               " does not read exactly one input in its bytes");
+      for (const Member* other : group) {
+        if (other == m || other->first > t) continue;
+        if (g.owner == nullptr && other->value->is_graph_input)
+          reject(where + ": '" + m->b->label() + "' is written in place over graph input '" + other->value->name + "'");
+        if (other->end > t)
+          reject(where + ": '" + m->b->label() + "' is written in place at step " + std::to_string(t) + " over '" +
+                 other->b->label() + "', which is read until step " + std::to_string(other->end));
+      }
+    }
+  return groups;
+}
+
 class Verifier {
  public:
   Verifier(const Model& m, const MemoryPlan& p) : model_(m), plan_(p) {}
@@ -155,6 +225,7 @@ class Verifier {
       check_placement(b, base, gp.frame_bytes, where);
       uses.push_back({base + b.offset, base + b.offset + b.size, first, lastt, "'" + b.label() + "'"});
     };
+    std::vector<Member> members;
     // Values needing memory of this frame, with lifetimes from the IR.
     const bool main = g.owner == nullptr;
     for (const auto& v : g.values) {
@@ -169,7 +240,17 @@ class Verifier {
       const int64_t first = v->producer ? step.at(v->producer) : 0;
       int64_t end = std::max(first, last.count(v.get()) ? last.at(v.get()) : first);
       if (main && v->is_graph_output) end = final_step;
-      add(b, first, end);
+      members.push_back({v.get(), &b, static_cast<size_t>(&b - gp.buffers.data()), first, end});
+    }
+    // A storage group is one use of its root's bytes, once its aliases are shown to be safe.
+    for (const auto& [root, group] : verify_groups(g, gp, members)) {
+      int64_t first = INT64_MAX, end = INT64_MIN;
+      for (const Member* m : group) {
+        first = std::min(first, m->first);
+        end = std::max(end, m->end);
+        check_placement(*m->b, base, gp.frame_bytes, where);
+      }
+      add(gp.buffers[root], first, end);
     }
     if (!buffers.empty()) reject(where + ": '" + buffers.begin()->second->label() + "' has a buffer but needs none");
     // A scratchpad or region lives at its node's step only; a node has one scratchpad at most (the
@@ -248,10 +329,22 @@ class Verifier {
       reject(body.path() + ": the plan must give each of the " + std::to_string(seen.size()) + " loop slots of '" + r.node +
              "' once");
     std::vector<Use> uses;
+    // A storage group is one use of its root's bytes (verify_graph has checked its aliases).
+    std::vector<std::pair<int64_t, int64_t>> life;
+    for (const auto& b : body_plan.buffers) life.emplace_back(b.first, b.last);
+    for (const auto& b : body_plan.buffers)
+      if (b.group >= 0 && static_cast<size_t>(b.group) < life.size()) {
+        auto& [first, end] = life[static_cast<size_t>(b.group)];
+        first = std::min<int64_t>(first, b.first);
+        end = std::max<int64_t>(end, b.last);
+      }
     for (int k = 0; k < kIterations; ++k)
-      for (const auto& b : body_plan.buffers)
-        uses.push_back({region_at + b.offset, region_at + b.offset + b.size, k * steps + b.first, k * steps + b.last,
-                        "body buffer '" + b.label() + "' (iteration " + std::to_string(k) + ")"});
+      for (size_t i = 0; i < body_plan.buffers.size(); ++i) {
+        const auto& b = body_plan.buffers[i];
+        if (b.group >= 0) continue;
+        uses.push_back({region_at + b.offset, region_at + b.offset + b.size, k * steps + life[i].first,
+                        k * steps + life[i].second, "body buffer '" + b.label() + "' (iteration " + std::to_string(k) + ")"});
+      }
     for (const CarriedSlots& c : r.carried) {
       if (c.slot < 0 || static_cast<size_t>(c.slot) >= ports.slots() || ports.body_input_of_slot(c.slot) >= body.inputs.size())
         reject(body.path() + ": the plan has a slot " + std::to_string(c.slot) + " that '" + r.node + "' does not have");

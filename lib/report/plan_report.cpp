@@ -16,21 +16,47 @@ std::string ratio(uint64_t a, uint64_t b) {
   return buf;
 }
 
+// Bytes of a graph's frame in use: a buffer with bytes of its own, or a storage group (its root's
+// bytes, live from its first member's first step to its last member's last).
+struct Storage {
+  const PlannedBuffer* root = nullptr;
+  std::vector<const PlannedBuffer*> members;  // the others sharing its bytes
+  int32_t first = 0, last = 0;
+};
+
+std::vector<Storage> storages_of(const GraphPlan& g) {
+  std::vector<Storage> out;
+  std::map<size_t, size_t> at;  // root buffer -> index in out
+  for (size_t i = 0; i < g.buffers.size(); ++i)
+    if (g.buffers[i].group < 0) {
+      at[i] = out.size();
+      out.push_back({&g.buffers[i], {}, g.buffers[i].first, g.buffers[i].last});
+    }
+  for (const auto& b : g.buffers) {
+    if (b.group < 0 || !at.count(static_cast<size_t>(b.group))) continue;
+    Storage& s = out[at[static_cast<size_t>(b.group)]];
+    s.members.push_back(&b);
+    s.first = std::min(s.first, b.first);
+    s.last = std::max(s.last, b.last);
+  }
+  return out;
+}
+
 struct Peak {
   int32_t step = 0;
   uint64_t bytes = 0;
-  std::vector<const PlannedBuffer*> live;
+  std::vector<Storage> live;
 };
 
 // The step of the main graph where the most bytes are live, and what is live there.
 Peak main_peak(const MemoryPlan& plan) {
   Peak peak;
   if (plan.graphs.size() == 0) return peak;
-  const auto& g = plan.graphs[0];
+  const std::vector<Storage> storages = storages_of(plan.graphs[0]);
   std::map<int32_t, int64_t> delta;
-  for (const auto& b : g.buffers) {
-    delta[b.first] += static_cast<int64_t>(b.size);
-    delta[b.last + 1] -= static_cast<int64_t>(b.size);
+  for (const auto& s : storages) {
+    delta[s.first] += static_cast<int64_t>(s.root->size);
+    delta[s.last + 1] -= static_cast<int64_t>(s.root->size);
   }
   int64_t live = 0;
   for (const auto& [step, d] : delta) {
@@ -40,11 +66,22 @@ Peak main_peak(const MemoryPlan& plan) {
       peak.step = step;
     }
   }
-  for (const auto& b : g.buffers)
-    if (b.first <= peak.step && peak.step <= b.last) peak.live.push_back(&b);
-  std::sort(peak.live.begin(), peak.live.end(), [](auto* a, auto* b) { return a->size > b->size; });
+  for (const auto& s : storages)
+    if (s.first <= peak.step && peak.step <= s.last) peak.live.push_back(s);
+  std::sort(peak.live.begin(), peak.live.end(), [](auto& a, auto& b) { return a.root->size > b.root->size; });
   return peak;
 }
+
+const char* alias_name(AliasKind k) { return k == AliasKind::View ? "view" : k == AliasKind::InPlace ? "in place" : "own"; }
+
+// "relu_out (view), y (in place)": who else is in a storage's bytes.
+std::string shared_with(const Storage& s) {
+  std::string out;
+  for (const PlannedBuffer* m : s.members) out += (out.empty() ? "" : ", ") + m->label() + " (" + alias_name(m->alias) + ")";
+  return out;
+}
+
+constexpr size_t kRefusalsInText = 20;
 
 uint64_t scratchpad_bytes(const MemoryPlan& plan) {
   uint64_t most = 0;
@@ -60,7 +97,8 @@ std::string plan_peak_summary(const MemoryPlan& plan, size_t most_buffers) {
   const Peak peak = main_peak(plan);
   std::string out = "step " + std::to_string(peak.step) + ":";
   for (size_t i = 0; i < peak.live.size() && i < most_buffers; ++i)
-    out += std::string(i ? "," : "") + " '" + peak.live[i]->label() + "' (" + std::to_string(peak.live[i]->size) + " bytes)";
+    out += std::string(i ? "," : "") + " '" + peak.live[i].root->label() + "' (" + std::to_string(peak.live[i].root->size) +
+           " bytes)";
   if (peak.live.size() > most_buffers) out += ", ...";
   return out;
 }
@@ -71,7 +109,9 @@ std::string plan_report_text(const MemoryPlan& p) {
   o << "  arena          " << p.arena_bytes << " bytes (strategy " << p.strategy << ", kept "
     << p.chosen_strategy << ")\n";
   o << "  lower bound    " << p.lower_bound_bytes << " bytes (arena / lower bound = "
-    << ratio(p.arena_bytes, p.lower_bound_bytes) << ")\n";
+    << ratio(p.arena_bytes, p.lower_bound_bytes) << "; every tensor its own bytes)\n";
+  o << "  aliased bound  " << p.aliased_bound_bytes << " bytes (the same bound with storage groups; arena / aliased bound = "
+    << ratio(p.arena_bytes, p.aliased_bound_bytes) << ")\n";
   o << "  naive          " << p.naive_bytes << " bytes (every tensor its own memory)\n";
   o << "  per-subgraph   " << p.per_subgraph_bytes << " bytes (every graph its own memory)\n";
   o << "  weights        " << p.weights_bytes << " bytes (read-only, outside the arena)\n";
@@ -98,11 +138,29 @@ std::string plan_report_text(const MemoryPlan& p) {
         << "; a bound for it would plan it in the arena\n";
     }
   }
+  size_t views = 0, in_place = 0, refused = 0;
+  for (const auto& g : p.graphs) {
+    for (const auto& b : g.buffers) {
+      views += b.alias == AliasKind::View;
+      in_place += b.alias == AliasKind::InPlace;
+    }
+    refused += g.refused_aliases.size();
+  }
+  o << "storage groups: " << views << " views and " << in_place << " outputs in place share bytes; " << refused
+    << " aliases refused\n";
+  size_t shown = 0;
+  for (const auto& g : p.graphs)
+    for (const auto& r : g.refused_aliases)
+      if (shown++ < kRefusalsInText)
+        o << "  refused: '" << r.value << "' over '" << r.source << "' at " << r.node << ": " << r.reason << "\n";
+  if (refused > kRefusalsInText) o << "  ... " << refused - kRefusalsInText << " more (--report json lists them all)\n";
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
-  for (const auto* b : peak.live)
+  for (const auto& s : peak.live) {
+    const PlannedBuffer* b = s.root;
     o << "  " << b->label() << "  " << b->size << " bytes  " << (b->producer.empty() ? "(input)" : "from " + b->producer)
-      << (b->upper_bound ? "  (upper bound)" : "") << "\n";
+      << (b->upper_bound ? "  (upper bound)" : "") << (s.members.empty() ? "" : "  shared with " + shared_with(s)) << "\n";
+  }
   return o.str();
 }
 
@@ -110,6 +168,7 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   std::ostringstream o;
   o << "{\"model\": " << json_string(p.model_path) << ", \"model_sha256\": " << json_string(p.model_sha256)
     << ", \"arena_bytes\": " << p.arena_bytes << ", \"lower_bound_bytes\": " << p.lower_bound_bytes
+    << ", \"aliased_bound_bytes\": " << p.aliased_bound_bytes
     << ", \"naive_bytes\": " << p.naive_bytes << ", \"per_subgraph_bytes\": " << p.per_subgraph_bytes
     << ", \"weights_bytes\": " << p.weights_bytes << ", \"scratchpad_bytes\": " << scratchpad_bytes(p)
     << ", \"alignment\": " << p.alignment << ", \"strategy\": " << json_string(p.strategy)
@@ -121,9 +180,15 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   }
   Peak peak = main_peak(p);
   o << "}, \"peak\": {\"step\": " << peak.step << ", \"bytes\": " << peak.bytes << ", \"buffers\": [";
-  for (size_t i = 0; i < peak.live.size(); ++i)
-    o << (i ? ", " : "") << "{\"name\": " << json_string(peak.live[i]->label()) << ", \"bytes\": " << peak.live[i]->size
-      << ", \"producer\": " << json_string(peak.live[i]->producer) << "}";
+  for (size_t i = 0; i < peak.live.size(); ++i) {
+    const Storage& s = peak.live[i];
+    o << (i ? ", " : "") << "{\"name\": " << json_string(s.root->label()) << ", \"bytes\": " << s.root->size
+      << ", \"producer\": " << json_string(s.root->producer) << ", \"shared_with\": [";
+    for (size_t k = 0; k < s.members.size(); ++k)
+      o << (k ? ", " : "") << "{\"name\": " << json_string(s.members[k]->label()) << ", \"alias\": "
+        << json_string(alias_name(s.members[k]->alias)) << "}";
+    o << "]}";
+  }
   o << "]}, \"dynamic_tensors\": [";
   for (size_t i = 0; i < p.dynamic_tensors.size(); ++i) {
     const auto& d = p.dynamic_tensors[i];
@@ -135,12 +200,19 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
     const auto& g = p.graphs[gi];
     o << (gi ? ", " : "") << "{\"path\": " << json_string(g.path) << ", \"parent\": " << g.parent
       << ", \"frame_bytes\": " << g.frame_bytes << ", \"base_offset\": " << g.base_offset
-      << ", \"lower_bound_bytes\": " << g.lower_bound_bytes << ", \"naive_bytes\": " << g.naive_bytes
-      << ", \"buffers\": [";
+      << ", \"lower_bound_bytes\": " << g.lower_bound_bytes << ", \"aliased_bound_bytes\": " << g.aliased_bound_bytes
+      << ", \"naive_bytes\": " << g.naive_bytes << ", \"refused_aliases\": [";
+    for (size_t k = 0; k < g.refused_aliases.size(); ++k) {
+      const RefusedAlias& r = g.refused_aliases[k];
+      o << (k ? ", " : "") << "{\"value\": " << json_string(r.value) << ", \"source\": " << json_string(r.source)
+        << ", \"node\": " << json_string(r.node) << ", \"reason\": " << json_string(r.reason) << "}";
+    }
+    o << "], \"buffers\": [";
     for (size_t bi = 0; bi < g.buffers.size(); ++bi) {
       const auto& b = g.buffers[bi];
       o << (bi ? ", " : "") << "{\"name\": " << json_string(b.label()) << ", \"bytes\": " << b.size
-        << ", \"offset\": " << b.offset << ", \"first\": " << b.first << ", \"last\": " << b.last << "}";
+        << ", \"offset\": " << b.offset << ", \"first\": " << b.first << ", \"last\": " << b.last
+        << ", \"group\": " << b.group << ", \"alias\": " << json_string(alias_name(b.alias)) << "}";
     }
     o << "]}";
   }

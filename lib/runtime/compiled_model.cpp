@@ -1,5 +1,7 @@
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "pipeline/compile_pipeline.h"
@@ -57,6 +59,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       m.homes.push_back(CompiledModel::Impl::Home::None);
       m.offsets.push_back(0);
       m.capacities.push_back(v->capacity_bytes);
+      m.sharing.emplace_back();
       m.weights.push_back(nullptr);
       if (v->constant) {
         m.homes.back() = CompiledModel::Impl::Home::Weight;
@@ -102,6 +105,15 @@ void bind_plan(CompiledModel::Impl& m) {
     auto node_at = [&](int32_t step) -> NodeExec& {
       return m.nodes[static_cast<size_t>(m.node_index.at(g.nodes[static_cast<size_t>(step)].get()))];
     };
+    std::map<int32_t, std::vector<int32_t>> groups;  // root buffer -> value ids
+    for (size_t i = 0; i < gp.buffers.size(); ++i) {
+      const PlannedBuffer& b = gp.buffers[i];
+      if (b.kind == BufferKind::Tensor && (b.group >= 0 || b.alias == AliasKind::None))
+        groups[b.group >= 0 ? b.group : static_cast<int32_t>(i)].push_back(m.id(g.values[static_cast<size_t>(b.value)].get()));
+    }
+    for (const auto& [root, ids] : groups)
+      if (ids.size() > 1)
+        for (int32_t id : ids) m.sharing[static_cast<size_t>(id)] = ids;
     for (const PlannedBuffer& b : gp.buffers) {
       const uint64_t at = gp.base_offset + b.offset;
       if (b.kind == BufferKind::Tensor) {
@@ -152,6 +164,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   if (!strategy) fail("unknown strategy '" + o.strategy + "'");
   planning.strategy = *strategy;
   planning.alignment = o.alignment;
+  planning.share_storage = o.share_storage;
   return finish(compile_model(path, shape_options(o), planning));
 }
 

@@ -52,6 +52,9 @@ struct CompiledModel::Impl {
   std::vector<Home> homes;
   std::vector<uint64_t> offsets;     // Arena: absolute offset
   std::vector<uint64_t> capacities;  // bytes the memory holds
+  // Storage groups (guard mode): the values that share each value's bytes, itself included;
+  // empty for a value with bytes of its own.
+  std::vector<std::vector<int32_t>> sharing;
   std::vector<const std::byte*> weights;  // Weight: the constant's bytes
   std::vector<std::vector<std::byte>> materialized;  // splat constants expanded once
 

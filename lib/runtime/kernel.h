@@ -54,6 +54,12 @@ class Kernel {
   // Whether run() reads input i through its view. A kernel that copied a constant input at load
   // (oneDNN weights, reordered) says no, and the model then keeps no other copy of it.
   virtual bool reads_at_run_time(size_t /*input*/) const { return true; }
+  // Storage groups (plan/storage_groups.h). A view: output 0 is input view_of()'s bytes
+  // unchanged, and given the same buffer run() writes nothing. -1: not a view.
+  virtual int view_of() const { return -1; }
+  // run() reads each element of `input` before writing the same element of output 0 (and reads
+  // nothing of it after), so the planner may give both one buffer when the input dies here.
+  virtual bool may_overwrite_input(size_t /*input*/) const { return false; }
 };
 
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)

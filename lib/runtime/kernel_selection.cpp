@@ -14,6 +14,16 @@ uint64_t KernelSelection::scratchpad_bytes(const Node& n) const {
   return it == kernels.end() || !it->second ? 0 : it->second->scratchpad_bytes();
 }
 
+plan::NodeAliasing KernelSelection::aliasing(const Node& n) const {
+  plan::NodeAliasing a;
+  auto it = kernels.find(&n);
+  if (it == kernels.end() || !it->second) return a;
+  a.view_of = it->second->view_of();
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (it->second->may_overwrite_input(i)) a.in_place.push_back(i);
+  return a;
+}
+
 std::string KernelSelection::unsupported_summary() const {
   std::string out;
   for (const auto& u : unsupported) out += (out.empty() ? "" : "; ") + u;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "plan/storage_groups.h"
 #include "runtime/kernel.h"
 
 namespace memplan {
@@ -21,6 +22,8 @@ struct KernelSelection {
   // their bytes (the value keeps a shape-only tensor), and the session gives them no view.
   std::unordered_set<const Value*> released;
   uint64_t scratchpad_bytes(const Node& n) const;
+  // What n's kernel allows its output 0 to share (views, in place); nothing without a kernel.
+  plan::NodeAliasing aliasing(const Node& n) const;
   // All unsupported ops in one line, grouped by op type with counts.
   std::string unsupported_summary() const;
 };

@@ -69,9 +69,25 @@ void Session::Impl::guard_after(const NodeExec& ne) {
     }
     return true;
   };
+  // A value made at or before this step that is read later (or returned).
+  auto live_after = [&](const Value* v) {
+    if (v->graph != &g) return true;
+    if (v->producer) {
+      size_t ps = 0;
+      while (ps < ge.nodes.size() && m.nodes[static_cast<size_t>(ge.nodes[ps])].node != v->producer) ++ps;
+      if (ps > step) return false;  // not made yet: it will write these bytes on purpose
+    }
+    return !dies_here(v);
+  };
+  // Bytes shared by a storage group die with the last of its members.
+  auto group_dies_here = [&](size_t id) {
+    for (int32_t other : m.sharing[id])
+      if (static_cast<size_t>(other) != id && live_after(m.values[static_cast<size_t>(other)])) return false;
+    return true;
+  };
   auto poison = [&](const Value* v) {
     const auto id = static_cast<size_t>(m.id(v));
-    if (m.homes[id] != CompiledModel::Impl::Home::Arena || !dies_here(v)) return;
+    if (m.homes[id] != CompiledModel::Impl::Home::Arena || !dies_here(v) || !group_dies_here(id)) return;
     rt::TensorView& tv = views[id];
     if (tv.data < arena || tv.data >= arena + arena_bytes) return;  // a caller's zero-copy input
     std::memset(tv.data, static_cast<int>(kPoison), tv.capacity);

@@ -225,3 +225,21 @@ TEST_CASE("cli: a name with a newline in it does not split the error line", "[cl
   }
   expect_error({"compile", file.string()}, 2, {file.string()});
 }
+
+TEST_CASE("cli: compile reports the bound with storage groups and the refused aliases; --no-share plans none",
+          "[cli][storage]") {
+  const std::string m = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/blazeface_back_256/model.onnx";
+  Run shared = run_cli({"compile", m});
+  INFO(describe({"compile", m}, shared));
+  REQUIRE_FALSE(shared.signaled);
+  REQUIRE(shared.exit_code == 0);
+  CHECK_THAT(shared.out, Catch::Contains("aliased bound") && Catch::Contains("outputs in place share bytes") &&
+                             Catch::Contains("shared with"));
+  Run own = run_cli({"compile", m, "--no-share", "--report", "json"});
+  INFO(describe({"compile", m, "--no-share"}, own));
+  REQUIRE(own.exit_code == 0);
+  CHECK_THAT(own.out, Catch::Contains("\"alias\": \"own\"") && !Catch::Contains("\"alias\": \"in place\""));
+  Run json = run_cli({"compile", m, "--report", "json"});
+  REQUIRE(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"alias\": \"in place\"") && Catch::Contains("\"refused_aliases\": ["));
+}

@@ -17,7 +17,7 @@ namespace {
 struct CompileArgs {
   std::string model, output, report = "text", svg, strategy = "auto";
   uint64_t align = 64;
-  bool summary = false;
+  bool summary = false, no_share = false;
   ShapeArgs shapes;
 };
 }  // namespace
@@ -31,6 +31,7 @@ void register_compile(CLI::App& app) {
   sub->add_option("--strategy", args->strategy, "naive, best-fit, greedy-by-size, greedy-by-breadth or auto")
       ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
   sub->add_option("--align", args->align, "Alignment of every buffer in bytes (a power of two)");
+  sub->add_flag("--no-share", args->no_share, "Give every tensor its own bytes: no views, nothing written in place");
   sub->add_option("--report", args->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--svg", args->svg, "Draw the plan into this SVG file");
   sub->add_flag("--summary", args->summary, "Also print the model summary: graphs, ops, captures, tensors");
@@ -38,6 +39,7 @@ void register_compile(CLI::App& app) {
     PlanOptions planning;
     planning.strategy = *plan::parse_strategy(args->strategy);
     planning.alignment = args->align;
+    planning.share_storage = !args->no_share;
     // A model with ops memplan cannot run still gets its plan, with a warning.
     const Compilation c =
         compile_model(args->model, to_shape_options(args->shapes), planning, OnUnsupported::Warn);

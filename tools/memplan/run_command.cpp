@@ -23,7 +23,7 @@ struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
   int threads = 0, repeat = 1, warmup = 0;
-  bool check_memory = false, profile = false;
+  bool check_memory = false, profile = false, no_share = false;
   ShapeArgs shapes;
 };
 
@@ -125,6 +125,7 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.bounds = shapes.bounds;
   options.static_only = shapes.static_only;
   options.strategy = a.strategy;
+  options.share_storage = !a.no_share;
   for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
   return CompiledModel::compile(a.model, options);
 }
@@ -214,6 +215,7 @@ void register_run(CLI::App& app) {
   sub->add_option("--report", a->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--strategy", a->strategy, "Planning strategy (see compile)")
       ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
+  sub->add_flag("--no-share", a->no_share, "Give every tensor its own bytes (see compile)");
   add_shape_options(*sub, a->shapes);
   add_action(sub, [a] {
     if (a->threads > 0) omp_set_num_threads(a->threads);

@@ -289,6 +289,10 @@ bool PrimitiveKernel::reads_at_run_time(size_t input) const {
   return false;  // a constant reordered at load, or an input the primitive does not take
 }
 
+bool PrimitiveKernel::may_overwrite_input(size_t input) const {
+  return std::find(in_place_.begin(), in_place_.end(), input) != in_place_.end();
+}
+
 void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
   exec_args_.push_back({arg, m.get()});
   owned_.push_back(std::move(m));

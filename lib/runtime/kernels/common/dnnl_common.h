@@ -90,6 +90,9 @@ class PrimitiveKernel : public Kernel {
   void run(const KernelArgs& args) final;
   uint64_t scratchpad_bytes() const override { return scratchpad_bytes_ + staged_bytes_; }
   bool reads_at_run_time(size_t input) const override;
+  bool may_overwrite_input(size_t input) const override;
+  // The primitive may write output 0 over `input` (oneDNN allows src = dst for it).
+  void allow_in_place(size_t input) { in_place_.push_back(input); }
 
   // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
   // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.
@@ -145,6 +148,7 @@ class PrimitiveKernel : public Kernel {
   std::vector<dnnl::memory> owned_;
   dnnl::memory scratchpad_;
   uint64_t scratchpad_bytes_ = 0;
+  std::vector<size_t> in_place_;
   // Built at load and passed to the C API: dnnl::primitive::execute would build this vector
   // (a heap allocation) on every call.
   std::vector<dnnl_exec_arg_t> exec_args_;

@@ -256,6 +256,9 @@ class ConvBuilder {
     else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md_);
     bind_bias(*k, node_, pd_);
     k->bind_output_staged(DNNL_ARG_DST, 0, y_md_, pd_.dst_desc(), addend_ ? 3 : -1);
+    // The sum post-op accumulates into dst: written over the addend, the copy into dst is skipped
+    // (a staged dst reads the addend into the scratchpad before the primitive runs).
+    if (addend_) k->allow_in_place(3);
     return k;
   }
 

@@ -255,6 +255,7 @@ std::unique_ptr<Kernel> make_batch_norm(const Node& node, const KernelEnv& env) 
   auto k = std::make_unique<PrimitiveKernel>(node, env);
   k->set_primitive(pd);
   k->bind_input(DNNL_ARG_SRC, 0, md);
+  k->allow_in_place(0);  // oneDNN's batch normalization runs in place
   const int args[] = {0, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
   for (size_t i = 1; i < 5; ++i) {
     const Value* v = input_at(node, i);

@@ -199,6 +199,12 @@ class BinaryKernel final : public Kernel {
     run_loops(args);
   }
 
+  // oneDNN's binary runs in place over its first operand (src0 = dst), the full-shape input; PRelu
+  // is not offered.
+  bool may_overwrite_input(size_t input) const override {
+    return !steps_.empty() && spec_.op != Bin::PRelu && steps_.front().in0 == static_cast<int>(input);
+  }
+
   uint64_t scratchpad_bytes() const override {
     uint64_t b = 0;
     for (const Step& s : steps_) b = std::max(b, s.prim.scratchpad_bytes());

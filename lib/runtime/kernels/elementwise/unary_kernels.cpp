@@ -191,6 +191,8 @@ class UnaryKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : 0; }
+  // oneDNN's eltwise runs in place (src = dst); the loops are not offered (some change the type).
+  bool may_overwrite_input(size_t input) const override { return input == 0 && step_.has_value(); }
 
  private:
   // Copies Clip's run-time bound (input k, of the input's type) into `to`; false when omitted.

@@ -105,6 +105,8 @@ class ViewKernel final : public Kernel {
   ViewKernel(std::string where, ViewParams p, IntsSource list, bool dynamic, int training_input, DType mask_dtype)
       : where_(std::move(where)), p_(p), list_(list), dynamic_(dynamic), training_input_(training_input), mask_dtype_(mask_dtype) {}
 
+  int view_of() const override { return 0; }
+
   void run(const KernelArgs& a) override {
     const TensorView& in = a.inputs[0];
     TensorView& out = a.outputs[0];

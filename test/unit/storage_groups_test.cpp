@@ -1,0 +1,247 @@
+// Storage groups: which tensors share bytes (views, outputs written in place), on tiny hand-built
+// graphs with the alias rules typed in, so each rule and each refusal is pinned down exactly; then
+// the verifier against planted wrong aliases, the plan file, and whole models run both ways.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "memplan/error.h"
+#include "memplan/memplan.h"
+#include "pipeline/compile_pipeline.h"
+#include "plan/plan_file.h"
+#include "plan/planner.h"
+#include "plan/storage_groups.h"
+#include "plan/verifier.h"
+#include "support/model_builder.h"
+#include "support/temp_dir.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+// Kernels as the tests declare them: Reshape is a view; Relu and Add may write over input 0;
+// "both" (Add named so) over either input.
+plan::NodeAliasing typed_rules(const Node& n) {
+  plan::NodeAliasing a;
+  if (n.op_type == "Reshape") a.view_of = 0;
+  if (n.op_type == "Relu") a.in_place = {0};
+  if (n.op_type == "Add") a.in_place = n.name == "both" ? std::vector<size_t>{0, 1} : std::vector<size_t>{0};
+  return a;
+}
+
+constexpr uint64_t kTensor = 4 * 16;  // a [1, 16] float tensor: 64 bytes, one alignment unit
+
+// A chain of nodes over [1, 16] floats; `nodes` are {op, inputs, output, name}.
+struct Node4 {
+  std::string op;
+  std::vector<std::string> inputs;
+  std::string output, name;
+};
+
+Model chain(const std::vector<Node4>& nodes, const std::vector<std::string>& outputs) {
+  ModelBuilder b;
+  add_input(b.graph(), "x", elem::kFloat, {1, 16});
+  add_initializer(b.graph(), tensor_i64("shape", {2}, {1, 16}));
+  for (const Node4& n : nodes) add_node(b.graph(), n.op, n.inputs, {n.output}, n.name);
+  for (const std::string& o : outputs) add_output(b.graph(), o, elem::kFloat, {1, 16});
+  Model m = b.import();
+  prepare_model(m, {});
+  return m;
+}
+
+MemoryPlan plan_of(const Model& m) {
+  PlanOptions o;
+  o.aliasing = typed_rules;
+  MemoryPlan p = plan_memory(m, o);
+  verify_plan(m, p);  // every plan a test looks at is also one the verifier accepts
+  return p;
+}
+
+const PlannedBuffer& buffer(const MemoryPlan& p, const std::string& name) {
+  for (const auto& b : p.graphs[0].buffers)
+    if (b.name == name) return b;
+  FAIL("no buffer " << name);
+  throw;
+}
+
+bool shares(const MemoryPlan& p, const std::string& a, const std::string& b) {
+  const auto& x = buffer(p, a);
+  const auto& y = buffer(p, b);
+  const auto root = [&](const PlannedBuffer& v) { return v.group >= 0 ? v.group : static_cast<int32_t>(&v - p.graphs[0].buffers.data()); };
+  return root(x) == root(y) && x.offset == y.offset;
+}
+
+const RefusedAlias* refusal(const MemoryPlan& p, const std::string& value) {
+  for (const auto& r : p.graphs[0].refused_aliases)
+    if (r.value == value) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a view shares its input's bytes, and an output written in place over a dying input joins them",
+          "[storage]") {
+  // x -> Relu a -> Reshape b (view of a) -> Relu c (over b, which dies there) -> output
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Reshape", {"a", "shape"}, "b", "v"}, {"Relu", {"b"}, "c", "r2"}}, {"c"});
+  MemoryPlan p = plan_of(m);
+  CHECK(buffer(p, "b").alias == AliasKind::View);
+  CHECK(buffer(p, "c").alias == AliasKind::InPlace);
+  CHECK(shares(p, "a", "b"));
+  CHECK(shares(p, "a", "c"));
+  CHECK_FALSE(shares(p, "x", "a"));
+  // x and one group: two buffers, where every tensor its own bytes needs four, live two at a time.
+  CHECK(p.arena_bytes == 2 * kTensor);
+  CHECK(p.aliased_bound_bytes == 2 * kTensor);
+  CHECK(p.lower_bound_bytes == 2 * kTensor);
+  CHECK(p.naive_bytes == 4 * kTensor);
+}
+
+TEST_CASE("a graph input, or a view of one, is never written in place", "[storage]") {
+  Model m = chain({{"Reshape", {"x", "shape"}, "v", "view"}, {"Relu", {"v"}, "y", "relu"}}, {"y"});
+  MemoryPlan p = plan_of(m);
+  CHECK(shares(p, "x", "v"));  // reading the caller's bytes is fine
+  CHECK_FALSE(shares(p, "v", "y"));
+  const RefusedAlias* r = refusal(p, "y");
+  REQUIRE(r);
+  CHECK(r->source == "v");
+  CHECK(r->node == "relu");
+  CHECK_THAT(r->reason, Catch::Contains("graph input") && Catch::Contains("never written in place"));
+}
+
+TEST_CASE("an input that is read after the node is not written over, and the refusal names the reader",
+          "[storage]") {
+  // b = Relu(a) cannot overwrite a (c reads a later); c = Add(a, b) overwrites a, which dies there.
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Relu", {"a"}, "b", "r2"}, {"Add", {"a", "b"}, "c", "add"}}, {"c"});
+  MemoryPlan p = plan_of(m);
+  CHECK_FALSE(shares(p, "a", "b"));
+  const RefusedAlias* r = refusal(p, "b");
+  REQUIRE(r);
+  CHECK_THAT(r->reason, Catch::Contains("read after this node") && Catch::Contains("'add'"));
+  CHECK(shares(p, "a", "c"));
+  CHECK(buffer(p, "c").alias == AliasKind::InPlace);
+}
+
+TEST_CASE("a node that reads the same bytes twice is not written over them", "[storage]") {
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Add", {"a", "a"}, "y", "both"}}, {"y"});
+  MemoryPlan p = plan_of(m);
+  CHECK_FALSE(shares(p, "a", "y"));
+  const RefusedAlias* r = refusal(p, "y");
+  REQUIRE(r);
+  CHECK_THAT(r->reason, Catch::Contains("also reads those bytes as input"));
+}
+
+TEST_CASE("a graph output is never written over, even where nothing else reads it", "[storage]") {
+  // a is returned, and read by y = Relu(a): y cannot take a's bytes.
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Relu", {"a"}, "y", "r2"}}, {"a", "y"});
+  MemoryPlan p = plan_of(m);
+  CHECK_FALSE(shares(p, "a", "y"));
+  REQUIRE(refusal(p, "y"));
+  CHECK_THAT(refusal(p, "y")->reason, Catch::Contains("graph output"));
+}
+
+TEST_CASE("a weight is never shared: it lives outside the arena", "[storage]") {
+  ModelBuilder b;
+  add_initializer(b.graph(), tensor_f32("w", {1, 16}, std::vector<float>(16, 1.f)));
+  add_input(b.graph(), "x", elem::kFloat, {1, 16});
+  add_node(b.graph(), "Add", {"w", "x"}, {"y"}, "add");
+  add_output(b.graph(), "y", elem::kFloat, {1, 16});
+  Model m = b.import();
+  prepare_model(m, {});
+  MemoryPlan p = plan_of(m);
+  REQUIRE(refusal(p, "y"));
+  CHECK_THAT(refusal(p, "y")->reason, Catch::Contains("weight"));
+}
+
+TEST_CASE("without alias rules every tensor has bytes of its own", "[storage]") {
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Reshape", {"a", "shape"}, "b", "v"}, {"Relu", {"b"}, "c", "r2"}}, {"c"});
+  MemoryPlan p = plan_memory(m, {});
+  for (const auto& buf : p.graphs[0].buffers) {
+    CHECK(buf.group == -1);
+    CHECK(buf.alias == AliasKind::None);
+  }
+  CHECK(p.graphs[0].refused_aliases.empty());
+  CHECK(p.arena_bytes == 2 * kTensor);  // a, b, c still reuse each other's bytes in time
+}
+
+TEST_CASE("the verifier catches a planted in-place alias over bytes still to be read", "[storage][verifier]") {
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Relu", {"a"}, "b", "r2"}, {"Add", {"a", "b"}, "c", "add"}}, {"c"});
+  MemoryPlan p = plan_of(m);
+  auto& bufs = p.graphs[0].buffers;
+  const auto a = static_cast<int32_t>(&buffer(p, "a") - bufs.data());
+  auto& b = const_cast<PlannedBuffer&>(buffer(p, "b"));
+  b.group = a;
+  b.alias = AliasKind::InPlace;
+  b.offset = bufs[static_cast<size_t>(a)].offset;
+  CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("written in place at step 1 over 'a', which is read until step 2"));
+}
+
+TEST_CASE("the verifier catches a planted view whose node is no view, and a member off its root's bytes",
+          "[storage][verifier]") {
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Relu", {"a"}, "b", "r2"}}, {"b"});
+  MemoryPlan p = plan_of(m);
+  auto& bufs = p.graphs[0].buffers;
+  const auto a = static_cast<int32_t>(&buffer(p, "a") - bufs.data());
+  auto& b = const_cast<PlannedBuffer&>(buffer(p, "b"));
+  b.group = a;
+  b.alias = AliasKind::View;
+  b.offset = bufs[static_cast<size_t>(a)].offset;
+  CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("planned as a view") && Catch::Contains("r2"));
+  b.alias = AliasKind::InPlace;
+  b.offset += 64;
+  CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("does not lie on the bytes of its group's root"));
+}
+
+TEST_CASE("plan files keep storage groups and refusals; a group naming a wrong root is refused",
+          "[storage][planfile]") {
+  TempDir dir("storage_groups");
+  Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Reshape", {"a", "shape"}, "b", "v"}, {"Relu", {"a"}, "c", "r2"},
+                   {"Add", {"b", "c"}, "d", "add"}},
+                  {"d"});
+  MemoryPlan p = plan_of(m);
+  const std::string path = dir / "p.mplan";
+  write_plan_file(p, path);
+  MemoryPlan back = read_plan_file(path);
+  REQUIRE(back.graphs[0].buffers.size() == p.graphs[0].buffers.size());
+  for (size_t i = 0; i < p.graphs[0].buffers.size(); ++i) {
+    CHECK(back.graphs[0].buffers[i].group == p.graphs[0].buffers[i].group);
+    CHECK(back.graphs[0].buffers[i].alias == p.graphs[0].buffers[i].alias);
+  }
+  CHECK(back.aliased_bound_bytes == p.aliased_bound_bytes);
+  REQUIRE(back.graphs[0].refused_aliases.size() == p.graphs[0].refused_aliases.size());
+  REQUIRE_FALSE(p.graphs[0].refused_aliases.empty());  // c cannot overwrite a: b, a view of a, is read by add
+  CHECK(back.graphs[0].refused_aliases[0].reason == p.graphs[0].refused_aliases[0].reason);
+  verify_plan(m, back);
+
+  auto& b = p.graphs[0].buffers[static_cast<size_t>(&buffer(p, "b") - p.graphs[0].buffers.data())];
+  b.group = 1000;
+  write_plan_file(p, path);
+  CHECK_THROWS_WITH(read_plan_file(path), Catch::Contains("names group 1000, past the buffers"));
+}
+
+TEST_CASE("a real model runs with shared storage in a smaller arena, in guard mode, to the same outputs",
+          "[storage][runtime]") {
+  // blazeface: Conv + Add residuals (the Conv accumulates into its addend), Relu and Pad
+  const std::string model = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/blazeface_back_256/model.onnx";
+  CompileOptions shared, own;
+  own.share_storage = false;
+  auto with = CompiledModel::compile(model, shared);
+  auto without = CompiledModel::compile(model, own);
+  CHECK(with->arena_bytes() < without->arena_bytes());
+  Session a(with, SessionOptions{true});  // guard mode: a clobbered live buffer would throw
+  Session b(without, SessionOptions{true});
+  for (const auto& in : with->inputs()) {
+    std::vector<std::byte> bytes(in.capacity_bytes);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>((i * 37 + 11) % 251 & 0x3f);
+    a.set_input(in.name, in.dtype, in.shape, bytes.data(), bytes.size());
+    b.set_input(in.name, in.dtype, in.shape, bytes.data(), bytes.size());
+  }
+  a.run();
+  b.run();
+  for (const auto& out : with->outputs()) {
+    const TensorRef x = a.output(out.name), y = b.output(out.name);
+    REQUIRE(x.bytes == y.bytes);
+    CHECK(std::memcmp(x.data, y.data, x.bytes) == 0);
+  }
+}
