@@ -74,7 +74,12 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
       if (b.alias == AliasKind::None) continue;
       const Node& n = *g.nodes[static_cast<size_t>(b.node)];
       const plan::NodeAliasing a = c.kernels.aliasing(n);
-      bool ok = b.alias == AliasKind::View && a.view_of >= 0;
+      const auto concat_kernel = [&](const Node* k) { return k->op_type == "Concat" && c.kernels.aliasing(*k).concat; };
+      bool ok = (b.alias == AliasKind::View && a.view_of >= 0) || (b.alias == AliasKind::Concat && concat_kernel(&n));
+      if (b.alias == AliasKind::ConcatSlice) {
+        const Value* v = g.values[static_cast<size_t>(b.value)].get();
+        ok = std::any_of(v->consumers.begin(), v->consumers.end(), concat_kernel);
+      }
       for (size_t i : a.in_place) {
         auto it = group_of.find(n.inputs[i]);
         ok = ok || (b.alias == AliasKind::InPlace && it != group_of.end() && it->second == b.group);

@@ -24,6 +24,8 @@ enum class AliasKind : uint8_t {
   None,     // its own bytes, or the root of a group
   View,     // its producer reads the source and writes nothing: the same bytes, unchanged
   InPlace,  // its producer writes it over an input that dies at that node
+  ConcatSlice,  // its producer writes it into its slice of a Concat's output
+  Concat,       // a Concat whose inputs already lie end to end there: its producer writes nothing
 };
 
 // An alias the planner considered and refused, with why (the report lists them, as ggml's
@@ -47,7 +49,7 @@ struct PlannedBuffer {
   int32_t last = 0;      // last step, inclusive
   bool upper_bound = false;  // the size is a bound; the run-time shape may be smaller
   // Storage groups: a member shares the bytes of buffer `group` (index into its graph's buffers,
-  // the group's root, whose offset it has); -1 for a root or an ungrouped buffer.
+  // the group's root; its offset lies inside the root's bytes); -1 for a root or an ungrouped buffer.
   int32_t group = -1;
   AliasKind alias = AliasKind::None;
 

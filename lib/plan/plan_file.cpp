@@ -33,8 +33,8 @@ void check_group(const GraphPlan& g, const PlannedBuffer& b, const std::string& 
   if (static_cast<size_t>(b.group) >= g.buffers.size())
     invalid(where + ": buffer '" + b.label() + "' names group " + std::to_string(b.group) + ", past the buffers");
   const PlannedBuffer& root = g.buffers[static_cast<size_t>(b.group)];
-  if (b.kind != BufferKind::Tensor || root.kind != BufferKind::Tensor || root.group != -1 || root.offset != b.offset ||
-      b.size > root.size)
+  if (b.kind != BufferKind::Tensor || root.kind != BufferKind::Tensor || root.group != -1 || b.offset < root.offset ||
+      b.size > root.size || b.offset - root.offset > root.size - b.size)
     invalid(where + ": buffer '" + b.label() + "' is not inside the tensor its group names");
 }
 

@@ -1,5 +1,7 @@
 #include "plan/planner.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -108,8 +110,7 @@ class Planner {
     if (out_) out_->graphs.emplace_back();
     GraphResult result;
     const GraphBuffers buffers = collect(g, strategy, index, result);
-    const plan::StorageGroups groups = plan::find_storage_groups(g, buffers.locals, opts_.aliasing);
-    const Units units = units_of(buffers, groups);
+    auto [groups, units, chosen] = group_and_place(g, buffers, strategy);
 
     std::vector<BufferRequest> lb_requests, own_requests;
     for (size_t i = 0; i < buffers.locals.size(); ++i) {
@@ -125,7 +126,6 @@ class Planner {
     result.lower_bound = plan::lower_bound(lb_requests, opts_.alignment);
     result.aliased_bound = plan::lower_bound(units.lb_requests, opts_.alignment);
 
-    Chosen chosen = place(strategy, units.requests, opts_.alignment);
     result.frame = chosen.placement.frame_bytes;
     const Strategy own = chosen.strategy == Strategy::Auto ? Strategy::GreedyBySize : chosen.strategy;
     const uint64_t own_frame = plan::plan(own, own_requests, opts_.alignment).frame_bytes;
@@ -142,6 +142,53 @@ class Planner {
 
  private:
   uint64_t aligned(uint64_t size) const { return align_up(size, opts_.alignment, "buffer size"); }
+
+  struct Grouped {
+    plan::StorageGroups groups;
+    Units units;
+    Chosen chosen;
+  };
+
+  Grouped grouped(const Graph& g, const GraphBuffers& buffers, Strategy strategy,
+                  const plan::GroupOptions& options) const {
+    Grouped out;
+    out.groups = plan::find_storage_groups(g, buffers.locals, opts_.aliasing, options);
+    out.units = units_of(buffers, out.groups);
+    out.chosen = place(strategy, out.units.requests, opts_.alignment);
+    return out;
+  }
+
+  // Storage groups and their placement. A concatenation in place keeps its inputs' bytes from
+  // the first one's producer to the output's last reader, which can raise the peak: each chain
+  // of concatenations (by the Concat at its root) is left out in turn, and kept out where that
+  // makes the frame smaller; the refusal says by how much.
+  Grouped group_and_place(const Graph& g, const GraphBuffers& buffers, Strategy strategy) const {
+    plan::GroupOptions options{opts_.alignment, true, {}};
+    Grouped best = grouped(g, buffers, strategy, options);
+    std::vector<const Node*> roots;  // Concats whose output holds slices, in step order
+    for (size_t i = 0; i < buffers.locals.size(); ++i)
+      if (best.groups.kind[i] == AliasKind::ConcatSlice) {
+        const Node* c = buffers.locals[best.groups.root[i]].value->producer;
+        if (c && std::find(roots.begin(), roots.end(), c) == roots.end()) roots.push_back(c);
+      }
+    std::vector<RefusedAlias> why;
+    for (const Node* c : roots) {
+      plan::GroupOptions fewer = options;
+      fewer.copied_concats.insert(c);
+      Grouped other = grouped(g, buffers, strategy, fewer);
+      spdlog::debug("{}: copying {} instead of concatenating in place: frame {} (was {})", g.path(), c->name,
+                    other.chosen.placement.frame_bytes, best.chosen.placement.frame_bytes);
+      if (other.chosen.placement.frame_bytes >= best.chosen.placement.frame_bytes) continue;
+      why.push_back({c->outputs[0]->name, c->inputs[0] ? c->inputs[0]->name : "", c->name,
+                     "concatenation in place would raise this graph's frame from " +
+                         std::to_string(other.chosen.placement.frame_bytes) + " to " +
+                         std::to_string(best.chosen.placement.frame_bytes) + " bytes"});
+      options = std::move(fewer);
+      best = std::move(other);
+    }
+    best.groups.refused.insert(best.groups.refused.end(), why.begin(), why.end());
+    return best;
+  }
 
   // g's buffers; plans each control-flow node's subgraphs on the way (adding their costs to
   // `result`), since a region's size is its largest subgraph frame plus its loop slots.
@@ -224,7 +271,7 @@ class Planner {
         if (pb.kind != BufferKind::Tensor) pb.name = b.node->name;
       }
       pb.size = aligned(b.size);
-      pb.offset = placement.offsets[units.unit[i]];
+      pb.offset = placement.offsets[units.unit[i]] + groups.offset[i];
       if (groups.root[i] != i) pb.group = static_cast<int32_t>(groups.root[i]);
       pb.alias = groups.kind[i];
       pb.first = b.first;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace memplan::plan {
 namespace {
@@ -17,9 +18,11 @@ struct Group {
 
 class Grouper {
  public:
-  Grouper(const Graph& g, const std::vector<LocalBuffer>& locals) : g_(g), locals_(locals) {
+  Grouper(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules, const GroupOptions& o)
+      : g_(g), locals_(locals), rules_(rules), opts_(o) {
     out_.root.resize(locals.size());
     out_.kind.assign(locals.size(), AliasKind::None);
+    out_.offset.assign(locals.size(), 0);
     for (size_t i = 0; i < locals.size(); ++i) {
       out_.root[i] = i;
       const LocalBuffer& b = locals[i];
@@ -29,15 +32,22 @@ class Grouper {
       groups_[i] = {b.last, b.size, main && b.value->is_graph_input, main && b.value->is_graph_output};
     }
     for (size_t t = 0; t < g.nodes.size(); ++t) step_[g.nodes[t].get()] = static_cast<int32_t>(t);
+    for (size_t t = 0; t < g.nodes.size(); ++t) aliasing_.push_back(rules_(*g.nodes[t]));
   }
 
-  StorageGroups run(const AliasRules& rules) {
+  StorageGroups run() {
+    // Concatenations first, the last of a chain first: it decides where its inputs' bytes are,
+    // and a shorter concatenation of the same inputs then finds them in place, at its start.
+    if (opts_.concat_in_place)
+      for (size_t t = g_.nodes.size(); t-- > 0;)
+        if (aliasing_[t].concat && !opts_.copied_concats.count(g_.nodes[t].get())) place_concat(*g_.nodes[t]);
     for (size_t t = 0; t < g_.nodes.size(); ++t) {
       const Node& n = *g_.nodes[t];
+      const NodeAliasing& a = aliasing_[t];
       if (n.outputs.empty() || !n.outputs[0]) continue;
       auto y = index_.find(n.outputs[0]);
       if (y == index_.end()) continue;  // no memory of this frame: bound to the parent, or a weight
-      const NodeAliasing a = rules(n);
+      if (!groups_.count(y->second)) continue;  // already shares: a concatenation's slice
       if (a.view_of >= 0 && static_cast<size_t>(a.view_of) < n.inputs.size()) {
         try_join(n, y->second, static_cast<size_t>(a.view_of), AliasKind::View, static_cast<int32_t>(t));
         continue;
@@ -49,16 +59,79 @@ class Grouper {
   }
 
  private:
-  // Joins output buffer `y` to the group of n's input `input`, or records why not.
+  bool alone(size_t i) const { return out_.root[i] == i && groups_.count(i) && members_of(i) == 1; }
+  size_t members_of(size_t root) const { return static_cast<size_t>(std::count(out_.root.begin(), out_.root.end(), root)); }
+
+  void refuse(const Node& n, const Value* x, std::string why) {
+    out_.refused.push_back({n.outputs[0]->name, x ? x->name : std::string(), n.name, std::move(why)});
+  }
+
+  // Concat in place: each input is written by its producer straight into its slice of the
+  // output (all of them, or none); or, when they already lie end to end in a longer
+  // concatenation's bytes, the output is that stretch of them.
+  void place_concat(const Node& n) {
+    auto y = n.outputs.empty() || !n.outputs[0] ? index_.end() : index_.find(n.outputs[0]);
+    if (y == index_.end()) return;
+    std::vector<size_t> xs;
+    std::unordered_set<const Value*> seen;
+    uint64_t total = 0;
+    for (const Value* x : n.inputs) {
+      auto it = x ? index_.find(x) : index_.end();
+      std::string why;
+      if (it == index_.end()) why = "it has no memory of this frame (a weight, or the enclosing graph's)";
+      else if (!x->producer || x->producer->graph != &g_) why = "it is a graph input";
+      else if (!seen.insert(x).second) why = "it is concatenated twice";
+      else if (locals_[it->second].size % opts_.alignment != 0) why = "its size is not a multiple of the alignment";
+      if (!why.empty()) return refuse(n, x, "concatenation in place: input '" + (x ? x->name : "") + "': " + why);
+      xs.push_back(it->second);
+      total += locals_[it->second].size;
+    }
+    if (xs.empty() || total != locals_[y->second].size) return;
+    const bool fresh = std::all_of(xs.begin(), xs.end(), [&](size_t i) { return alone(i); });
+    // Into the output's bytes, wherever they are: its own, or its slice of a later Concat.
+    if (fresh && (alone(y->second) || out_.kind[y->second] == AliasKind::ConcatSlice)) {
+      const size_t root = out_.root[y->second];
+      uint64_t at = out_.offset[y->second];
+      Group& gr = groups_.at(root);
+      for (size_t i : xs) {
+        out_.root[i] = root;
+        out_.kind[i] = AliasKind::ConcatSlice;
+        out_.offset[i] = at;
+        at += locals_[i].size;
+        gr.last = std::max(gr.last, groups_.at(i).last);
+        groups_.erase(i);
+      }
+      return;
+    }
+    // The inputs already lie end to end inside one group: the output is that stretch.
+    const size_t root = out_.root[xs.front()];
+    uint64_t at = out_.offset[xs.front()];
+    const uint64_t start = at;
+    for (size_t i : xs) {
+      if (out_.root[i] != root || out_.offset[i] != at || out_.kind[i] != AliasKind::ConcatSlice)
+        return refuse(n, n.inputs[0], "concatenation in place: its inputs already share other bytes");
+      at += locals_[i].size;
+    }
+    if (!alone(y->second)) return refuse(n, n.inputs[0], "concatenation in place: its output already shares bytes");
+    Group& gr = groups_.at(root);
+    gr.last = std::max(gr.last, groups_.at(y->second).last);
+    groups_.erase(y->second);
+    out_.root[y->second] = root;
+    out_.kind[y->second] = AliasKind::Concat;
+    out_.offset[y->second] = start;
+  }
+
+  // Joins output buffer `y` to the bytes of n's input `input`, or records why not.
   bool try_join(const Node& n, size_t y, size_t input, AliasKind kind, int32_t t) {
     const Value* x = n.inputs[input];
     if (!x) return false;
     const std::string why = refusal(n, y, input, kind, t);
     if (!why.empty()) {
-      out_.refused.push_back({n.outputs[0]->name, x->name, n.name, why});
+      refuse(n, x, why);
       return false;
     }
-    const size_t root = out_.root[index_.at(x)];
+    const size_t xi = index_.at(x);
+    const size_t root = out_.root[xi];
     Group& gr = groups_.at(root);
     const Group& mine = groups_.at(y);
     gr.last = std::max(gr.last, mine.last);
@@ -66,6 +139,7 @@ class Grouper {
     groups_.erase(y);
     out_.root[y] = root;
     out_.kind[y] = kind;
+    out_.offset[y] = out_.offset[xi];
     return true;
   }
 
@@ -77,9 +151,10 @@ class Grouper {
     if (it == index_.end()) return "'" + x->name + "' lives in the memory of the enclosing graph";
     const size_t root = out_.root[it->second];
     const Group& gr = groups_.at(root);
-    if (locals_[y].size > gr.size)
+    const uint64_t room = root == it->second ? gr.size : locals_[it->second].size;
+    if (locals_[y].size > room)
       return "'" + n.outputs[0]->name + "' (" + std::to_string(locals_[y].size) + " bytes) is larger than '" +
-             x->name + "' (" + std::to_string(gr.size) + " bytes)";
+             x->name + "' (" + std::to_string(room) + " bytes)";
     if (kind == AliasKind::View) return "";
     if (gr.holds_input) return "'" + x->name + "' is a graph input or a view of one: never written in place";
     if (gr.holds_output) return "'" + x->name + "' is a graph output or a view of one: never written in place";
@@ -105,6 +180,9 @@ class Grouper {
 
   const Graph& g_;
   const std::vector<LocalBuffer>& locals_;
+  const AliasRules& rules_;
+  const GroupOptions opts_;
+  std::vector<NodeAliasing> aliasing_;  // by step
   std::unordered_map<const Value*, size_t> index_;
   std::unordered_map<const Node*, int32_t> step_;
   std::unordered_map<size_t, Group> groups_;  // by root
@@ -113,15 +191,16 @@ class Grouper {
 
 }  // namespace
 
-StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules) {
-  Grouper grouper(g, locals);
+StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules,
+                                  const GroupOptions& options) {
   if (!rules) {
     StorageGroups none;
     for (size_t i = 0; i < locals.size(); ++i) none.root.push_back(i);
     none.kind.assign(locals.size(), AliasKind::None);
+    none.offset.assign(locals.size(), 0);
     return none;
   }
-  return grouper.run(rules);
+  return Grouper(g, locals, rules, options).run();
 }
 
 }  // namespace memplan::plan

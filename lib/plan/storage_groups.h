@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -21,6 +22,13 @@ namespace memplan::plan {
 struct NodeAliasing {
   int view_of = -1;               // output 0 is this input's bytes, unchanged (no write)
   std::vector<size_t> in_place;   // inputs output 0 may be written over, in order of preference
+  bool concat = false;            // output 0 is the inputs end to end (a Concat whose outer dims are 1)
+};
+
+struct GroupOptions {
+  uint64_t alignment = 64;       // a concatenation's slices start at multiples of it
+  bool concat_in_place = true;   // producers write straight into their slices of a Concat's output
+  std::set<const Node*> copied_concats;  // Concats left out of that: they copy their inputs
 };
 
 using AliasRules = std::function<NodeAliasing(const Node&)>;
@@ -30,6 +38,7 @@ struct StorageGroups {
   // every region and scratchpad), and how it came to share.
   std::vector<size_t> root;
   std::vector<AliasKind> kind;
+  std::vector<uint64_t> offset;  // bytes from the start of the root's
   std::vector<RefusedAlias> refused;
 };
 
@@ -38,7 +47,11 @@ struct StorageGroups {
 //  - the input its kernel says it is a view of, when that input has memory of this frame;
 //  - else the first input its kernel may overwrite whose group no one reads after this node, that
 //    holds no main-graph input or output, and is at least as large.
-// A view of a main-graph input is never written in place (the caller's bytes).
-StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules);
+// A view of a main-graph input is never written in place (the caller's bytes). Before that, with
+// concat_in_place, each Concat (the last of a chain first) takes its inputs as slices of its
+// output, all or none; a Concat whose inputs already lie end to end in one group becomes that
+// stretch of it.
+StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules,
+                                  const GroupOptions& options = {});
 
 }  // namespace memplan::plan

@@ -87,14 +87,16 @@ bool is_view_op(const std::string& op) {
          op == "Dropout";
 }
 
-// Storage groups, checked without trusting the planner: each member lies on its root's bytes; a
-// view is made by a view op from a member of its group; an in-place output is written over an
-// input of its group, and at that step no other member of the group is still to be read
-// (nothing reads bytes after they were overwritten), nor holds a main-graph input.
+// Storage groups, checked without trusting the planner. Each member lies inside its root's bytes.
+// A view is made by a view op from a member at its offset. A concatenation's slice is an input
+// of a Concat whose output is in the group, at that input's place; a Concat with such slices has
+// all its inputs in place. A member whose producer writes (in place, or into a slice) writes
+// over no bytes that a member made before it still reads afterwards, nor over a main-graph input.
 std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const GraphPlan& gp,
                                                            const std::vector<Member>& members) {
   const std::string where = g.path();
   std::map<size_t, std::vector<const Member*>> groups;
+  std::unordered_map<const Value*, const Member*> member_of;
   std::unordered_map<const Value*, size_t> root_of;
   for (const Member& m : members) {
     const int32_t r = m.b->group;
@@ -103,7 +105,7 @@ std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const
           gp.buffers[static_cast<size_t>(r)].group != -1)
         reject(where + ": '" + m.b->label() + "' names a storage group whose root is not a tensor buffer");
       const PlannedBuffer& root = gp.buffers[static_cast<size_t>(r)];
-      if (root.offset != m.b->offset || m.b->size > root.size)
+      if (m.b->offset < root.offset || m.b->size > root.size || m.b->offset - root.offset > root.size - m.b->size)
         reject(where + ": '" + m.b->label() + "' does not lie on the bytes of its group's root '" + root.label() + "'");
     }
     if ((r >= 0) != (m.b->alias != AliasKind::None))
@@ -111,29 +113,64 @@ std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const
     const size_t root = r >= 0 ? static_cast<size_t>(r) : m.index;
     groups[root].push_back(&m);
     root_of[m.value] = root;
+    member_of[m.value] = &m;
   }
+  auto in_group = [&](const Value* x, size_t root) {
+    auto it = x ? root_of.find(x) : root_of.end();
+    return it != root_of.end() && it->second == root;
+  };
+  // A Concat's inputs lie end to end from its output's offset.
+  auto concat_in_place = [&](const Node& c, const Member& out, size_t root) {
+    uint64_t at = out.b->offset;
+    for (const Value* x : c.inputs) {
+      if (!in_group(x, root) || member_of.at(x)->b->offset != at) return false;
+      at += x->capacity_bytes;
+    }
+    return at == out.b->offset + out.value->capacity_bytes;
+  };
   for (const auto& [root, group] : groups)
     for (const Member* m : group) {
-      if (m->b->alias == AliasKind::None) continue;
+      const AliasKind kind = m->b->alias;
       const Node* n = m->value->producer;
       const auto t = m->first;
-      if (!n || n->outputs.empty() || n->outputs[0] != m->value || m->b->node != t)
+      if (n && n->op_type == "Concat" && !n->outputs.empty() && n->outputs[0] == m->value &&
+          (kind == AliasKind::Concat || std::any_of(n->inputs.begin(), n->inputs.end(), [&](const Value* x) {
+             return in_group(x, root) && member_of.at(x)->b->alias == AliasKind::ConcatSlice;
+           })) &&
+          !concat_in_place(*n, *m, root))
+        reject(where + ": the inputs of " + n->describe() + " do not lie end to end in its output's bytes");
+      if (kind == AliasKind::None) continue;
+      if (!n || n->graph != &g || m->b->node != t ||
+          (kind != AliasKind::ConcatSlice && (n->outputs.empty() || n->outputs[0] != m->value)))
         reject(where + ": '" + m->b->label() + "' shares bytes but is not output 0 of the node at its step");
-      auto in_group = [&, root = root](const Value* x) {
-        auto it = x ? root_of.find(x) : root_of.end();
-        return it != root_of.end() && it->second == root;
-      };
-      if (m->b->alias == AliasKind::View) {
-        if (!is_view_op(n->op_type) || n->inputs.empty() || !in_group(n->inputs[0]))
+      if (kind == AliasKind::View) {
+        if (!is_view_op(n->op_type) || n->inputs.empty() || !in_group(n->inputs[0], root) ||
+            member_of.at(n->inputs[0])->b->offset != m->b->offset)
           reject(where + ": '" + m->b->label() + "' is planned as a view, but " + n->describe() +
-                 " is no view of a tensor of its group");
+                 " is no view of a tensor at its bytes");
         continue;
       }
-      if (std::count_if(n->inputs.begin(), n->inputs.end(), in_group) != 1)
+      if (kind == AliasKind::Concat) {
+        if (n->op_type != "Concat") reject(where + ": '" + m->b->label() + "' is planned as a concatenation, but " + n->describe() + " is none");
+        continue;
+      }
+      if (kind == AliasKind::ConcatSlice) {
+        const bool sliced = std::any_of(m->value->consumers.begin(), m->value->consumers.end(), [&](const Node* c) {
+          return c->graph == &g && c->op_type == "Concat" && !c->outputs.empty() && in_group(c->outputs[0], root);
+        });
+        if (!sliced) reject(where + ": '" + m->b->label() + "' is planned as a slice of no Concat of its group");
+      } else if (std::count_if(n->inputs.begin(), n->inputs.end(), [&](const Value* x) { return in_group(x, root); }) != 1 ||
+                 std::none_of(n->inputs.begin(), n->inputs.end(), [&](const Value* x) {
+                   return in_group(x, root) && member_of.at(x)->b->offset == m->b->offset;
+                 })) {
         reject(where + ": '" + m->b->label() + "' is planned in place, but " + n->describe() +
-               " does not read exactly one input in its bytes");
+               " does not read exactly one input at its bytes");
+      }
+      // A write: no member made before it, in the same bytes, is read afterwards.
+      const uint64_t begin = m->b->offset, end = m->b->offset + m->b->size;
       for (const Member* other : group) {
         if (other == m || other->first > t) continue;
+        if (other->b->offset >= end || other->b->offset + other->b->size <= begin) continue;
         if (g.owner == nullptr && other->value->is_graph_input)
           reject(where + ": '" + m->b->label() + "' is written in place over graph input '" + other->value->name + "'");
         if (other->end > t)

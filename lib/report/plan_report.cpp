@@ -72,7 +72,16 @@ Peak main_peak(const MemoryPlan& plan) {
   return peak;
 }
 
-const char* alias_name(AliasKind k) { return k == AliasKind::View ? "view" : k == AliasKind::InPlace ? "in place" : "own"; }
+const char* alias_name(AliasKind k) {
+  switch (k) {
+    case AliasKind::View: return "view";
+    case AliasKind::InPlace: return "in place";
+    case AliasKind::ConcatSlice: return "concat slice";
+    case AliasKind::Concat: return "concatenated in place";
+    case AliasKind::None: break;
+  }
+  return "own";
+}
 
 // "relu_out (view), y (in place)": who else is in a storage's bytes.
 std::string shared_with(const Storage& s) {
@@ -138,16 +147,17 @@ std::string plan_report_text(const MemoryPlan& p) {
         << "; a bound for it would plan it in the arena\n";
     }
   }
-  size_t views = 0, in_place = 0, refused = 0;
+  size_t views = 0, in_place = 0, slices = 0, refused = 0;
   for (const auto& g : p.graphs) {
     for (const auto& b : g.buffers) {
       views += b.alias == AliasKind::View;
       in_place += b.alias == AliasKind::InPlace;
+      slices += b.alias == AliasKind::ConcatSlice || b.alias == AliasKind::Concat;
     }
     refused += g.refused_aliases.size();
   }
-  o << "storage groups: " << views << " views and " << in_place << " outputs in place share bytes; " << refused
-    << " aliases refused\n";
+  o << "storage groups: " << views << " views, " << in_place << " outputs in place and " << slices
+    << " concatenated in place share bytes; " << refused << " aliases refused\n";
   size_t shown = 0;
   for (const auto& g : p.graphs)
     for (const auto& r : g.refused_aliases)

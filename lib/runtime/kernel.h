@@ -60,6 +60,9 @@ class Kernel {
   // run() reads each element of `input` before writing the same element of output 0 (and reads
   // nothing of it after), so the planner may give both one buffer when the input dies here.
   virtual bool may_overwrite_input(size_t /*input*/) const { return false; }
+  // Output 0 is the inputs' bytes end to end (a Concat whose outer dims are 1): inputs already in
+  // their places there are not copied, so their producers may write them straight in.
+  virtual bool concatenates_end_to_end() const { return false; }
 };
 
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)

@@ -19,6 +19,7 @@ plan::NodeAliasing KernelSelection::aliasing(const Node& n) const {
   auto it = kernels.find(&n);
   if (it == kernels.end() || !it->second) return a;
   a.view_of = it->second->view_of();
+  a.concat = it->second->concatenates_end_to_end();
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (it->second->may_overwrite_input(i)) a.in_place.push_back(i);
   return a;

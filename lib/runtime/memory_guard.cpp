@@ -72,7 +72,8 @@ void Session::Impl::guard_after(const NodeExec& ne) {
   // A value made at or before this step that is read later (or returned).
   auto live_after = [&](const Value* v) {
     if (v->graph != &g) return true;
-    if (v->producer) {
+    // A Concat whose inputs are written into its bytes holds them before it runs.
+    if (v->producer && v->producer->op_type != "Concat") {
       size_t ps = 0;
       while (ps < ge.nodes.size() && m.nodes[static_cast<size_t>(ge.nodes[ps])].node != v->producer) ++ps;
       if (ps > step) return false;  // not made yet: it will write these bytes on purpose

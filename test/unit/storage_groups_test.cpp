@@ -28,6 +28,7 @@ plan::NodeAliasing typed_rules(const Node& n) {
   if (n.op_type == "Reshape") a.view_of = 0;
   if (n.op_type == "Relu") a.in_place = {0};
   if (n.op_type == "Add") a.in_place = n.name == "both" ? std::vector<size_t>{0, 1} : std::vector<size_t>{0};
+  a.concat = n.op_type == "Concat";
   return a;
 }
 
@@ -163,6 +164,55 @@ TEST_CASE("without alias rules every tensor has bytes of its own", "[storage]") 
   }
   CHECK(p.graphs[0].refused_aliases.empty());
   CHECK(p.arena_bytes == 2 * kTensor);  // a, b, c still reuse each other's bytes in time
+}
+
+// x [1, 16] -> a = Relu(x), b = Relu(x), d = Relu(x); c1 = Concat(a, b) [1, 32]; c2 = Concat(c1, d) [1, 48].
+Model concat_chain(bool second_concat_reads_input = false) {
+  ModelBuilder b;
+  add_input(b.graph(), "x", elem::kFloat, {1, 16});
+  add_node(b.graph(), "Relu", {"x"}, {"a"}, "ra");
+  add_node(b.graph(), "Relu", {"x"}, {"b"}, "rb");
+  add_node(b.graph(), "Relu", {"x"}, {"d"}, "rd");
+  attr_int(add_node(b.graph(), "Concat", {"a", "b"}, {"c1"}, "cat1"), "axis", 1);
+  attr_int(add_node(b.graph(), "Concat", {"c1", second_concat_reads_input ? "x" : "d"}, {"c2"}, "cat2"), "axis", 1);
+  add_output(b.graph(), "c2", elem::kFloat, {1, 48});
+  Model m = b.import();
+  prepare_model(m, {});
+  return m;
+}
+
+TEST_CASE("producers write straight into their slices of a Concat, and a chain of Concats is one buffer",
+          "[storage]") {
+  Model m = concat_chain();
+  MemoryPlan p = plan_of(m);
+  const uint64_t at = buffer(p, "c2").offset;
+  CHECK(buffer(p, "c1").alias == AliasKind::ConcatSlice);
+  CHECK(buffer(p, "a").alias == AliasKind::ConcatSlice);
+  CHECK(buffer(p, "a").offset == at);
+  CHECK(buffer(p, "b").offset == at + kTensor);
+  CHECK(buffer(p, "c1").offset == at);
+  CHECK(buffer(p, "d").offset == at + 2 * kTensor);
+  // x and the one buffer of c2: below the no-alias bound, where c1 and c2 are live together.
+  CHECK(p.arena_bytes == kTensor + 3 * kTensor);
+  CHECK(p.arena_bytes < p.lower_bound_bytes);
+}
+
+TEST_CASE("a Concat of a graph input copies all its inputs, and says why", "[storage]") {
+  Model m = concat_chain(true);
+  MemoryPlan p = plan_of(m);
+  CHECK(buffer(p, "c1").alias == AliasKind::None);  // cat2 copies; cat1, the next in the chain, goes in place
+  CHECK(buffer(p, "a").alias == AliasKind::ConcatSlice);
+  bool said = false;
+  for (const auto& r : p.graphs[0].refused_aliases)
+    said = said || (r.node == "cat2" && r.reason.find("'x': it is a graph input") != std::string::npos);
+  CHECK(said);
+}
+
+TEST_CASE("the verifier catches Concat slices planted in each other's places", "[storage][verifier]") {
+  Model m = concat_chain();
+  MemoryPlan p = plan_of(m);
+  std::swap(const_cast<PlannedBuffer&>(buffer(p, "a")).offset, const_cast<PlannedBuffer&>(buffer(p, "b")).offset);
+  CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("do not lie end to end"));
 }
 
 TEST_CASE("the verifier catches a planted in-place alias over bytes still to be read", "[storage][verifier]") {

@@ -11,7 +11,9 @@ class ConcatKernel final : public Kernel {
  public:
   ConcatKernel(const Node& n, const KernelEnv& env)
       : where_(where(n, env)), axis_(n.attr_int("axis", n.opset < 4 ? 1 : 0)),
-        esize_(dtype_size(n.outputs[0]->type.dtype)) {}
+        esize_(dtype_size(n.outputs[0]->type.dtype)), end_to_end_(outer_dims_are_one(n)) {}
+
+  bool concatenates_end_to_end() const override { return end_to_end_; }
 
   void run(const KernelArgs& args) override {
     const TensorView& first = args.inputs[0];
@@ -40,15 +42,32 @@ class ConcatKernel final : public Kernel {
       for (const TensorView& in : args.inputs) {
         const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;
         if (bytes == 0) continue;
-        std::memcpy(dst, in.data + o * bytes, bytes);
+        if (dst != in.data + o * bytes) std::memcpy(dst, in.data + o * bytes, bytes);  // else written in place
         dst += bytes;
       }
   }
 
  private:
+  // Static shapes whose dims before the axis are all 1: each input is one contiguous stretch of
+  // the output (also channel-blocked, whose channel counts assign_layouts keeps whole blocks).
+  static bool outer_dims_are_one(const Node& n) {
+    const Value* y = n.outputs[0];
+    if (!y || y->shape_varies || !y->type.has_rank || y->type.dims.empty()) return false;
+    const auto rank = static_cast<int64_t>(y->type.dims.size());
+    int64_t axis = n.attr_int("axis", n.opset < 4 ? 1 : 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    for (int64_t d = 0; d < axis; ++d)
+      if (y->type.dims[static_cast<size_t>(d)].value != 1) return false;
+    for (const Value* x : n.inputs)
+      if (!x || x->shape_varies || x->is_constant()) return false;
+    return true;
+  }
+
   std::string where_;
   int64_t axis_;
   uint64_t esize_;
+  bool end_to_end_;
 };
 
 }  // namespace
