@@ -37,6 +37,10 @@ struct CompileOptions {
   // Tensors share bytes where that is safe (views, outputs written in place over inputs that die
   // there); false plans every tensor its own bytes (the no-alias plan, for comparison).
   bool share_storage = true;
+  // Kernels chosen for memory: "balanced" (a leaner kernel where its scratchpad would set the
+  // arena's peak and it costs at most 1.25x the time), "memory" (whatever the time) or "speed".
+  std::string prefer = "balanced";
+  uint64_t max_arena = 0;  // fail to compile unless the arena fits this many bytes (0: no budget)
 };
 
 struct TensorInfo {

@@ -13,6 +13,7 @@
 #include "passes/expand_functions.h"
 #include "passes/fuse_conv.h"
 #include "passes/inline_if.h"
+#include "pipeline/lean_kernels.h"
 #include "plan/verifier.h"
 #include "report/plan_report.h"
 #include "runtime/constant_evaluator.h"
@@ -91,6 +92,18 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
   });
 }
 
+// A budget for the arena: leaner kernels wherever they help, whatever their time; then, if the
+// arena still does not fit, an error naming the smallest arena reached and what holds its peak.
+void fit_budget(Compilation& c, const PlanOptions& planning) {
+  if (planning.max_arena == 0 || c.plan.arena_bytes <= planning.max_arena) return;
+  if (planning.prefer != KernelPreference::Memory) choose_lean_kernels(c, planning, KernelPreference::Memory);
+  if (c.plan.arena_bytes <= planning.max_arena) return;
+  c.plan.model_path = c.model.path;
+  fail(c.model.path + ": the smallest arena memplan can plan is " + std::to_string(c.plan.arena_bytes) +
+       " bytes, over the budget of " + std::to_string(planning.max_arena) + " bytes; its peak is at " +
+       plan_peak_summary(c.plan));
+}
+
 }  // namespace
 
 NodeRewriter pipeline_rewrites(Model& model) {
@@ -129,6 +142,8 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
   if (planning.share_storage) planning.aliasing = [&c](const Node& n) { return c.kernels.aliasing(n); };
   c.plan = plan_memory(c.model, planning);
+  choose_lean_kernels(c, planning, planning.prefer);
+  fit_budget(c, planning);
   c.plan.model_sha256 = c.model.sha256;
   c.plan.model_path = c.model.path;
   c.plan.shapes = shapes;
@@ -147,6 +162,7 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
   prepare_model(c.model, c.plan.shapes);
   select(c, unsupported);
   verify_plan(c.model, c.plan);
+  take_planned_lean_kernels(c, plan_path);
   check_scratchpads(c, plan_path);
   check_aliases(c, plan_path);
   return c;

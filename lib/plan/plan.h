@@ -105,6 +105,7 @@ struct GraphPlan {
   std::vector<Region> regions;
   std::map<std::string, uint64_t> strategy_bytes;
   std::vector<RefusedAlias> refused_aliases;
+  std::vector<int32_t> leaner_kernels;  // steps whose nodes run their kernel's leaner variant
 };
 
 // A tensor whose size only the run decides: no arena memory; the session allocates it.

@@ -65,6 +65,8 @@ void check_structure(const MemoryPlan& p, const std::string& path) {
         invalid(where + ": buffer '" + b.label() + "' names no value or step of its graph");
       check_group(g, b, where, invalid);
     }
+    for (int32_t step : g.leaner_kernels)
+      if (step < 0 || step >= g.num_steps) invalid(where + ": a leaner kernel at step " + std::to_string(step) + ", past its nodes");
     for (const Region& r : g.regions) {
       if (r.buffer < 0 || static_cast<size_t>(r.buffer) >= g.buffers.size())
         invalid(where + ": region of '" + r.node + "' has no buffer");
@@ -124,6 +126,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
     pg.set_frame_bytes(g.frame_bytes);
     pg.set_lower_bound_bytes(g.lower_bound_bytes);
     pg.set_aliased_bound_bytes(g.aliased_bound_bytes);
+    for (int32_t step : g.leaner_kernels) pg.add_leaner_kernels(step);
     for (const RefusedAlias& r : g.refused_aliases) {
       planfile::RefusedAlias& pr = *pg.add_refused_aliases();
       pr.set_value(r.value);
@@ -214,6 +217,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
     g.frame_bytes = pg.frame_bytes();
     g.lower_bound_bytes = pg.lower_bound_bytes();
     g.aliased_bound_bytes = pg.aliased_bound_bytes();
+    g.leaner_kernels.assign(pg.leaner_kernels().begin(), pg.leaner_kernels().end());
     for (const planfile::RefusedAlias& pr : pg.refused_aliases())
       g.refused_aliases.push_back({pr.value(), pr.source(), pr.node(), pr.reason()});
     g.naive_bytes = pg.naive_bytes();

@@ -12,6 +12,13 @@
 
 namespace memplan {
 
+// How kernel selection trades time for memory (pipeline/lean_kernels).
+enum class KernelPreference {
+  Balanced,  // a leaner kernel where it lowers the arena and costs at most 1.25x the time (default)
+  Memory,    // a leaner kernel wherever it lowers the arena
+  Speed,     // the fastest kernels, whatever their scratchpads
+};
+
 struct PlanOptions {
   plan::Strategy strategy = plan::Strategy::Auto;
   uint64_t alignment = 64;
@@ -20,6 +27,8 @@ struct PlanOptions {
   // Which outputs may share an input's bytes (views, in place); empty: every tensor its own bytes.
   plan::AliasRules aliasing;
   bool share_storage = true;  // false: the pipeline sets no aliasing (every tensor its own bytes)
+  KernelPreference prefer = KernelPreference::Balanced;
+  uint64_t max_arena = 0;     // a budget the arena must fit (0: none); compiling fails otherwise
 };
 
 // Fills everything in the plan but the model identity and shape options (the caller's job).

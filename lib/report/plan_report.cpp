@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "plan/plan_peak.h"
 #include "util/json.h"
 
 namespace memplan {
@@ -16,61 +17,10 @@ std::string ratio(uint64_t a, uint64_t b) {
   return buf;
 }
 
-// Bytes of a graph's frame in use: a buffer with bytes of its own, or a storage group (its root's
-// bytes, live from its first member's first step to its last member's last).
-struct Storage {
-  const PlannedBuffer* root = nullptr;
-  std::vector<const PlannedBuffer*> members;  // the others sharing its bytes
-  int32_t first = 0, last = 0;
-};
+using plan::Peak;
+using plan::Storage;
 
-std::vector<Storage> storages_of(const GraphPlan& g) {
-  std::vector<Storage> out;
-  std::map<size_t, size_t> at;  // root buffer -> index in out
-  for (size_t i = 0; i < g.buffers.size(); ++i)
-    if (g.buffers[i].group < 0) {
-      at[i] = out.size();
-      out.push_back({&g.buffers[i], {}, g.buffers[i].first, g.buffers[i].last});
-    }
-  for (const auto& b : g.buffers) {
-    if (b.group < 0 || !at.count(static_cast<size_t>(b.group))) continue;
-    Storage& s = out[at[static_cast<size_t>(b.group)]];
-    s.members.push_back(&b);
-    s.first = std::min(s.first, b.first);
-    s.last = std::max(s.last, b.last);
-  }
-  return out;
-}
-
-struct Peak {
-  int32_t step = 0;
-  uint64_t bytes = 0;
-  std::vector<Storage> live;
-};
-
-// The step of the main graph where the most bytes are live, and what is live there.
-Peak main_peak(const MemoryPlan& plan) {
-  Peak peak;
-  if (plan.graphs.size() == 0) return peak;
-  const std::vector<Storage> storages = storages_of(plan.graphs[0]);
-  std::map<int32_t, int64_t> delta;
-  for (const auto& s : storages) {
-    delta[s.first] += static_cast<int64_t>(s.root->size);
-    delta[s.last + 1] -= static_cast<int64_t>(s.root->size);
-  }
-  int64_t live = 0;
-  for (const auto& [step, d] : delta) {
-    live += d;
-    if (live > static_cast<int64_t>(peak.bytes)) {
-      peak.bytes = static_cast<uint64_t>(live);
-      peak.step = step;
-    }
-  }
-  for (const auto& s : storages)
-    if (s.first <= peak.step && peak.step <= s.last) peak.live.push_back(s);
-  std::sort(peak.live.begin(), peak.live.end(), [](auto& a, auto& b) { return a.root->size > b.root->size; });
-  return peak;
-}
+Peak main_peak(const MemoryPlan& plan) { return plan.graphs.empty() ? Peak{} : plan::peak_of(plan.graphs[0]); }
 
 const char* alias_name(AliasKind k) {
   switch (k) {

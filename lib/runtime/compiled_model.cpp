@@ -5,6 +5,7 @@
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "pipeline/compile_pipeline.h"
+#include "pipeline/lean_kernels.h"
 #include "plan/lifetimes.h"
 #include "plan/plan_file.h"
 #include "report/plan_report.h"
@@ -165,6 +166,10 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   planning.strategy = *strategy;
   planning.alignment = o.alignment;
   planning.share_storage = o.share_storage;
+  const auto prefer = parse_preference(o.prefer);
+  if (!prefer) fail("unknown preference '" + o.prefer + "' (balanced, memory or speed)");
+  planning.prefer = *prefer;
+  planning.max_arena = o.max_arena;
   return finish(compile_model(path, shape_options(o), planning));
 }
 

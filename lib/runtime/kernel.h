@@ -63,6 +63,9 @@ class Kernel {
   // Output 0 is the inputs' bytes end to end (a Concat whose outer dims are 1): inputs already in
   // their places there are not copied, so their producers may write them straight in.
   virtual bool concatenates_end_to_end() const { return false; }
+  // A variant of this kernel for the same node that needs less scratchpad (and may be slower),
+  // made at load while the weights are at hand; null when there is none. Taken once.
+  virtual std::unique_ptr<Kernel> take_leaner() { return nullptr; }
 };
 
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)

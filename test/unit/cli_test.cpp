@@ -243,3 +243,31 @@ TEST_CASE("cli: compile reports the bound with storage groups and the refused al
   REQUIRE(json.exit_code == 0);
   CHECK_THAT(json.out, Catch::Contains("\"alias\": \"in place\"") && Catch::Contains("\"refused_aliases\": ["));
 }
+
+TEST_CASE("cli: --prefer memory swaps a kernel whose scratchpad sets the peak, and its plan loads with it",
+          "[cli][storage]") {
+  const std::string m = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/light_resnet50/model.onnx";
+  auto arena = [](const std::string& json) {
+    const auto at = json.find("\"arena_bytes\": ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(json.substr(at + 15));
+  };
+  Run speed = run_cli({"compile", m, "--prefer", "speed", "--report", "json"});
+  REQUIRE(speed.exit_code == 0);
+  const fs::path plan = fs::temp_directory_path() / "memplan_cli_prefer_memory.mplan";
+  Run memory = run_cli({"compile", m, "--prefer", "memory", "--report", "json", "-o", plan.string()});
+  INFO(memory.err);
+  REQUIRE(memory.exit_code == 0);
+  CHECK(arena(memory.out) < arena(speed.out));
+  Run verify = run_cli({"verify", plan.string(), m});
+  INFO(verify.err);
+  CHECK(verify.exit_code == 0);
+  fs::remove(plan);
+}
+
+TEST_CASE("cli: --max-arena fails naming the smallest arena it can reach and its peak", "[cli][storage]") {
+  const std::string m = model("tiny_mlp");
+  expect_error({"compile", m, "--max-arena", "64"}, 2, {m, "the smallest arena memplan can plan is", "over the budget of 64 bytes", "its peak is at step"});
+  Run fits = run_cli({"compile", m, "--max-arena", "100000"});
+  CHECK(fits.exit_code == 0);
+}

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "memplan/error.h"
 #include "pipeline/compile_pipeline.h"
+#include "pipeline/lean_kernels.h"
 #include "plan/plan_file.h"
 #include "report/plan_report.h"
 #include "report/plan_svg.h"
@@ -17,6 +18,8 @@ namespace {
 struct CompileArgs {
   std::string model, output, report = "text", svg, strategy = "auto";
   uint64_t align = 64;
+  std::string prefer = "balanced";
+  uint64_t max_arena = 0;
   bool summary = false, no_share = false;
   ShapeArgs shapes;
 };
@@ -32,6 +35,11 @@ void register_compile(CLI::App& app) {
       ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
   sub->add_option("--align", args->align, "Alignment of every buffer in bytes (a power of two)");
   sub->add_flag("--no-share", args->no_share, "Give every tensor its own bytes: no views, nothing written in place");
+  sub->add_option("--prefer", args->prefer,
+                  "balanced (default: a leaner kernel where its scratchpad sets the peak and costs at most 1.25x "
+                  "the time), memory (leaner whatever the time) or speed")
+      ->check(CLI::IsMember({"balanced", "memory", "speed"}));
+  sub->add_option("--max-arena", args->max_arena, "Fail unless the arena fits in this many bytes");
   sub->add_option("--report", args->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--svg", args->svg, "Draw the plan into this SVG file");
   sub->add_flag("--summary", args->summary, "Also print the model summary: graphs, ops, captures, tensors");
@@ -40,6 +48,8 @@ void register_compile(CLI::App& app) {
     planning.strategy = *plan::parse_strategy(args->strategy);
     planning.alignment = args->align;
     planning.share_storage = !args->no_share;
+    planning.prefer = *parse_preference(args->prefer);
+    planning.max_arena = args->max_arena;
     // A model with ops memplan cannot run still gets its plan, with a warning.
     const Compilation c =
         compile_model(args->model, to_shape_options(args->shapes), planning, OnUnsupported::Warn);

@@ -24,6 +24,8 @@ struct RunArgs {
   std::vector<std::string> inputs;
   int threads = 0, repeat = 1, warmup = 0;
   bool check_memory = false, profile = false, no_share = false;
+  std::string prefer = "balanced";
+  uint64_t max_arena = 0;
   ShapeArgs shapes;
 };
 
@@ -126,6 +128,8 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.static_only = shapes.static_only;
   options.strategy = a.strategy;
   options.share_storage = !a.no_share;
+  options.prefer = a.prefer;
+  options.max_arena = a.max_arena;
   for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
   return CompiledModel::compile(a.model, options);
 }
@@ -216,6 +220,9 @@ void register_run(CLI::App& app) {
   sub->add_option("--strategy", a->strategy, "Planning strategy (see compile)")
       ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
   sub->add_flag("--no-share", a->no_share, "Give every tensor its own bytes (see compile)");
+  sub->add_option("--prefer", a->prefer, "balanced, memory or speed (see compile)")
+      ->check(CLI::IsMember({"balanced", "memory", "speed"}));
+  sub->add_option("--max-arena", a->max_arena, "Fail unless the arena fits in this many bytes");
   add_shape_options(*sub, a->shapes);
   add_action(sub, [a] {
     if (a->threads > 0) omp_set_num_threads(a->threads);

@@ -93,6 +93,9 @@ class PrimitiveKernel : public Kernel {
   bool may_overwrite_input(size_t input) const override;
   // The primitive may write output 0 over `input` (oneDNN allows src = dst for it).
   void allow_in_place(size_t input) { in_place_.push_back(input); }
+  // The variant kernel selection may take instead, to lower the arena's peak.
+  void set_leaner(std::unique_ptr<Kernel> k) { leaner_ = std::move(k); }
+  std::unique_ptr<Kernel> take_leaner() override { return std::move(leaner_); }
 
   // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
   // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.
@@ -149,6 +152,7 @@ class PrimitiveKernel : public Kernel {
   dnnl::memory scratchpad_;
   uint64_t scratchpad_bytes_ = 0;
   std::vector<size_t> in_place_;
+  std::unique_ptr<Kernel> leaner_;
   // Built at load and passed to the C API: dnnl::primitive::execute would build this vector
   // (a heap allocation) on every call.
   std::vector<dnnl_exec_arg_t> exec_args_;

@@ -121,7 +121,9 @@ class ConvBuilder {
     init_descs();
     choose_layouts();
     try_block_diagonal();
-    return bind();
+    std::unique_ptr<Kernel> k = bind();
+    if (dense_.empty()) attach_leaner(static_cast<PrimitiveKernel&>(*k));
+    return k;
   }
 
  private:
@@ -240,6 +242,56 @@ class ConvBuilder {
     } else {
       pd_ = dense_pd;
     }
+  }
+
+  // Scratchpad bytes a primitive needs here, its staged copies of the activations included.
+  uint64_t cost(const dnnl::convolution_forward::primitive_desc& p) const {
+    uint64_t bytes = p.scratchpad_desc().get_size();
+    if (!(x_md_ == p.src_desc())) bytes += p.src_desc().get_size();
+    if (!(y_md_ == p.dst_desc())) bytes += p.dst_desc().get_size();
+    return bytes;
+  }
+
+  // The leanest of oneDNN's other implementations, for the given layouts and for the chosen ones
+  // (reference kernels left out: orders of magnitude slower). Kernel selection takes it where
+  // the chosen kernel's scratchpad sets the arena's peak (pipeline/lean_kernels).
+  void attach_leaner(PrimitiveKernel& k) {
+    const uint64_t have = cost(pd_);
+    if (have == 0) return;
+    std::optional<dnnl::convolution_forward::primitive_desc> best;
+    uint64_t best_cost = have;
+    // The iterator reads the op descriptor: both live in this scope while it walks.
+    auto consider = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
+      using fwd = dnnl::convolution_forward;
+      const auto kind = dnnl::prop_kind::forward_inference;
+      const Dims dil = dnnl_dilations(w_);
+      std::optional<fwd::desc> d;
+      if (input_at(node_, 2))
+        d.emplace(kind, dnnl::algorithm::convolution_direct, src, w_md_, plain_md({m_}), dst, w_.strides, dil,
+                  w_.pads_begin, w_.pads_end);
+      else
+        d.emplace(kind, dnnl::algorithm::convolution_direct, src, w_md_, dst, w_.strides, dil, w_.pads_begin,
+                  w_.pads_end);
+      fwd::primitive_desc p(*d, attr_, env_.dnnl->engine);
+      do {
+        if (!is_ref(p) && cost(p) < best_cost) {
+          best_cost = cost(p);
+          dnnl_primitive_desc_t copy = nullptr;  // this implementation, apart from the iterator
+          if (dnnl_primitive_desc_clone(&copy, p.get()) == dnnl_success) best = fwd::primitive_desc(copy);
+        }
+      } while (p.next_impl());
+    };
+    try {
+      consider(pd_.src_desc(), dst_md_);
+      consider(x_md_, y_md_);
+    } catch (const dnnl::error&) {
+      return;  // no such configuration: the chosen kernel stays the only one
+    }
+    if (!best) return;
+    const auto chosen = pd_;
+    pd_ = *best;
+    k.set_leaner(bind());
+    pd_ = chosen;
   }
 
   std::unique_ptr<Kernel> bind() const {

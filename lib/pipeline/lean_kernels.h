@@ -1,0 +1,28 @@
+// Kernels chosen for memory: after the first plan, a kernel whose scratchpad sets the arena's
+// peak is swapped for a leaner variant of itself (Kernel::take_leaner) where that makes the
+// arena smaller, and unless memory is preferred, where the variant is at most 1.25x as slow.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "pipeline/compile_pipeline.h"
+
+namespace memplan {
+
+std::optional<KernelPreference> parse_preference(const std::string& name);  // balanced, memory, speed
+const char* preference_name(KernelPreference p);
+
+// How much slower than the fastest kernel a leaner one may be under Balanced.
+constexpr double kLeanerSlowdown = 1.25;
+
+// Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
+// c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels) so that
+// loading it takes the same kernels. Returns the number of kernels swapped.
+int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPreference prefer);
+
+// Loading a plan: takes the leaner kernels it lists; fails naming the node if this machine's
+// kernel has none.
+void take_planned_lean_kernels(Compilation& c, const std::string& plan_path);
+
+}  // namespace memplan
