@@ -128,8 +128,9 @@ std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const
     }
     return at == out.b->offset + out.value->capacity_bytes;
   };
-  for (const auto& [root, group] : groups)
+  for (const auto& [group_root, group] : groups)
     for (const Member* m : group) {
+      const size_t root = group_root;  // lambdas below capture it (clang 14 cannot capture a binding)
       const AliasKind kind = m->b->alias;
       const Node* n = m->value->producer;
       const auto t = m->first;

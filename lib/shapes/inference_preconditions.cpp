@@ -14,6 +14,12 @@ int64_t rank(const Value* v) { return static_cast<int64_t>(v->type.dims.size());
 // Convolutions and pools: their spatial attributes are read as lists of (rank - 2) values, and a
 // convolution's weight shape as one of the input's rank.
 void check_conv_pool(const Node& n, const std::string& where, size_t weight_index, bool has_weight) {
+  // ONNX's inference divides by the strides and multiplies by the dilations (found by fuzz_onnx:
+  // a stride of 0 was a division by zero inside libonnx).
+  for (const char* attr : {"kernel_shape", "strides", "dilations"})
+    if (const Attribute* a = n.attr(attr))
+      for (int64_t v : a->ints)
+        if (v < 1) fail(where + ": attribute " + attr + " holds " + std::to_string(v) + "; every value must be at least 1");
   const Value* x = input(n, 0);
   if (!ranked(x)) return;
   const int64_t r = rank(x);

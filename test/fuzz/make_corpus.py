@@ -11,6 +11,7 @@ Seeds (kept small, < 2 MB in all):
   fuzz_plan  plans `memplan compile -o` makes for the small models fuzz_plan verifies against,
              whole (magic, length, payload, checksum) and as bare payloads (the harness adds the
              header and the checksum to any input that does not start with the magic).
+Every input under test/fuzz/findings/<target>/ (one that once crashed the target) is a seed too.
 Needs Debian's python3-onnx and python3-numpy only. Deterministic: a rerun writes the same bytes.
 """
 
@@ -132,6 +133,10 @@ def main():
     ap.add_argument("--conformance", required=True, help="tools/gen_conformance.sh's output folder")
     args = ap.parse_args()
     shutil.rmtree(CORPUS, ignore_errors=True)
+    # Inputs that once crashed a target (test/fuzz/findings/<target>/) stay seeds of it.
+    for target in sorted(os.listdir(os.path.join(HERE, "findings"))):
+        for name in sorted(os.listdir(os.path.join(HERE, "findings", target))):
+            write(target, name, read(os.path.join(HERE, "findings", target, name)))
 
     for name in SMALL_MODELS:
         write("fuzz_onnx", f"{name}.onnx", read(os.path.join(ROOT, "models", name, "model.onnx")))

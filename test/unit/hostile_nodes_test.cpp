@@ -66,6 +66,22 @@ TEST_CASE("hostile nodes: a Conv input of rank 2, and attribute lists of the wro
   refused(b, {"Conv node 'conv'", "pads has 2 values", "need 4"});
 }
 
+TEST_CASE("hostile nodes: a stride, dilation or kernel size below 1 (found by fuzz_onnx: a division by zero)",
+          "[hostile]") {
+  for (const char* attr : {"strides", "dilations", "kernel_shape"}) {
+    ModelBuilder b = conv("Conv", {1, 1, 3, 3}, {1, 1, 8, 8});
+    attr_ints(b.graph().mutable_node(0), attr, {0, 2});
+    refused(b, {"Conv node 'conv'", std::string("attribute ") + attr + " holds 0", "at least 1"});
+  }
+  ModelBuilder pool("hostile", 13);
+  add_input(pool.graph(), "x", elem::kFloat, {1, 1, 8, 8});
+  auto* n = add_node(pool.graph(), "MaxPool", {"x"}, {"y"}, "pool");
+  attr_ints(n, "kernel_shape", {2, 2});
+  attr_ints(n, "strides", {-1, 1});
+  add_output_unranked(pool.graph(), "y", elem::kFloat);
+  refused(pool, {"MaxPool node 'pool'", "strides holds -1"});
+}
+
 TEST_CASE("hostile nodes: a Conv kernel larger than its padded input is invalid, not a dynamic shape", "[hostile]") {
   refused(conv("Conv", {1, 1, 5, 5}, {1, 1, 3, 3}), {"Conv node 'conv'", "would have size -1", "do not fit"});
 }
