@@ -2,6 +2,7 @@
 // and DynamicQuantizeLinear, on uint8 / int8. Plain loops; scales and zero points are read at run
 // time, constant or not.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "runtime/kernel_registry.h"
@@ -116,6 +117,56 @@ std::unique_ptr<Kernel> make_dequantize(const Node& n, const KernelEnv& env) {
 
 namespace {
 
+// The loops below work on blocks of kLanes floats with per-lane accumulators, a shape GCC's -O2
+// vectorizer (the "very cheap" cost model: fixed trip counts only) turns into SIMD code; the
+// plain element-at-a-time loops were a tenth of a large model's time.
+constexpr uint64_t kLanes = 16;
+
+// [min(x, 0), max(x, 0)]; false when x holds NaN.
+bool min_max(const float* x, uint64_t n, float& lo_out, float& hi_out) {
+  float lo[kLanes] = {}, hi[kLanes] = {};
+  bool nan[kLanes] = {};
+  uint64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (uint64_t l = 0; l < kLanes; ++l) {
+      const float v = x[i + l];
+      lo[l] = v < lo[l] ? v : lo[l];
+      hi[l] = v > hi[l] ? v : hi[l];
+      nan[l] |= v != v;
+    }
+  for (uint64_t l = 0; i < n; ++i, ++l) {
+    const float v = x[i];
+    lo[l] = v < lo[l] ? v : lo[l];
+    hi[l] = v > hi[l] ? v : hi[l];
+    nan[l] |= v != v;
+  }
+  bool any_nan = false;
+  for (uint64_t l = 0; l < kLanes; ++l) {
+    lo_out = std::min(lo_out, lo[l]);
+    hi_out = std::max(hi_out, hi[l]);
+    any_nan = any_nan || nan[l];
+  }
+  return !any_nan;
+}
+
+// y = saturate(round_half_to_even(x / scale) + zp) on uint8 for NaN-free x: clamping x / scale to
+// [-zp, 255 - zp] first is the same saturation (the bounds are integers), and then adding and
+// subtracting 1.5 * 2^23 rounds half to even in float (the default rounding mode) as
+// std::nearbyint does, without a library call.
+void quantize_u8(const float* x, uint64_t n, float scale, int32_t zp, uint8_t* y) {
+  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp), magic = 12582912.f;
+  auto one = [&](float v) {
+    float q = v / scale;
+    q = q < lo ? lo : q > hi ? hi : q;
+    q = (q + magic) - magic;
+    return static_cast<uint8_t>(static_cast<int32_t>(q) + zp);
+  };
+  uint64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (uint64_t l = 0; l < kLanes; ++l) y[i + l] = one(x[i + l]);
+  for (; i < n; ++i) y[i] = one(x[i]);
+}
+
 // y = saturate(round(x / scale) + zp) with scale and zp chosen so that [min(x, 0), max(x, 0)]
 // spans uint8.
 class DynamicQuantizeKernel final : public Kernel {
@@ -127,17 +178,17 @@ class DynamicQuantizeKernel final : public Kernel {
     const float* in = x.as<const float>();
     const uint64_t n = x.element_count();
     float lo = 0, hi = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-      if (std::isnan(in[i])) fail_at(where_, "the input holds NaN");
-      lo = std::min(lo, in[i]);
-      hi = std::max(hi, in[i]);
-    }
+    if (!min_max(in, n, lo, hi)) fail_at(where_, "the input holds NaN");
     const QRange r{0, 255};
     const float scale = (hi - lo) / 255.f;
     // All zeros: any scale works; 0 would divide by zero, so every output is the zero point 0.
     const int32_t zp = scale > 0 ? saturate_round((0.f - lo) / scale, 0, r) : 0;
     uint8_t* y = a.outputs[0].as<uint8_t>();
-    for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
+    if (scale > 0 && std::isfinite(scale)) {
+      quantize_u8(in, n, scale, zp, y);
+    } else {  // all zeros, or an infinity in x (x / inf may be NaN: saturate_round's rule)
+      for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
+    }
     if (a.outputs.size() > 1 && a.outputs[1].data) a.outputs[1].as<float>()[0] = scale;
     if (a.outputs.size() > 2 && a.outputs[2].data) a.outputs[2].as<uint8_t>()[0] = static_cast<uint8_t>(zp);
   }
