@@ -8,6 +8,7 @@
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/quantized/factories.h"
 #include "runtime/kernels/quantized/quantize_common.h"
+#include "runtime/kernels/quantized/quantize_loops.h"
 
 namespace memplan::rt::quant {
 
@@ -74,6 +75,19 @@ class QuantizeKernel final : public Kernel {
       for (int64_t c = 0; c < std::max<int64_t>(s.extent, 0); ++c) {
         const float sc = scale.scale(static_cast<uint64_t>(c));
         const int32_t zp = zero.zero(static_cast<uint64_t>(c));
+        // 8-bit rows (every row of a per-tensor Q/DQ) go through the vectorized loops.
+        const bool eight_bit = (dequantize_ ? x.dtype : q_) == DType::Uint8 || (dequantize_ ? x.dtype : q_) == DType::Int8;
+        if (eight_bit && (dequantize_ || x.dtype == DType::Float32)) {
+          if (dequantize_) {
+            dequantize_row(static_cast<const std::byte*>(x.data) + i, x.dtype == DType::Int8, s.inner, zp, sc,
+                           y.as<float>() + i);
+          } else {
+            quantize_row(x.as<const float>() + i, s.inner, sc, zp, range_.lo, range_.hi,
+                         static_cast<std::byte*>(y.data) + i);
+          }
+          i += s.inner;
+          continue;
+        }
         for (uint64_t k = 0; k < s.inner; ++k, ++i) {
           if (dequantize_) {
             y.as<float>()[i] = static_cast<float>(static_cast<int64_t>(qint_at(x, i)) - zp) * sc;
@@ -117,56 +131,6 @@ std::unique_ptr<Kernel> make_dequantize(const Node& n, const KernelEnv& env) {
 
 namespace {
 
-// The loops below work on blocks of kLanes floats with per-lane accumulators, a shape GCC's -O2
-// vectorizer (the "very cheap" cost model: fixed trip counts only) turns into SIMD code; the
-// plain element-at-a-time loops were a tenth of a large model's time.
-constexpr uint64_t kLanes = 16;
-
-// [min(x, 0), max(x, 0)]; false when x holds NaN.
-bool min_max(const float* x, uint64_t n, float& lo_out, float& hi_out) {
-  float lo[kLanes] = {}, hi[kLanes] = {};
-  bool nan[kLanes] = {};
-  uint64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (uint64_t l = 0; l < kLanes; ++l) {
-      const float v = x[i + l];
-      lo[l] = v < lo[l] ? v : lo[l];
-      hi[l] = v > hi[l] ? v : hi[l];
-      nan[l] |= v != v;
-    }
-  for (uint64_t l = 0; i < n; ++i, ++l) {
-    const float v = x[i];
-    lo[l] = v < lo[l] ? v : lo[l];
-    hi[l] = v > hi[l] ? v : hi[l];
-    nan[l] |= v != v;
-  }
-  bool any_nan = false;
-  for (uint64_t l = 0; l < kLanes; ++l) {
-    lo_out = std::min(lo_out, lo[l]);
-    hi_out = std::max(hi_out, hi[l]);
-    any_nan = any_nan || nan[l];
-  }
-  return !any_nan;
-}
-
-// y = saturate(round_half_to_even(x / scale) + zp) on uint8 for NaN-free x: clamping x / scale to
-// [-zp, 255 - zp] first is the same saturation (the bounds are integers), and then adding and
-// subtracting 1.5 * 2^23 rounds half to even in float (the default rounding mode) as
-// std::nearbyint does, without a library call.
-void quantize_u8(const float* x, uint64_t n, float scale, int32_t zp, uint8_t* y) {
-  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp), magic = 12582912.f;
-  auto one = [&](float v) {
-    float q = v / scale;
-    q = q < lo ? lo : q > hi ? hi : q;
-    q = (q + magic) - magic;
-    return static_cast<uint8_t>(static_cast<int32_t>(q) + zp);
-  };
-  uint64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (uint64_t l = 0; l < kLanes; ++l) y[i + l] = one(x[i + l]);
-  for (; i < n; ++i) y[i] = one(x[i]);
-}
-
 // y = saturate(round(x / scale) + zp) with scale and zp chosen so that [min(x, 0), max(x, 0)]
 // spans uint8.
 class DynamicQuantizeKernel final : public Kernel {
@@ -185,7 +149,7 @@ class DynamicQuantizeKernel final : public Kernel {
     const int32_t zp = scale > 0 ? saturate_round((0.f - lo) / scale, 0, r) : 0;
     uint8_t* y = a.outputs[0].as<uint8_t>();
     if (scale > 0 && std::isfinite(scale)) {
-      quantize_u8(in, n, scale, zp, y);
+      quantize_row(in, n, scale, zp, 0, 255, y);
     } else {  // all zeros, or an infinity in x (x / inf may be NaN: saturate_round's rule)
       for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
     }
