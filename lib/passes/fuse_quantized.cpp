@@ -1,7 +1,9 @@
 #include "passes/fuse_quantized.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -51,17 +53,18 @@ bool per_channel_type(const Value* v, int64_t channels, size_t rank) {
   return true;
 }
 
-Value* constant_value(Graph& g, const std::string& name, const std::vector<float>& v) {
+// A float32 constant of shape `dims` (default: 1-D).
+Value* constant_value(Graph& g, const std::string& name, const std::vector<float>& v, std::vector<int64_t> dims = {}) {
   Value* p = g.add_value(name);
   auto t = std::make_shared<Tensor>();
   t->dtype = DType::Float32;
-  t->dims = {static_cast<int64_t>(v.size())};
+  t->dims = dims.empty() ? std::vector<int64_t>{static_cast<int64_t>(v.size())} : std::move(dims);
   t->bytes.resize(v.size() * sizeof(float));
   std::memcpy(t->bytes.data(), v.data(), t->bytes.size());
   p->constant = std::move(t);
   p->type.dtype = DType::Float32;
   p->type.has_rank = true;
-  p->type.dims = {Dim{static_cast<int64_t>(v.size()), {}}};
+  for (int64_t d : p->constant->dims) p->type.dims.push_back(Dim{d, {}});
   return p;
 }
 
@@ -144,6 +147,119 @@ bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   return true;
 }
 
+// A constant of one value (of any type) as a double; false otherwise.
+bool scalar_constant(const Value* v, double& out) {
+  if (!v || !v->constant || v->constant->element_count() != 1) return false;
+  out = v->constant->float_at(0);
+  return true;
+}
+
+bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
+
+// DequantizeLinear(xq) -> Conv(., DequantizeLinear(int8 W), float B) [fused Relu] -> QuantizeLinear
+// ==>  QLinearConv(xq, ..., B quantized to int32 at scale x_scale * w_scale[m]) [fused Relu]: the
+// static QDQ layout run as an int8 convolution, as ONNX Runtime does. The scales and zero points
+// must be constants (per tensor for x and y, per tensor or output channel for W).
+bool fuse_qdq_conv(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  if (conv.inputs.size() < 2 || conv.inputs.size() > 3 || !conv.outputs[0]) return false;
+  const std::optional<FusedActivation> act = fused_activation(conv);
+  if (!act || (*act != FusedActivation::None && *act != FusedActivation::Relu)) return false;
+  Node* dqx = conv.inputs[0] ? conv.inputs[0]->producer : nullptr;
+  Node* dqw = conv.inputs[1] ? conv.inputs[1]->producer : nullptr;
+  Node* q = sole_consumer(conv.outputs[0]);
+  for (Node* n : {dqx, dqw})
+    if (!n || n->op_type != "DequantizeLinear" || !n->domain.empty() || n->inputs.size() != 3 || n->graph != &g ||
+        !n->outputs[0])
+      return false;
+  if (!is_op(q, "QuantizeLinear", 3)) return false;
+  double xs = 0, xz = 0, ys = 0, yz = 0;
+  if (!scalar_constant(dqx->inputs[1], xs) || !scalar_constant(dqx->inputs[2], xz) ||
+      !scalar_constant(q->inputs[1], ys) || !scalar_constant(q->inputs[2], yz) || !(xs > 0) || !(ys > 0))
+    return false;
+  Value* xq = dqx->inputs[0];
+  const Value* wq = dqw->inputs[0];
+  if (!xq || !is_8bit(xq->type.dtype) || dqx->inputs[2]->type.dtype != xq->type.dtype || !wq || !wq->constant ||
+      wq->constant->dtype != DType::Int8 || wq->constant->dims.empty() || !is_8bit(q->inputs[2]->type.dtype))
+    return false;
+  const int64_t channels = wq->constant->dims[0];
+  const Value* ws = dqw->inputs[1];
+  const Value* wz = dqw->inputs[2];
+  if (!ws || !ws->constant || !wz || !wz->constant || wz->constant->dtype != DType::Int8) return false;
+  const uint64_t nscale = ws->constant->element_count();
+  if ((nscale != 1 && static_cast<int64_t>(nscale) != channels) || wz->constant->element_count() != nscale ||
+      (nscale > 1 && dqw->attr_int("axis", 1) != 0))
+    return false;
+  // The float bias becomes int32 at the accumulator's scale, as ONNX Runtime's quantizer writes it.
+  Value* bq = nullptr;
+  if (conv.inputs.size() == 3 && conv.inputs[2]) {
+    const Value* b = conv.inputs[2];
+    if (!b->constant || b->constant->dtype != DType::Float32 ||
+        static_cast<int64_t>(b->constant->element_count()) != channels)
+      return false;
+    auto t = std::make_shared<Tensor>();
+    t->dtype = DType::Int32;
+    t->dims = {channels};
+    t->bytes.resize(static_cast<size_t>(channels) * sizeof(int32_t));
+    for (int64_t m = 0; m < channels; ++m) {
+      const double s = xs * ws->constant->float_at(nscale == 1 ? 0 : static_cast<uint64_t>(m));
+      const double v = s > 0 ? std::nearbyint(b->constant->float_at(static_cast<uint64_t>(m)) / s) : 0;
+      if (!(std::abs(v) < 2147483647.0)) return false;
+      const int32_t i = static_cast<int32_t>(v);
+      std::memcpy(t->bytes.data() + m * 4, &i, 4);
+    }
+    bq = g.add_value(conv.name + "_qdq_bias");
+    bq->constant = std::move(t);
+    bq->type.dtype = DType::Int32;
+    bq->type.has_rank = true;
+    bq->type.dims = {Dim{channels, {}}};
+  }
+  Value* old_out = conv.outputs[0];
+  conv.op_type = "QLinearConv";
+  conv.inputs = {xq, dqx->inputs[1], dqx->inputs[2], dqw->inputs[0], dqw->inputs[1], dqw->inputs[2],
+                 q->inputs[1], q->inputs[2], bq};
+  if (!bq) conv.inputs.pop_back();
+  conv.outputs[0] = q->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  dead.insert(q);
+  g.release_value(old_out);
+  return true;
+}
+
+// A Conv the QDQ fusion left as float whose weights are still DequantizeLinear(constants) (kept
+// from constant folding for the fusion): the float weights become a constant, computed as the
+// DequantizeLinear kernel does, float(q - zero_point) * scale, so the Conv's oneDNN kernel
+// reorders them once instead of the model dequantizing them on every run.
+void fold_weight_dequantize(Graph& g, Node& conv) {
+  Node* dq = conv.inputs.size() > 1 && conv.inputs[1] ? conv.inputs[1]->producer : nullptr;
+  if (!dq || dq->op_type != "DequantizeLinear" || !dq->domain.empty() || dq->graph != &g || dq->inputs.size() < 2)
+    return;
+  for (const Value* v : dq->inputs)
+    if (v && !v->constant) return;
+  const Tensor& q = *dq->inputs[0]->constant;
+  const Tensor& scale = *dq->inputs[1]->constant;
+  const Tensor* zero = dq->inputs.size() > 2 && dq->inputs[2] ? dq->inputs[2]->constant.get() : nullptr;
+  if (scale.dtype != DType::Float32 || (zero && zero->element_count() != scale.element_count()) || q.dims.empty())
+    return;
+  const uint64_t count = q.element_count(), nscale = scale.element_count();
+  uint64_t inner = count;  // elements per scale
+  if (nscale != 1) {
+    int64_t axis = dq->attr_int("axis", 1);
+    const int64_t rank = static_cast<int64_t>(q.dims.size());
+    if (axis < 0) axis += rank;
+    if (dq->opset < 13 || axis < 0 || axis >= rank || static_cast<uint64_t>(q.dims[static_cast<size_t>(axis)]) != nscale)
+      return;
+    inner = 1;
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= static_cast<uint64_t>(q.dims[static_cast<size_t>(d)]);
+  }
+  std::vector<float> w(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t c = nscale == 1 ? 0 : i / inner % nscale;
+    const int64_t zp = zero ? zero->int_at(c) : 0;
+    w[i] = static_cast<float>(q.int_at(i) - zp) * static_cast<float>(scale.float_at(c));
+  }
+  conv.inputs[1] = constant_value(g, conv.name + "_dequantized_W", w, q.dims);
+}
+
 }  // namespace
 
 int fuse_quantized(Model& model) {
@@ -157,6 +273,9 @@ int fuse_quantized(Model& model) {
       if (!dead.count(n.get()) && n->op_type == "ConvInteger" && n->domain.empty() && !n->outputs.empty() &&
           n->outputs[0])
         fuse_dequantize(g, *n, dead, position, hoists);
+    for (auto& n : g.nodes)
+      if (!dead.count(n.get()) && n->op_type == "Conv" && n->domain.empty() && !n->outputs.empty() && n->outputs[0])
+        if (!fuse_qdq_conv(g, *n, dead)) fold_weight_dequantize(g, *n);
     removed += static_cast<int>(dead.size());
     std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
     for (auto [node, before] : hoists) {
@@ -169,6 +288,20 @@ int fuse_quantized(Model& model) {
       g.nodes.erase(from);
       g.nodes.insert(find(before), std::move(moved));
     }
+  });
+  rebuild_uses(*model.main);
+  // The DequantizeLinear nodes (of weights, or shared by several fused Convs) nothing reads now.
+  for_each_graph(*model.main, [&](Graph& g) {
+    std::vector<Value*> unread;
+    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) {
+      if (n->op_type != "DequantizeLinear" || !n->domain.empty() || n->outputs.size() != 1 || !n->outputs[0] ||
+          n->outputs[0]->is_graph_output || !n->outputs[0]->consumers.empty())
+        return false;
+      unread.push_back(n->outputs[0]);
+      ++removed;
+      return true;
+    });
+    for (Value* v : unread) g.release_value(v);
   });
   rebuild_uses(*model.main);
   // The scale and bias constants the fused nodes replaced are dropped when nothing else reads them.

@@ -198,6 +198,9 @@ class Builder {
     }
     // QLinearConv: every scale, the output zero point and the bias must be constants.
     if (!to_dnnl_type(out, dst_dt_) || (dst_dt_ != dt::u8 && dst_dt_ != dt::s8)) return false;
+    const std::optional<FusedActivation> act = fused_activation(n_);
+    relu_ = act == FusedActivation::Relu;  // (passes/fuse_quantized's QDQ fusion)
+    if (act != FusedActivation::None && !relu_) return false;
     const std::vector<float> xs = constant_values(present(n_, 1), 1), ws = constant_values(present(n_, 4), static_cast<uint64_t>(m_)),
                              ys = constant_values(present(n_, 6), 1);
     const Value* yzp = present(n_, 7);
@@ -226,6 +229,12 @@ class Builder {
       if (same) oscales_.resize(1);
       attr.set_output_scales(oscales_.size() == 1 ? 0 : 2, oscales_);
       if (dst_zp_ != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      // Before the destination zero point is added: Relu of the real value.
+      if (relu_) {
+        dnnl::post_ops po;
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(po);
+      }
     } else if (dequantized_) {
       if (!w_scale_.empty()) attr.set_output_scales(w_scale_.size() == 1 ? 0 : 2, w_scale_);
       dnnl::post_ops po;

@@ -150,7 +150,8 @@ class QConvKernel final : public Kernel {
       const uint64_t c = static_cast<uint64_t>(m);
       const float mult = xs.scale(0) * ws.scale(c) / ys.scale(0);
       const int64_t sum = static_cast<int64_t>(acc) + (bias ? bias[c] : 0);
-      qstore(y, i, saturate_round(static_cast<float>(sum) * mult, yzp, range_));
+      const float v = static_cast<float>(sum) * mult;
+      qstore(y, i, saturate_round(relu_ && v < 0 ? 0.f : v, yzp, range_));
     });
   }
 
@@ -158,9 +159,16 @@ class QConvKernel final : public Kernel {
   // The fused epilogue: y = float(acc) * scale[m] + bias[m], then the Relu.
   void run_dequantized(const KernelArgs& args, const TensorView& x, const TensorView& w, int32_t xzp, const Param& wzp) {
     const uint64_t M = static_cast<uint64_t>(g_.M);
-    const Param sc = param(args, kDequantScaleInput, M, DType::Float32, where_, "scale");
+    // The scale broadcasts along the channel axis ([M, 1, 1] from quantize_dynamic's Mul): only
+    // its element count matters (the pass checked its shape).
+    if (args.inputs.size() <= kDequantScaleInput || !args.inputs[kDequantScaleInput].data)
+      fail_at(where_, "the fused scale is missing");
+    const TensorView& scale = args.inputs[kDequantScaleInput];
+    const uint64_t ns = scale.element_count();
+    if (scale.dtype != DType::Float32 || (ns != 1 && ns != M))
+      fail_at(where_, "the fused scale must be float32 with 1 or " + std::to_string(M) + " values");
+    const Param sc{&scale, ns};
     const Param bs = param(args, kDequantBiasInput, M, DType::Float32, where_, "bias");
-    if (!sc.v) fail_at(where_, "the fused scale is missing");
     float* out = args.outputs[0].as<float>();
     int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t m, int32_t acc) {
       const uint64_t c = static_cast<uint64_t>(m);
@@ -189,8 +197,8 @@ std::unique_ptr<Kernel> make_qconv(const Node& n, const KernelEnv& env, Layout l
   DType out = DType::Int32;
   const bool dequantized = l.y_zp < 0 && n.attr_int(kDequantizedAttr, 0) != 0;
   const std::optional<FusedActivation> act = fused_activation(n);
-  if (!act || (*act != FusedActivation::None && (!dequantized || *act != FusedActivation::Relu)))
-    unsupported_at(at, "a fused activation other than a dequantized ConvInteger's Relu");
+  if (!act || (*act != FusedActivation::None && ((!dequantized && l.y_zp < 0) || *act != FusedActivation::Relu)))
+    unsupported_at(at, "a fused activation other than Relu (of a dequantized ConvInteger or a QLinearConv)");
   if (dequantized) {
     if (n.outputs[0]->type.dtype != DType::Float32) fail_at(at, "the dequantized output must be float32");
     out = DType::Float32;
