@@ -30,8 +30,9 @@ onnx::TensorProto tensor_i8(const std::string& name, std::vector<int64_t> dims, 
 constexpr int C = 3, M = 4, H = 9;
 
 // quantize_dynamic's layout for one Conv; `block` also makes the int32 ConvInteger output a graph
-// output, which keeps the nodes apart (the reference).
-std::string write(bool block, bool per_channel) {
+// output, which keeps the nodes apart (the reference). `test` names the file apart from other test
+// cases' (ctest runs them in parallel).
+std::string write(bool block, bool per_channel, const std::string& test) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> wd(-127, 127);
   std::vector<int8_t> w(M * C * 3 * 3);
@@ -54,7 +55,7 @@ std::string write(bool block, bool per_channel) {
   add_output(g, "y", elem::kFloat, {1, M, H, H});
   if (block) add_output(g, "acc", elem::kInt32, {1, M, H, H});
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("fuse_quantized_" + std::to_string(block) + std::to_string(per_channel) + ".onnx"))
+                            ("fuse_quantized_" + test + std::to_string(block) + std::to_string(per_channel) + ".onnx"))
                                .string();
   std::ofstream(path, std::ios::binary) << m.bytes();
   return path;
@@ -75,7 +76,7 @@ std::vector<float> run(const std::string& path, const std::vector<float>& x) {
 TEST_CASE("DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul -> Add -> Relu becomes one ConvInteger", "[passes][fusion]") {
   const bool per_channel = GENERATE(false, true);
   INFO("per-channel " << per_channel);
-  const std::string fused = write(false, per_channel), reference = write(true, per_channel);
+  const std::string fused = write(false, per_channel, "fused"), reference = write(true, per_channel, "fused");
   Model ir = prepare_model(fused, {});
   // The scale's Mul(x_scale, w_scale) stays, moved before the ConvInteger that now reads it.
   REQUIRE(ir.main->nodes.size() == 3);
@@ -95,7 +96,7 @@ TEST_CASE("DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul -> Add -> Relu be
 }
 
 TEST_CASE("a ConvInteger whose Cast is read elsewhere is not fused", "[passes][fusion]") {
-  Model ir = prepare_model(write(true, false), {});
+  Model ir = prepare_model(write(true, false, "shared"), {});
   for (const auto& n : ir.main->nodes) CHECK(n->attr(std::string("memplan_dequantized")) == nullptr);
 }
 
