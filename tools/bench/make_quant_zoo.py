@@ -4,6 +4,9 @@ quantizers write, with expected outputs from ONNX Runtime.
 
 Usage: make_quant_zoo.py OUT_DIR [--only NAME,...] [--node-modules DIR]
 
+models/quant holds the small ones (`--only squeezenet1_1,seg_fcn_256`), for the tests;
+tools/benchmark.sh makes them all in BUILD/quant_zoo.
+
 For each float model (torchvision CNNs, and `seg_fcn`, a small encoder-decoder segmentation net at
 1x3x1024x1024 with bilinear Resize upsampling, the shape of the issue's model) two folders:
 
@@ -12,8 +15,9 @@ For each float model (torchvision CNNs, and `seg_fcn`, a small encoder-decoder s
   ConvInteger / MatMulInteger with int8 weights (symmetric, per output channel scales, zero point
   0), Cast to float, Mul by x_scale * w_scale and Add of the float bias.
 - `<name>_qdq`: the static QDQ layout of quantize_static: QuantizeLinear -> DequantizeLinear pairs
-  (uint8, asymmetric) on the graph input and on the outputs of Conv (after its Relu), Add,
-  MaxPool and on Gemm's input; weights as DequantizeLinear of int8 initializers (per channel,
+  (uint8, asymmetric) on the graph input, on the outputs of Conv, Add, MaxPool and Concat, and on
+  the inputs of Conv and Gemm, a Relu or Clip right after a Conv or Add removed as
+  quantize_static removes it (its QuantizeLinear saturates the same way); weights as DequantizeLinear of int8 initializers (per channel,
   axis 0). Activation ranges come from a calibration run of the float model (ONNX Runtime, on
   random inputs other than the test input).
 
@@ -77,6 +81,7 @@ MODELS = {
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), 224),
     "resnet18": (lambda: torchvision.models.resnet18(weights=None), 224),
     "seg_fcn": (SegFcn, 1024),
+    "seg_fcn_256": (SegFcn, 256),  # the same net at 256x256: small enough to commit (models/quant)
 }
 
 
@@ -130,7 +135,8 @@ def finish(model, nodes, inits):
     del g.node[:]
     g.node.extend(nodes)
     del g.initializer[:]
-    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items())
+    read = {i for n in nodes for i in n.input}  # a removed Clip's bounds go
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items() if k in read)
     del g.value_info[:]
     model.opset_import[0].version = OPSET
     onnx.checker.check_model(model)
@@ -195,23 +201,44 @@ def to_dynamic(model):
     return finish(model, nodes, inits)
 
 
-def qdq_points(model):
-    """The activations QDQ wraps: the graph input, the outputs of Conv (after a sole Relu reader),
-    Add (likewise), MaxPool and Concat, and Gemm's input."""
+def drop_activations(model):
+    """quantize_static's QDQ quantizer removes a Relu or Clip that is the only reader of a Conv's or
+    an Add's output (its QuantizeLinear, calibrated on the activation's output, saturates the
+    same way: a zero point of 0 is Relu; a top of the range at or below Clip's max is Clip):
+    the activation's output is then the Conv's or Add's."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
     g = model.graph
-    readers = {}
+    readers, prod = {}, {o: n for n in g.node for o in n.output}
     for n in g.node:
         for i in n.input:
             readers.setdefault(i, []).append(n)
+    outs = {o.name for o in g.output}
+    drop = []
+    for n in g.node:
+        if n.op_type not in ("Relu", "Clip") or n.input[0] not in prod or n.input[0] in outs:
+            continue
+        if prod[n.input[0]].op_type in ("Conv", "Add") and len(readers.get(n.input[0], [])) == 1:
+            drop.append(n)
+    for n in drop:
+        prod[n.input[0]].output[0] = n.output[0]
+        g.node.remove(n)
+    # The removed Clips' bounds (Constant nodes in torch's export) go too.
+    read = {i for n in g.node for i in n.input} | outs
+    for n in [n for n in g.node if n.op_type == "Constant" and n.output[0] not in read]:
+        g.node.remove(n)
+    return model, {n.output[0]: n.op_type for n in drop}
+
+
+def qdq_points(model):
+    """The activations QDQ wraps: the graph input, the outputs of Conv, Add, MaxPool, Concat and
+    of the removed activations, and the inputs of Conv and Gemm (quantize_static gives every
+    quantized node DequantizeLinear inputs, e.g. after a Resize)."""
+    g = model.graph
     points = [g.input[0].name]
     for n in g.node:
         if n.op_type in ("Conv", "Add", "MaxPool", "Concat"):
-            y = n.output[0]
-            r = readers.get(y, [])
-            if len(r) == 1 and r[0].op_type == "Relu":
-                y = r[0].output[0]
-            points.append(y)
-        elif n.op_type == "Gemm":
+            points.append(n.output[0])
+        if n.op_type in ("Conv", "Gemm"):
             points.append(n.input[0])
     outs = {o.name for o in g.output}
     return [p for p in dict.fromkeys(points) if p not in outs]
@@ -365,8 +392,10 @@ def main():
                            dict(base, layout="quantize_dynamic: DynamicQuantizeLinear -> ConvInteger/MatMulInteger "
                                              "(int8 per-channel weights) -> Cast -> Mul -> Add"))
             if not done(qdq):
-                points = qdq_points(fmodel)
+                # Calibrated on the float model: a removed activation's output is its range.
+                points = qdq_points(drop_activations(fmodel)[0])
                 ranges = calibrate(fmodel, points, side, node_modules, tmp)
+                fmodel, _ = drop_activations(fmodel)
                 write_case(qdq, to_qdq(fmodel, ranges, points), x, node_modules,
                            dict(base, layout="QDQ: QuantizeLinear -> DequantizeLinear (uint8, calibrated on two "
                                              "uniform(-1,1) inputs, seed 7) around Conv/Add/MaxPool/Concat; weights "
