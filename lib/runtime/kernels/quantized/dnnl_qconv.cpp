@@ -130,6 +130,8 @@ class Builder {
     const size_t sp = xd_.size() - 2;
     group_ = n_.attr_int("group", 1);
     m_ = wd_[0];
+    // (No channels, or no elements anywhere: the loops' factory handles it.)
+    if (m_ < 1 || product(xd_) == 0 || product(yd_) == 0 || product(wd_) == 0) return false;
     if (group_ < 1 || xd_[1] % group_ != 0 || m_ % group_ != 0 || wd_[1] * group_ != xd_[1] || yd_[1] != m_)
       return false;  // the loops' factory reports the error
     win_ = dnnl_kernels::read_window(n_, at_, sp, Dims(wd_.begin() + 2, wd_.end()));
