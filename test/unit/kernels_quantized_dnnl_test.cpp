@@ -211,3 +211,36 @@ TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loop
     require_error(k, ErrorKind::Unsupported, {"ConvInteger node", "fused activation"});
   }
 }
+
+TEST_CASE("MatMulInteger's row-wise loops match the reference", "[kernels][quantized]") {
+  // A [2, M, K] (per-row zero points) times B [K, N] broadcast over the batch (per-column ones),
+  // every mix of uint8 and int8.
+  const DType at = GENERATE(DType::Uint8, DType::Int8), bt = GENERATE(DType::Uint8, DType::Int8);
+  constexpr int64_t B = 2, M = 3, K = 37, N = 5;
+  std::mt19937 rng(17);
+  auto draw = [&](DType t, size_t n) {
+    std::uniform_int_distribution<int> d(t == DType::Uint8 ? 0 : -128, t == DType::Uint8 ? 255 : 127);
+    std::vector<int> v(n);
+    for (int& x : v) x = d(rng);
+    return v;
+  };
+  const std::vector<int> a = draw(at, B * M * K), b = draw(bt, K * N), azp = draw(at, M), bzp = draw(bt, N);
+  KernelCase k("MatMulInteger", 10);
+  k.input("A", at, {B, M, K}, a);
+  k.input("B", bt, {K, N}, b, true);
+  k.input("a_zp", at, {M}, azp);
+  k.input("b_zp", bt, {N}, bzp, true);
+  k.output("Y", DType::Int32, {B, M, N});
+  REQUIRE(k.run());
+  std::vector<int32_t> want;
+  for (int64_t p = 0; p < B; ++p)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int32_t acc = 0;
+        for (int64_t q = 0; q < K; ++q)
+          acc += (a[static_cast<size_t>((p * M + m) * K + q)] - azp[static_cast<size_t>(m)]) *
+                 (b[static_cast<size_t>(q * N + n)] - bzp[static_cast<size_t>(n)]);
+        want.push_back(acc);
+      }
+  CHECK(k.result_as<int32_t>(0) == want);
+}
