@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark: memplan against ONNX Runtime on every model, written to docs/BENCHMARKS.md.
 # Sets up (apt, npm), builds memplan, exports the zoo (torchvision CNNs and torch.jit.script
-# control-flow models) into BUILD/zoo, then runs tools/bench/bench.py on the zoo, ../shared/models
-# and models/.
+# control-flow models) into BUILD/zoo and the quantized zoo (int8 models in ONNX Runtime's dynamic
+# and QDQ layouts, expected outputs from ONNX Runtime) into BUILD/quant_zoo, then runs
+# tools/bench/bench.py on both zoos, ../shared/models and models/.
 #
 # Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
 #   --repeat N      timed inferences per model and thread count (default 20)
@@ -40,8 +41,10 @@ if [ "$setup" = 1 ]; then
   "$here/tools/build.sh" "$build"
 fi
 /usr/bin/python3 "$here/tools/bench/export_zoo.py" "$build/zoo"
+/usr/bin/python3 "$here/tools/bench/make_quant_zoo.py" "$build/quant_zoo" --node-modules "$build/bench/node_modules"
 
 sets=("Zoo: torchvision CNNs and torch.jit.script control flow (expected outputs: torch)=$build/zoo")
+sets+=("Quantized zoo: int8 in ONNX Runtime's dynamic and QDQ layouts (expected outputs: ONNX Runtime 1.30)=$build/quant_zoo")
 if [ -d "$shared" ]; then
   sets+=("shared/models (expected outputs: ONNX Runtime 1.30, optimizations off)=$(cd "$shared" && pwd)")
 else

@@ -12,6 +12,7 @@
 #include "passes/drop_noops.h"
 #include "passes/expand_functions.h"
 #include "passes/fuse_conv.h"
+#include "passes/fuse_quantized.h"
 #include "passes/inline_if.h"
 #include "pipeline/lean_kernels.h"
 #include "plan/verifier.h"
@@ -123,6 +124,7 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("{} no-op nodes removed", dropped);
   const int fused = fuse_conv(model);
   spdlog::debug("Conv fusions removed {} nodes", fused);
+  spdlog::debug("quantized fusions removed {} nodes", fuse_quantized(model));
   const int blocked = assign_layouts(model, preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
 }

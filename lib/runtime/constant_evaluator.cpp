@@ -56,8 +56,25 @@ bool is_random(const std::string& op) {
 
 }  // namespace
 
+namespace {
+
+// A DequantizeLinear of a Conv's weights stays a node: passes/fuse_quantized needs the int8
+// weights to run the Conv as an int8 convolution (static QDQ models), and folds them itself when
+// it cannot.
+bool keeps_quantized_weights(const Node& n) {
+  if (n.op_type != "DequantizeLinear" || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] ||
+      n.outputs[0]->is_graph_output || n.outputs[0]->consumers.empty())
+    return false;
+  for (const Node* c : n.outputs[0]->consumers)
+    if (c->op_type != "Conv" || !c->domain.empty() || c->inputs.size() < 2 || c->inputs[1] != n.outputs[0]) return false;
+  return true;
+}
+
+}  // namespace
+
 std::optional<std::vector<Tensor>> evaluate_with_kernel(const Node& n, const std::string& file) {
   if (n.is_control_flow() || n.outputs.empty() || (n.domain.empty() && is_random(n.op_type))) return std::nullopt;
+  if (keeps_quantized_weights(n)) return std::nullopt;
   for (const Value* in : n.inputs)
     if (in && !in->constant) return std::nullopt;
   std::vector<uint64_t> capacities;

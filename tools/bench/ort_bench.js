@@ -2,6 +2,7 @@
 // Runs one model with ONNX Runtime (onnxruntime-node, CPU) for memplan's benchmark (bench.py).
 //
 //   node ort_bench.js MODEL --input NAME=FILE.npy ... [--threads T] [--repeat N] [--output-dir D]
+//                     [--optimization all|disabled]
 //   node ort_bench.js --baseline        (loads the runtime only: the empty process for peak RSS)
 //
 // Session: CPU, intraOpNumThreads T, interOpNumThreads 1, sequential execution, ONNX Runtime's
@@ -63,7 +64,7 @@ function writeNpy(file, tensor) {
 // ---- command line -------------------------------------------------------------------------------
 
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], threads: 1, repeat: 10, outputDir: null, baseline: false };
+  const a = { model: null, inputs: [], threads: 1, repeat: 10, outputDir: null, baseline: false, optimization: 'all' };
   for (let i = 0; i < argv.length; ++i) {
     const next = () => {
       if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`);
@@ -74,6 +75,7 @@ function parseArgs(argv) {
     else if (argv[i] === '--threads') a.threads = Number(next());
     else if (argv[i] === '--repeat') a.repeat = Number(next());
     else if (argv[i] === '--output-dir') a.outputDir = next();
+    else if (argv[i] === '--optimization') a.optimization = next();
     else if (!a.model && !argv[i].startsWith('-')) a.model = argv[i];
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -97,7 +99,7 @@ async function main() {
   const t0 = process.hrtime.bigint();
   const session = await ort.InferenceSession.create(a.model, {
     executionProviders: ['cpu'], intraOpNumThreads: a.threads, interOpNumThreads: 1,
-    executionMode: 'sequential', graphOptimizationLevel: 'all',
+    executionMode: 'sequential', graphOptimizationLevel: a.optimization,
   });
   const loadMs = msSince(t0);
   const feeds = {};

@@ -2,11 +2,13 @@
 // and DynamicQuantizeLinear, on uint8 / int8. Plain loops; scales and zero points are read at run
 // time, constant or not.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/quantized/factories.h"
 #include "runtime/kernels/quantized/quantize_common.h"
+#include "runtime/kernels/quantized/quantize_loops.h"
 
 namespace memplan::rt::quant {
 
@@ -73,6 +75,19 @@ class QuantizeKernel final : public Kernel {
       for (int64_t c = 0; c < std::max<int64_t>(s.extent, 0); ++c) {
         const float sc = scale.scale(static_cast<uint64_t>(c));
         const int32_t zp = zero.zero(static_cast<uint64_t>(c));
+        // 8-bit rows (every row of a per-tensor Q/DQ) go through the vectorized loops.
+        const bool eight_bit = (dequantize_ ? x.dtype : q_) == DType::Uint8 || (dequantize_ ? x.dtype : q_) == DType::Int8;
+        if (eight_bit && (dequantize_ || x.dtype == DType::Float32)) {
+          if (dequantize_) {
+            dequantize_row(static_cast<const std::byte*>(x.data) + i, x.dtype == DType::Int8, s.inner, zp, sc,
+                           y.as<float>() + i);
+          } else {
+            quantize_row(x.as<const float>() + i, s.inner, sc, zp, range_.lo, range_.hi,
+                         static_cast<std::byte*>(y.data) + i);
+          }
+          i += s.inner;
+          continue;
+        }
         for (uint64_t k = 0; k < s.inner; ++k, ++i) {
           if (dequantize_) {
             y.as<float>()[i] = static_cast<float>(static_cast<int64_t>(qint_at(x, i)) - zp) * sc;
@@ -127,17 +142,17 @@ class DynamicQuantizeKernel final : public Kernel {
     const float* in = x.as<const float>();
     const uint64_t n = x.element_count();
     float lo = 0, hi = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-      if (std::isnan(in[i])) fail_at(where_, "the input holds NaN");
-      lo = std::min(lo, in[i]);
-      hi = std::max(hi, in[i]);
-    }
+    if (!min_max(in, n, lo, hi)) fail_at(where_, "the input holds NaN");
     const QRange r{0, 255};
     const float scale = (hi - lo) / 255.f;
     // All zeros: any scale works; 0 would divide by zero, so every output is the zero point 0.
     const int32_t zp = scale > 0 ? saturate_round((0.f - lo) / scale, 0, r) : 0;
     uint8_t* y = a.outputs[0].as<uint8_t>();
-    for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
+    if (scale > 0 && std::isfinite(scale)) {
+      quantize_row(in, n, scale, zp, 0, 255, y);
+    } else {  // all zeros, or an infinity in x (x / inf may be NaN: saturate_round's rule)
+      for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
+    }
     if (a.outputs.size() > 1 && a.outputs[1].data) a.outputs[1].as<float>()[0] = scale;
     if (a.outputs.size() > 2 && a.outputs[2].data) a.outputs[2].as<uint8_t>()[0] = static_cast<uint8_t>(zp);
   }

@@ -1,11 +1,17 @@
-// ConvInteger (int32 output) and QLinearConv (requantized 8-bit output) on uint8 / int8, 1-D to
-// 3-D, grouped: plain loops with int32 accumulators (oneDNN's int8 convolution wants int8 weights
-// and has no weight zero points). Padding reads as the zero point, i.e. contributes nothing.
-// The window geometry is read like Conv's (dnnl_common's read_window / resolve_forward_pads).
+// ConvInteger (int32 output, or float32 with the fused dequantizing epilogue of
+// ir/fused_dequantize.h) and QLinearConv (requantized 8-bit output) on uint8 / int8, 1-D to 3-D,
+// grouped. oneDNN's int8 convolution runs them where it can (dnnl_qconv.cpp says when); the rest
+// here as plain loops with int32 accumulators: non-constant weights or weight zero points, weights
+// minus zero point outside int8, QLinearConv's non-constant scales, CPUs without VNNI. Padding
+// reads as the zero point, i.e. contributes nothing. The window geometry is read like Conv's
+// (dnnl_common's read_window / resolve_forward_pads).
 #include <algorithm>
 
+#include "ir/fused_activation.h"
+#include "ir/fused_dequantize.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/quantized/dnnl_qconv.h"
 #include "runtime/kernels/quantized/factories.h"
 #include "runtime/kernels/quantized/quantize_common.h"
 
@@ -107,8 +113,8 @@ constexpr Layout kQLinear{0, 3, 2, 5, 1, 4, 6, 7, 8};
 
 class QConvKernel final : public Kernel {
  public:
-  QConvKernel(std::string where, Layout l, const ConvGeometry& g, DType out)
-      : where_(std::move(where)), l_(l), g_(g), out_(out) {
+  QConvKernel(std::string where, Layout l, const ConvGeometry& g, DType out, bool dequantized, bool relu)
+      : where_(std::move(where)), l_(l), g_(g), out_(out), dequantized_(dequantized), relu_(relu) {
     quant_range(out, range_);
   }
   void run(const KernelArgs& args) override {
@@ -121,6 +127,10 @@ class QConvKernel final : public Kernel {
     const uint64_t M = static_cast<uint64_t>(g_.M);
     const int32_t xzp = param(args, l_.x_zp, 0, x.dtype, where_, "x_zero_point").zero(0);
     const Param wzp = param(args, l_.w_zp, M, w.dtype, where_, "w_zero_point");
+    if (dequantized_) {
+      run_dequantized(args, x, w, xzp, wzp);
+      return;
+    }
     if (l_.y_scale < 0) {
       int32_t* out = y.as<int32_t>();
       int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t, int32_t acc) { out[i] = acc; });
@@ -140,16 +150,40 @@ class QConvKernel final : public Kernel {
       const uint64_t c = static_cast<uint64_t>(m);
       const float mult = xs.scale(0) * ws.scale(c) / ys.scale(0);
       const int64_t sum = static_cast<int64_t>(acc) + (bias ? bias[c] : 0);
-      qstore(y, i, saturate_round(static_cast<float>(sum) * mult, yzp, range_));
+      const float v = static_cast<float>(sum) * mult;
+      qstore(y, i, saturate_round(relu_ && v < 0 ? 0.f : v, yzp, range_));
     });
   }
 
  private:
+  // The fused epilogue: y = float(acc) * scale[m] + bias[m], then the Relu.
+  void run_dequantized(const KernelArgs& args, const TensorView& x, const TensorView& w, int32_t xzp, const Param& wzp) {
+    const uint64_t M = static_cast<uint64_t>(g_.M);
+    // The scale broadcasts along the channel axis ([M, 1, 1] from quantize_dynamic's Mul): only
+    // its element count matters (the pass checked its shape).
+    if (args.inputs.size() <= kDequantScaleInput || !args.inputs[kDequantScaleInput].data)
+      fail_at(where_, "the fused scale is missing");
+    const TensorView& scale = args.inputs[kDequantScaleInput];
+    const uint64_t ns = scale.element_count();
+    if (scale.dtype != DType::Float32 || (ns != 1 && ns != M))
+      fail_at(where_, "the fused scale must be float32 with 1 or " + std::to_string(M) + " values");
+    const Param sc{&scale, ns};
+    const Param bs = param(args, kDequantBiasInput, M, DType::Float32, where_, "bias");
+    float* out = args.outputs[0].as<float>();
+    int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t m, int32_t acc) {
+      const uint64_t c = static_cast<uint64_t>(m);
+      float v = static_cast<float>(acc) * sc.scale(c);
+      if (bs.v) v += bs.scale(c);
+      out[i] = relu_ && v < 0 ? 0.f : v;
+    });
+  }
+
   std::string where_;
   Layout l_;
   ConvGeometry g_;
   DType out_;
   QRange range_;
+  bool dequantized_, relu_;
 };
 
 std::unique_ptr<Kernel> make_qconv(const Node& n, const KernelEnv& env, Layout l, size_t min_in, size_t max_in) {
@@ -161,18 +195,28 @@ std::unique_ptr<Kernel> make_qconv(const Node& n, const KernelEnv& env, Layout l
   const int64_t terms = g.C / g.group * g.k[0] * g.k[1] * g.k[2];
   if (terms > (int64_t{1} << 15)) unsupported_at(at, std::to_string(terms) + " products per output could overflow int32");
   DType out = DType::Int32;
-  if (l.y_zp >= 0) {
+  const bool dequantized = l.y_zp < 0 && n.attr_int(kDequantizedAttr, 0) != 0;
+  const std::optional<FusedActivation> act = fused_activation(n);
+  if (!act || (*act != FusedActivation::None && ((!dequantized && l.y_zp < 0) || *act != FusedActivation::Relu)))
+    unsupported_at(at, "a fused activation other than Relu (of a dequantized ConvInteger or a QLinearConv)");
+  if (dequantized) {
+    if (n.outputs[0]->type.dtype != DType::Float32) fail_at(at, "the dequantized output must be float32");
+    out = DType::Float32;
+  } else if (l.y_zp >= 0) {
     out = quant_type(shape::required_input(n, static_cast<size_t>(l.y_zp), at), at, "y_zero_point");
     if (n.outputs[0]->type.dtype != out) fail_at(at, "the output type differs from y_zero_point's");
   } else if (n.outputs[0]->type.dtype != DType::Int32) {
     fail_at(at, "the output must be int32");
   }
-  return std::make_unique<QConvKernel>(at, l, g, out);
+  if (std::unique_ptr<Kernel> k = l.y_zp >= 0 ? make_dnnl_qlinear_conv(n, env) : make_dnnl_conv_integer(n, env)) return k;
+  return std::make_unique<QConvKernel>(at, l, g, out, dequantized, *act == FusedActivation::Relu);
 }
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv_integer(const Node& n, const KernelEnv& env) { return make_qconv(n, env, kInteger, 2, 4); }
+std::unique_ptr<Kernel> make_conv_integer(const Node& n, const KernelEnv& env) {
+  return make_qconv(n, env, kInteger, 2, n.attr_int(kDequantizedAttr, 0) != 0 ? kDequantBiasInput + 1 : 4);
+}
 std::unique_ptr<Kernel> make_qlinear_conv(const Node& n, const KernelEnv& env) { return make_qconv(n, env, kQLinear, 8, 9); }
 
 }  // namespace memplan::rt::quant

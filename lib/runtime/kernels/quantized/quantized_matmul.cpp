@@ -69,6 +69,47 @@ void int_matmul(const TensorView& a, const TensorView& b, const MatMulShape& s, 
   });
 }
 
+// MatMulInteger's int32 output, accumulated row by row in place: for each row of A, every k adds
+// (a - za) * b[k, :] along B's contiguous row (the column-wise walk above strides through B), and
+// the column zero points come off at the end as sum_k (a - za) * zb[n]. Exact: with K <= 2^15 no
+// partial sum leaves int32. Typed element access (the per-element type switch of qint_at was most
+// of the time).
+template <typename TA, typename TB>
+void int_matmul_rows(const TensorView& a, const TensorView& b, const MatMulShape& s, const Param& azp,
+                     const Param& bzp, int32_t* out) {
+  const int64_t M = s.M, K = s.K, N = s.N;
+  const TA* av = a.as<const TA>();
+  const TB* bv = b.as<const TB>();
+  shape::for_each_broadcast<2>(s.batch, [&](uint64_t batch, const std::array<int64_t, 2>& off) {
+    const TA* a0 = av + off[0] * M * K;
+    const TB* b0 = bv + off[1] * K * N;
+    for (int64_t m = 0; m < M; ++m) {
+      int32_t* row = out + (static_cast<int64_t>(batch) * M + m) * N;
+      std::fill_n(row, N, 0);
+      const int32_t za = azp.zero(static_cast<uint64_t>(m));
+      int32_t sum_a = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const int32_t x = static_cast<int32_t>(a0[m * K + k]) - za;
+        sum_a += x;
+        if (x == 0) continue;
+        const TB* brow = b0 + k * N;
+        for (int64_t n = 0; n < N; ++n) row[n] += x * static_cast<int32_t>(brow[n]);
+      }
+      if (bzp.v)
+        for (int64_t n = 0; n < N; ++n) row[n] -= sum_a * bzp.zero(static_cast<uint64_t>(n));
+    }
+  });
+}
+
+void int_matmul_rows(const TensorView& a, const TensorView& b, const MatMulShape& s, const Param& azp,
+                     const Param& bzp, int32_t* out) {
+  const bool a8 = a.dtype == DType::Int8, b8 = b.dtype == DType::Int8;
+  if (a8 && b8) int_matmul_rows<int8_t, int8_t>(a, b, s, azp, bzp, out);
+  else if (a8) int_matmul_rows<int8_t, uint8_t>(a, b, s, azp, bzp, out);
+  else if (b8) int_matmul_rows<uint8_t, int8_t>(a, b, s, azp, bzp, out);
+  else int_matmul_rows<uint8_t, uint8_t>(a, b, s, azp, bzp, out);
+}
+
 // Input indices of the operands and their parameters; scales are -1 for MatMulInteger.
 struct Layout {
   size_t a, b, a_zp, b_zp;
@@ -93,8 +134,7 @@ class QMatMulKernel final : public Kernel {
     const Param azp = param(args, l_.a_zp, a.rank > 1 ? static_cast<uint64_t>(s.M) : 0, a.dtype, where_, "a_zero_point");
     const Param bzp = param(args, l_.b_zp, b.rank > 1 ? static_cast<uint64_t>(s.N) : 0, b.dtype, where_, "b_zero_point");
     if (l_.y_scale < 0) {
-      int32_t* out = y.as<int32_t>();
-      int_matmul(a, b, s, azp, bzp, [&](uint64_t i, int32_t acc) { out[i] = acc; });
+      int_matmul_rows(a, b, s, azp, bzp, y.as<int32_t>());
       return;
     }
     auto scalar = [&](int k, const char* what) {

@@ -7,6 +7,7 @@
 // for linear, 4 for cubic), the separable form of ONNX's reference implementation.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/shape_common.h"
@@ -44,6 +45,13 @@ struct Taps {
   std::array<int64_t, 4> idx{};
   std::array<double, 4> w{};
 };
+
+// Two taps of a linear axis, packed.
+struct Pair {
+  int64_t i0, i1;
+  double w0, w1;
+};
+static_assert(sizeof(Pair) <= sizeof(Taps) && std::is_trivially_copyable_v<Taps> && std::is_trivially_copyable_v<Pair>);
 
 // ONNX's x_original for output index o.
 double source_coord(Coord m, int64_t o, const Axis& a) {
@@ -193,8 +201,14 @@ class FloatSource {
 
 class ResizeKernel final : public Kernel {
  public:
-  ResizeKernel(std::string where, const Params& p, FloatSource scales, shape::IntsSource sizes, FloatSource roi)
-      : where_(std::move(where)), p_(p), scales_(std::move(scales)), sizes_(std::move(sizes)), roi_(std::move(roi)) {}
+  // `last_dim_bound`: the output's last dimension when it is known at load (0: unknown), for the
+  // scratchpad of the fast path's column taps.
+  ResizeKernel(std::string where, const Params& p, FloatSource scales, shape::IntsSource sizes, FloatSource roi,
+               int64_t last_dim_bound)
+      : where_(std::move(where)), p_(p), scales_(std::move(scales)), sizes_(std::move(sizes)), roi_(std::move(roi)),
+        columns_(last_dim_bound) {}
+
+  uint64_t scratchpad_bytes() const override { return static_cast<uint64_t>(columns_) * sizeof(Taps); }
 
   void run(const KernelArgs& args) override {
     const TensorView& x = args.inputs[0];
@@ -204,7 +218,8 @@ class ResizeKernel final : public Kernel {
     shape::set_shape(y, out.rank, out.dims.data(), where_);
     if (out.count() == 0) return;
     if (Shape::of(x).count() == 0) fail(where_ + ": cannot resize an empty input to shape " + out.str());
-    resample(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
+    if (!resample_planes(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes, args.scratchpad))
+      resample(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
   }
 
  private:
@@ -276,6 +291,65 @@ class ResizeKernel final : public Kernel {
     }
   }
 
+  // The common case (an image upsampled or downsampled in its last two dims, any mode but
+  // tf_crop_and_resize) without the general walk's per-element tap computation: each output row's
+  // taps once per row, each column's once per run (in the scratchpad). The same products and sums
+  // in the same order as element(), so the same bits. False when it does not apply.
+  bool resample_planes(const float* src, const Shape& in, float* dst, const Shape& out,
+                       const std::array<Axis, kMaxRank>& axes, std::byte* scratchpad) const {
+    const int r = in.rank;
+    if (r < 2 || p_.coord == Coord::TfCropAndResize || !scratchpad || out.dims[r - 1] > columns_) return false;
+    uint64_t planes = 1;
+    for (int d = 0; d < r - 2; ++d) {
+      if (!axes[d].identity) return false;
+      planes *= static_cast<uint64_t>(in.dims[d]);
+    }
+    const int64_t ih = in.dims[r - 2], iw = in.dims[r - 1], oh = out.dims[r - 2], ow = out.dims[r - 1];
+    // The columns' taps, once per run: packed pairs (32 bytes against 72) when every column has
+    // two (linear), else the full taps. The scratchpad is 64-byte aligned; both are trivially copyable.
+    Pair* pairs = reinterpret_cast<Pair*>(scratchpad);
+    Taps* cols = nullptr;
+    for (int64_t c = 0; c < ow && pairs; ++c) {
+      const Taps t = taps_for(p_, axes[r - 1], c);
+      if (t.n == 2) pairs[c] = Pair{t.idx[0], t.idx[1], t.w[0], t.w[1]};
+      else pairs = nullptr;
+    }
+    if (!pairs) {
+      cols = reinterpret_cast<Taps*>(scratchpad);
+      for (int64_t c = 0; c < ow; ++c) cols[c] = taps_for(p_, axes[r - 1], c);
+    }
+    for (uint64_t p = 0; p < planes; ++p) {
+      const float* plane = src + p * static_cast<uint64_t>(ih * iw);
+      for (int64_t y = 0; y < oh; ++y, dst += ow) {
+        const Taps ty = taps_for(p_, axes[r - 2], y);
+        if (ty.n == 2 && pairs) {  // (bi)linear: the same sums unrolled, over compact column taps
+          const float* r0 = plane + ty.idx[0] * iw;
+          const float* r1 = plane + ty.idx[1] * iw;
+          for (int64_t c = 0; c < ow; ++c) {
+            const Pair& t = pairs[c];
+            double sum = 0;
+            sum += ty.w[0] * t.w0 * static_cast<double>(r0[t.i0]);
+            sum += ty.w[0] * t.w1 * static_cast<double>(r0[t.i1]);
+            sum += ty.w[1] * t.w0 * static_cast<double>(r1[t.i0]);
+            sum += ty.w[1] * t.w1 * static_cast<double>(r1[t.i1]);
+            dst[c] = static_cast<float>(sum);
+          }
+          continue;
+        }
+        for (int64_t c = 0; c < ow; ++c) {
+          const Taps tx = pairs ? Taps{2, false, {pairs[c].i0, pairs[c].i1, 0, 0}, {pairs[c].w0, pairs[c].w1, 0, 0}} : cols[c];
+          double sum = 0;
+          for (int a = 0; a < ty.n; ++a) {
+            const float* row = plane + ty.idx[a] * iw;
+            for (int b = 0; b < tx.n; ++b) sum += ty.w[a] * tx.w[b] * static_cast<double>(row[tx.idx[b]]);
+          }
+          dst[c] = static_cast<float>(sum);
+        }
+      }
+    }
+    return true;
+  }
+
   // The weighted sum over every combination of the dims' taps.
   float element(const float* src, const std::array<int64_t, kMaxRank>& st, const std::array<Taps, kMaxRank>& taps,
                 int r) const {
@@ -301,6 +375,7 @@ class ResizeKernel final : public Kernel {
   FloatSource scales_;
   shape::IntsSource sizes_;
   FloatSource roi_;
+  int64_t columns_;
 };
 
 Params read_params(const Node& n, const std::string& at, bool v11) {
@@ -363,7 +438,10 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
       roi = FloatSource::from_input(n, 1, at, "roi");
     }
   }
-  return std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi));
+  const Value* y = n.outputs[0];
+  const int64_t columns = y->type.is_static() && !y->shape_varies && !y->type.dims.empty() ? y->type.dims.back().value : 0;
+  return std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi),
+                                        std::max<int64_t>(columns, 0));
 }
 
 }  // namespace memplan::rt::elt

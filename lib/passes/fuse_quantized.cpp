@@ -1,0 +1,321 @@
+#include "passes/fuse_quantized.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "ir/fused_activation.h"
+#include "ir/fused_dequantize.h"
+
+namespace memplan {
+namespace {
+
+// The only reader of `v`, when v is an intermediate of its graph read by exactly one node once.
+Node* sole_consumer(const Value* v) {
+  if (!v || v->is_graph_output || v->consumers.size() != 1) return nullptr;
+  Node* c = v->consumers[0];
+  return c->graph == v->graph && std::count(c->inputs.begin(), c->inputs.end(), v) == 1 ? c : nullptr;
+}
+
+bool is_op(const Node* n, const char* op, size_t inputs) {
+  return n && n->op_type == op && n->domain.empty() && n->inputs.size() == inputs && n->outputs.size() == 1 &&
+         n->outputs[0];
+}
+
+Value* other_input(const Node& n, const Value* v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
+
+// The values of a float32 constant that broadcasts against [N, M, ...] (rank `rank`) along the
+// channel axis only: a scalar, [M, 1, 1], [1, M, 1, 1], ... One value, or M; empty otherwise.
+std::vector<float> channel_values(const Value* v, int64_t channels, size_t rank) {
+  if (!v || !v->constant || v->constant->dtype != DType::Float32 || v->constant->dims.size() > rank) return {};
+  const std::vector<int64_t>& d = v->constant->dims;
+  for (size_t k = 0; k < d.size(); ++k) {
+    const size_t axis = rank - d.size() + k;
+    if (d[k] != 1 && !(axis == 1 && d[k] == channels)) return {};
+  }
+  std::vector<float> out(v->constant->element_count());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(v->constant->float_at(i));
+  return out;
+}
+
+// A float32 value of static shape that broadcasts against [N, M, ...] along the channel axis only.
+bool per_channel_type(const Value* v, int64_t channels, size_t rank) {
+  if (!v || v->shape_varies || v->type.dtype != DType::Float32 || !v->type.is_static()) return false;
+  const std::vector<int64_t> d = v->type.static_dims();
+  if (d.size() > rank) return false;
+  for (size_t k = 0; k < d.size(); ++k)
+    if (d[k] != 1 && !(rank - d.size() + k == 1 && d[k] == channels)) return false;
+  return true;
+}
+
+// A float32 constant of shape `dims` (default: 1-D).
+Value* constant_value(Graph& g, const std::string& name, const std::vector<float>& v, std::vector<int64_t> dims = {}) {
+  Value* p = g.add_value(name);
+  auto t = std::make_shared<Tensor>();
+  t->dtype = DType::Float32;
+  t->dims = dims.empty() ? std::vector<int64_t>{static_cast<int64_t>(v.size())} : std::move(dims);
+  t->bytes.resize(v.size() * sizeof(float));
+  std::memcpy(t->bytes.data(), v.data(), t->bytes.size());
+  p->constant = std::move(t);
+  p->type.dtype = DType::Float32;
+  p->type.has_rank = true;
+  for (int64_t d : p->constant->dims) p->type.dims.push_back(Dim{d, {}});
+  return p;
+}
+
+// ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] [-> Relu]  ==>  ConvInteger (dequantized).
+bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
+                     const std::unordered_map<const Node*, size_t>& position,
+                     std::vector<std::pair<Node*, Node*>>& hoists) {
+  if (conv.inputs.size() > 4 || conv.attr(kDequantizedAttr) || has_fused_activation(conv)) return false;
+  Value* acc = conv.outputs[0];
+  if (acc->type.dtype != DType::Int32 || !acc->type.is_static() || acc->shape_varies) return false;
+  const std::vector<int64_t> dims = acc->type.static_dims();
+  if (dims.size() < 3) return false;
+  const int64_t channels = dims[1];
+  Node* cast = sole_consumer(acc);
+  if (!is_op(cast, "Cast", 1) || cast->attr_int("to", 0) != static_cast<int64_t>(DType::Float32)) return false;
+  Node* mul = sole_consumer(cast->outputs[0]);
+  if (!is_op(mul, "Mul", 2)) return false;
+  auto same_shape = [&](const Node* n) {
+    const Value* y = n->outputs[0];
+    return y->type.dtype == DType::Float32 && y->type.is_static() && !y->shape_varies && y->type.static_dims() == dims;
+  };
+  if (!same_shape(mul)) return false;
+
+  // The scale: a constant, or a run-time tensor (quantize_dynamic's Mul(x_scale, w_scale)) that
+  // broadcasts along the channel axis only.
+  Value* scale = other_input(*mul, cast->outputs[0]);
+  std::vector<float> const_scale = channel_values(scale, channels, dims.size());
+  Node* hoist = nullptr;
+  if (const_scale.empty()) {
+    if (!scale || scale->constant || !per_channel_type(scale, channels, dims.size())) return false;
+    // The ConvInteger reads the scale at its own step. quantize_dynamic computes it after the
+    // ConvInteger, from values that exist before: that node then moves up to just before it.
+    Node* p = scale->producer;
+    if (p && p->graph == &g && (!position.count(p) || position.at(p) >= position.at(&conv))) {
+      if (p->outputs.size() != 1 || p->is_control_flow()) return false;
+      for (const Value* in : p->inputs)
+        if (in && in->producer && in->producer->graph == &g &&
+            (!position.count(in->producer) || position.at(in->producer) >= position.at(&conv)))
+          return false;
+      hoist = p;
+    }
+  }
+
+  std::vector<float> bias;
+  Node* last = mul;
+  Node* add = sole_consumer(mul->outputs[0]);
+  if (is_op(add, "Add", 2) && same_shape(add)) {
+    bias = channel_values(other_input(*add, mul->outputs[0]), channels, dims.size());
+    if (!bias.empty()) {
+      if (bias.size() == 1) bias.assign(static_cast<size_t>(channels), bias[0]);
+      last = add;
+    }
+  }
+  Node* relu = sole_consumer(last->outputs[0]);
+  if (!is_op(relu, "Relu", 1)) relu = nullptr;
+  else last = relu;
+
+  std::vector<Node*> chain{cast, mul};
+  if (!bias.empty()) chain.push_back(add);
+  if (relu) chain.push_back(relu);
+  std::vector<Value*> released{acc};
+  for (Node* n : chain) {
+    dead.insert(n);
+    if (n != last) released.push_back(n->outputs[0]);
+  }
+  conv.inputs.resize(kDequantBiasInput + 1, nullptr);
+  conv.inputs[kDequantScaleInput] =
+      const_scale.empty() ? scale : constant_value(g, conv.name + "_dequant_scale", const_scale);
+  conv.inputs[kDequantBiasInput] = bias.empty() ? nullptr : constant_value(g, conv.name + "_dequant_bias", bias);
+  if (hoist) hoists.emplace_back(hoist, &conv);
+  Attribute a;
+  a.name = kDequantizedAttr;
+  a.kind = Attribute::Kind::Int;
+  a.i = 1;
+  conv.attributes.push_back(a);
+  if (relu) set_fused_activation(conv, FusedActivation::Relu);
+  conv.outputs[0] = last->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  for (Value* v : released) g.release_value(v);
+  return true;
+}
+
+// A constant of one value (of any type) as a double; false otherwise.
+bool scalar_constant(const Value* v, double& out) {
+  if (!v || !v->constant || v->constant->element_count() != 1) return false;
+  out = v->constant->float_at(0);
+  return true;
+}
+
+bool is_8bit(DType t) { return t == DType::Uint8 || t == DType::Int8; }
+
+// DequantizeLinear(xq) -> Conv(., DequantizeLinear(int8 W), float B) [fused Relu] -> QuantizeLinear
+// ==>  QLinearConv(xq, ..., B quantized to int32 at scale x_scale * w_scale[m]) [fused Relu]: the
+// static QDQ layout run as an int8 convolution, as ONNX Runtime does. The scales and zero points
+// must be constants (per tensor for x and y, per tensor or output channel for W).
+bool fuse_qdq_conv(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  if (conv.inputs.size() < 2 || conv.inputs.size() > 3 || !conv.outputs[0]) return false;
+  const std::optional<FusedActivation> act = fused_activation(conv);
+  if (!act || (*act != FusedActivation::None && *act != FusedActivation::Relu)) return false;
+  Node* dqx = conv.inputs[0] ? conv.inputs[0]->producer : nullptr;
+  Node* dqw = conv.inputs[1] ? conv.inputs[1]->producer : nullptr;
+  Node* q = sole_consumer(conv.outputs[0]);
+  for (Node* n : {dqx, dqw})
+    if (!n || n->op_type != "DequantizeLinear" || !n->domain.empty() || n->inputs.size() != 3 || n->graph != &g ||
+        !n->outputs[0])
+      return false;
+  if (!is_op(q, "QuantizeLinear", 3)) return false;
+  double xs = 0, xz = 0, ys = 0, yz = 0;
+  if (!scalar_constant(dqx->inputs[1], xs) || !scalar_constant(dqx->inputs[2], xz) ||
+      !scalar_constant(q->inputs[1], ys) || !scalar_constant(q->inputs[2], yz) || !(xs > 0) || !(ys > 0))
+    return false;
+  Value* xq = dqx->inputs[0];
+  const Value* wq = dqw->inputs[0];
+  if (!xq || !is_8bit(xq->type.dtype) || dqx->inputs[2]->type.dtype != xq->type.dtype || !wq || !wq->constant ||
+      wq->constant->dtype != DType::Int8 || wq->constant->dims.empty() || !is_8bit(q->inputs[2]->type.dtype))
+    return false;
+  const int64_t channels = wq->constant->dims[0];
+  const Value* ws = dqw->inputs[1];
+  const Value* wz = dqw->inputs[2];
+  if (!ws || !ws->constant || !wz || !wz->constant || wz->constant->dtype != DType::Int8) return false;
+  const uint64_t nscale = ws->constant->element_count();
+  if ((nscale != 1 && static_cast<int64_t>(nscale) != channels) || wz->constant->element_count() != nscale ||
+      (nscale > 1 && dqw->attr_int("axis", 1) != 0))
+    return false;
+  // The float bias becomes int32 at the accumulator's scale, as ONNX Runtime's quantizer writes it.
+  Value* bq = nullptr;
+  if (conv.inputs.size() == 3 && conv.inputs[2]) {
+    const Value* b = conv.inputs[2];
+    if (!b->constant || b->constant->dtype != DType::Float32 ||
+        static_cast<int64_t>(b->constant->element_count()) != channels)
+      return false;
+    auto t = std::make_shared<Tensor>();
+    t->dtype = DType::Int32;
+    t->dims = {channels};
+    t->bytes.resize(static_cast<size_t>(channels) * sizeof(int32_t));
+    for (int64_t m = 0; m < channels; ++m) {
+      const double s = xs * ws->constant->float_at(nscale == 1 ? 0 : static_cast<uint64_t>(m));
+      const double v = s > 0 ? std::nearbyint(b->constant->float_at(static_cast<uint64_t>(m)) / s) : 0;
+      if (!(std::abs(v) < 2147483647.0)) return false;
+      const int32_t i = static_cast<int32_t>(v);
+      std::memcpy(t->bytes.data() + m * 4, &i, 4);
+    }
+    bq = g.add_value(conv.name + "_qdq_bias");
+    bq->constant = std::move(t);
+    bq->type.dtype = DType::Int32;
+    bq->type.has_rank = true;
+    bq->type.dims = {Dim{channels, {}}};
+  }
+  Value* old_out = conv.outputs[0];
+  conv.op_type = "QLinearConv";
+  conv.inputs = {xq, dqx->inputs[1], dqx->inputs[2], dqw->inputs[0], dqw->inputs[1], dqw->inputs[2],
+                 q->inputs[1], q->inputs[2], bq};
+  if (!bq) conv.inputs.pop_back();
+  conv.outputs[0] = q->outputs[0];
+  conv.outputs[0]->producer = &conv;
+  dead.insert(q);
+  g.release_value(old_out);
+  return true;
+}
+
+// A Conv the QDQ fusion left as float whose weights are still DequantizeLinear(constants) (kept
+// from constant folding for the fusion): the float weights become a constant, computed as the
+// DequantizeLinear kernel does, float(q - zero_point) * scale, so the Conv's oneDNN kernel
+// reorders them once instead of the model dequantizing them on every run.
+void fold_weight_dequantize(Graph& g, Node& conv) {
+  Node* dq = conv.inputs.size() > 1 && conv.inputs[1] ? conv.inputs[1]->producer : nullptr;
+  if (!dq || dq->op_type != "DequantizeLinear" || !dq->domain.empty() || dq->graph != &g || dq->inputs.size() < 2)
+    return;
+  for (const Value* v : dq->inputs)
+    if (v && !v->constant) return;
+  const Tensor& q = *dq->inputs[0]->constant;
+  const Tensor& scale = *dq->inputs[1]->constant;
+  const Tensor* zero = dq->inputs.size() > 2 && dq->inputs[2] ? dq->inputs[2]->constant.get() : nullptr;
+  if (scale.dtype != DType::Float32 || (zero && zero->element_count() != scale.element_count()) || q.dims.empty())
+    return;
+  const uint64_t count = q.element_count(), nscale = scale.element_count();
+  uint64_t inner = count;  // elements per scale
+  if (nscale != 1) {
+    int64_t axis = dq->attr_int("axis", 1);
+    const int64_t rank = static_cast<int64_t>(q.dims.size());
+    if (axis < 0) axis += rank;
+    if (dq->opset < 13 || axis < 0 || axis >= rank || static_cast<uint64_t>(q.dims[static_cast<size_t>(axis)]) != nscale)
+      return;
+    inner = 1;
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= static_cast<uint64_t>(q.dims[static_cast<size_t>(d)]);
+  }
+  std::vector<float> w(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t c = nscale == 1 ? 0 : i / inner % nscale;
+    const int64_t zp = zero ? zero->int_at(c) : 0;
+    w[i] = static_cast<float>(q.int_at(i) - zp) * static_cast<float>(scale.float_at(c));
+  }
+  conv.inputs[1] = constant_value(g, conv.name + "_dequantized_W", w, q.dims);
+}
+
+}  // namespace
+
+int fuse_quantized(Model& model) {
+  int removed = 0;
+  for_each_graph(*model.main, [&](Graph& g) {
+    std::unordered_set<const Node*> dead;
+    std::unordered_map<const Node*, size_t> position;
+    for (size_t i = 0; i < g.nodes.size(); ++i) position[g.nodes[i].get()] = i;
+    std::vector<std::pair<Node*, Node*>> hoists;  // (node, the ConvInteger it must precede)
+    for (auto& n : g.nodes)
+      if (!dead.count(n.get()) && n->op_type == "ConvInteger" && n->domain.empty() && !n->outputs.empty() &&
+          n->outputs[0])
+        fuse_dequantize(g, *n, dead, position, hoists);
+    for (auto& n : g.nodes)
+      if (!dead.count(n.get()) && n->op_type == "Conv" && n->domain.empty() && !n->outputs.empty() && n->outputs[0])
+        if (!fuse_qdq_conv(g, *n, dead)) fold_weight_dequantize(g, *n);
+    removed += static_cast<int>(dead.size());
+    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
+    for (auto [node, before] : hoists) {
+      auto find = [&](const Node* x) {
+        return std::find_if(g.nodes.begin(), g.nodes.end(), [x](const auto& p) { return p.get() == x; });
+      };
+      auto from = find(node);
+      if (from < find(before)) continue;  // already before it (an earlier hoist moved it)
+      std::unique_ptr<Node> moved = std::move(*from);
+      g.nodes.erase(from);
+      g.nodes.insert(find(before), std::move(moved));
+    }
+  });
+  rebuild_uses(*model.main);
+  // The DequantizeLinear nodes (of weights, or shared by several fused Convs) nothing reads now.
+  for_each_graph(*model.main, [&](Graph& g) {
+    std::vector<Value*> unread;
+    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) {
+      if (n->op_type != "DequantizeLinear" || !n->domain.empty() || n->outputs.size() != 1 || !n->outputs[0] ||
+          n->outputs[0]->is_graph_output || !n->outputs[0]->consumers.empty())
+        return false;
+      unread.push_back(n->outputs[0]);
+      ++removed;
+      return true;
+    });
+    for (Value* v : unread) g.release_value(v);
+  });
+  rebuild_uses(*model.main);
+  // The scale and bias constants the fused nodes replaced are dropped when nothing else reads them.
+  for_each_graph(*model.main, [](Graph& g) {
+    std::vector<Value*> unused;
+    for (const auto& v : g.values)
+      if (v->constant && v->consumers.empty() && std::find(g.outputs.begin(), g.outputs.end(), v.get()) == g.outputs.end())
+        unused.push_back(v.get());
+    for (Value* v : unused) {
+      std::erase(g.initializers, v);
+      g.release_value(v);
+    }
+  });
+  return removed;
+}
+
+}  // namespace memplan

@@ -1,0 +1,334 @@
+// ConvInteger and QLinearConv on oneDNN's int8 convolution: u8 or s8 source with its zero point
+// (oneDNN's runtime source zero point), s8 weights reordered once (ONNX's weights minus their
+// zero point, per tensor or per output channel, when that fits int8: uint8 weights with zero
+// point 128 do), s32 accumulation. The output is
+//   ConvInteger             s32, as is;
+//   fused ConvInteger       f32 (ir/fused_dequantize.h): float(acc) * scale[m] as output scales
+//                           (a constant scale) or a binary post-op (a run-time one, read where it
+//                           lies in the arena: oneDNN 2.6 has no CPU convolution with run-time
+//                           output scales), + bias[m] and the Relu as post-ops: ONNX Runtime's
+//                           Cast, Mul, Add and Relu, one rounding each, so the same bits;
+//   QLinearConv             u8 / s8: output scales x_scale * w_scale[m] / y_scale and the
+//                           destination zero point, the int32 bias added before scaling (as ONNX).
+// oneDNN picks the activation layouts (channels-last for int8): plain tensors are reordered into
+// the kernel's scratchpad and out of it on each run (PrimitiveKernel's staged tensors).
+#include "runtime/kernels/quantized/dnnl_qconv.h"
+
+#include <limits>
+
+#include "ir/fused_activation.h"
+#include "ir/fused_dequantize.h"
+#include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/common/kernel_common.h"
+
+namespace memplan::rt::quant {
+namespace {
+
+using dnnl_kernels::Dims;
+using dnnl_kernels::product;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// Input indices. ConvInteger: x w x_zp w_zp; QLinearConv: x x_scale x_zp w w_scale w_zp y_scale y_zp B.
+struct Layout {
+  size_t x, w, x_zp, w_zp;
+  bool qlinear;
+};
+constexpr Layout kInteger{0, 1, 2, 3, false};
+constexpr Layout kQLinear{0, 3, 2, 5, true};
+
+bool to_dnnl_type(DType t, dt& out) {
+  switch (t) {
+    case DType::Uint8: out = dt::u8; return true;
+    case DType::Int8: out = dt::s8; return true;
+    case DType::Int32: out = dt::s32; return true;
+    case DType::Float32: out = dt::f32; return true;
+    default: return false;
+  }
+}
+
+dnnl::memory::desc row_major(const Dims& d, dt type) {
+  static constexpr tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  return dnnl::memory::desc(d, type, tags[d.size() - 1]);
+}
+
+// u8 x s8 products summed in pairs saturate at 16 bits without VNNI (vpmaddubsw): only VNNI's
+// vpdpbusd gives ONNX's exact int32 sums.
+bool cpu_has_vnni() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  auto has = [isa](dnnl_cpu_isa_t want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
+  return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
+}
+
+const Value* present(const Node& n, size_t i) { return input_at(n, i); }
+
+// One value or `count` values of a constant, as floats; empty when it is neither.
+std::vector<float> constant_values(const Value* v, uint64_t count) {
+  if (!v || !v->constant) return {};
+  const uint64_t k = v->constant->element_count();
+  if (k != 1 && k != count) return {};
+  std::vector<float> out(static_cast<size_t>(count));
+  for (uint64_t i = 0; i < count; ++i) out[i] = static_cast<float>(v->constant->float_at(k == 1 ? 0 : i));
+  return out;
+}
+
+class Int8ConvKernel final : public dnnl_kernels::PrimitiveKernel {
+ public:
+  // `zp_input` >= 0: the source zero point is that (non-constant) input, read on each run.
+  Int8ConvKernel(const Node& node, const KernelEnv& env, int zp_input)
+      : PrimitiveKernel(node, env), zp_input_(zp_input) {}
+
+  // The int32 oneDNN reads the run-time source zero point from.
+  int32_t* zero_point_slot() { return &src_zero_point_; }
+
+  bool reads_at_run_time(size_t input) const override {
+    return PrimitiveKernel::reads_at_run_time(input) || (zp_input_ >= 0 && input == static_cast<size_t>(zp_input_));
+  }
+
+ protected:
+  void before_execute(const KernelArgs& args) override {
+    if (zp_input_ < 0) return;
+    const TensorView& z = args.inputs[static_cast<size_t>(zp_input_)];
+    if (z.element_count() != 1 || (z.dtype != DType::Uint8 && z.dtype != DType::Int8))
+      fail(where() + ": x_zero_point must be one uint8 or int8 value");
+    src_zero_point_ = z.dtype == DType::Uint8 ? z.as<const uint8_t>()[0] : z.as<const int8_t>()[0];
+  }
+
+ private:
+  int zp_input_;
+  // ---- Run-time state, the kernel's only: the source zero point of the current run (oneDNN wants
+  // an int32; the model's is an 8-bit tensor, typically DynamicQuantizeLinear's output). Written by
+  // before_execute, read by the primitive through a memory made over it at load. ----
+  int32_t src_zero_point_ = 0;
+};
+
+class Builder {
+ public:
+  Builder(const Node& n, const KernelEnv& env, Layout l) : n_(n), env_(env), l_(l), at_(where(n, env)) {}
+
+  std::unique_ptr<Kernel> build() {
+    if (!env_.dnnl || !cpu_has_vnni() || !read_shapes() || !read_weights() || !read_output()) return nullptr;
+    const dnnl::primitive_attr attr = make_attr();
+    std::optional<dnnl::convolution_forward::primitive_desc> pd = make_pd(attr);
+    if (!pd) return nullptr;
+    return bind(*pd);
+  }
+
+ private:
+  bool read_shapes() {
+    const Value* x = present(n_, l_.x);
+    const Value* w = present(n_, l_.w);
+    const Value* y = output_at(n_, 0);
+    if (!x || !w || !y || !x->type.is_static() || x->shape_varies || !y->type.is_static() || y->shape_varies ||
+        !w->constant || x->channel_block != 0 || y->channel_block != 0)
+      return false;
+    if (!to_dnnl_type(x->type.dtype, src_dt_) || (src_dt_ != dt::u8 && src_dt_ != dt::s8)) return false;
+    xd_ = x->type.static_dims();
+    yd_ = y->type.static_dims();
+    wd_ = w->constant->dims;
+    if (xd_.size() < 3 || xd_.size() > 5 || wd_.size() != xd_.size() || yd_.size() != xd_.size()) return false;
+    const size_t sp = xd_.size() - 2;
+    group_ = n_.attr_int("group", 1);
+    m_ = wd_[0];
+    // (No channels, or no elements anywhere: the loops' factory handles it.)
+    if (m_ < 1 || product(xd_) == 0 || product(yd_) == 0 || product(wd_) == 0) return false;
+    if (group_ < 1 || xd_[1] % group_ != 0 || m_ % group_ != 0 || wd_[1] * group_ != xd_[1] || yd_[1] != m_)
+      return false;  // the loops' factory reports the error
+    win_ = dnnl_kernels::read_window(n_, at_, sp, Dims(wd_.begin() + 2, wd_.end()));
+    dnnl_kernels::resolve_forward_pads(win_, Dims(xd_.begin() + 2, xd_.end()));
+    for (size_t i = 0; i < sp; ++i) {
+      const int64_t span = xd_[2 + i] + win_.pads_begin[i] + win_.pads_end[i] - dnnl_kernels::effective_kernel(win_, i);
+      if (span < 0 || span / win_.strides[i] + 1 != yd_[2 + i]) return false;
+    }
+    return true;
+  }
+
+  // ONNX's weights minus their zero point, as int8 in oneDNN's [g,] o, i, k... order (the same
+  // bytes as ONNX's [M, C/g, k...]).
+  bool read_weights() {
+    const Tensor& w = *present(n_, l_.w)->constant;
+    if (w.dtype != DType::Uint8 && w.dtype != DType::Int8) return false;
+    const Value* zp = present(n_, l_.w_zp);
+    std::vector<int64_t> zeros(1, 0);
+    if (zp) {
+      if (!zp->constant || (zp->constant->element_count() != 1 && static_cast<int64_t>(zp->constant->element_count()) != m_))
+        return false;
+      zeros = zp->constant->to_ints();
+    }
+    const uint64_t count = w.element_count(), per = count / static_cast<uint64_t>(m_);
+    weights_.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      const int64_t v = w.int_at(i) - zeros[zeros.size() == 1 ? 0 : i / per];
+      if (v < -128 || v > 127) return false;
+      weights_[i] = static_cast<int8_t>(v);
+    }
+    wdims_ = group_ > 1 ? Dims{group_, m_ / group_, wd_[1]} : Dims{m_, wd_[1]};
+    wdims_.insert(wdims_.end(), wd_.begin() + 2, wd_.end());
+    return true;
+  }
+
+  bool read_output() {
+    const Value* x_zp = present(n_, l_.x_zp);
+    if (x_zp) {
+      if (x_zp->type.dtype != present(n_, l_.x)->type.dtype) return false;
+      if (x_zp->constant) {
+        if (x_zp->constant->element_count() != 1) return false;
+        const_src_zp_ = static_cast<int32_t>(x_zp->constant->int_at(0));
+      } else {
+        runtime_src_zp_ = true;
+      }
+    }
+    const DType out = output_at(n_, 0)->type.dtype;
+    if (!l_.qlinear) {
+      dequantized_ = n_.attr_int(kDequantizedAttr, 0) != 0;
+      if (!dequantized_) return out == DType::Int32 && !has_fused_activation(n_);
+      if (out != DType::Float32) return false;
+      const Value* sc = present(n_, kDequantScaleInput);
+      if (!sc || sc->type.dtype != DType::Float32 || !sc->type.is_static() || sc->shape_varies) return false;
+      if (sc->constant) {
+        w_scale_ = constant_values(sc, static_cast<uint64_t>(m_));
+        if (w_scale_.empty()) return false;
+      } else {
+        runtime_scale_ = static_cast<int64_t>(product(sc->type.static_dims()));
+        if (runtime_scale_ != 1 && runtime_scale_ != m_) return false;
+      }
+      const Value* b = present(n_, kDequantBiasInput);
+      if (b) bias_ = constant_values(b, static_cast<uint64_t>(m_));
+      const std::optional<FusedActivation> act = fused_activation(n_);
+      relu_ = act == FusedActivation::Relu;
+      return (!b || !bias_.empty()) && (act == FusedActivation::None || relu_);
+    }
+    // QLinearConv: every scale, the output zero point and the bias must be constants.
+    if (!to_dnnl_type(out, dst_dt_) || (dst_dt_ != dt::u8 && dst_dt_ != dt::s8)) return false;
+    const std::optional<FusedActivation> act = fused_activation(n_);
+    relu_ = act == FusedActivation::Relu;  // (passes/fuse_quantized's QDQ fusion)
+    if (act != FusedActivation::None && !relu_) return false;
+    const std::vector<float> xs = constant_values(present(n_, 1), 1), ws = constant_values(present(n_, 4), static_cast<uint64_t>(m_)),
+                             ys = constant_values(present(n_, 6), 1);
+    const Value* yzp = present(n_, 7);
+    if (xs.empty() || ws.empty() || ys.empty() || !yzp || !yzp->constant || yzp->constant->element_count() != 1 ||
+        yzp->type.dtype != out)
+      return false;
+    dst_zp_ = static_cast<int32_t>(yzp->constant->int_at(0));
+    oscales_.resize(static_cast<size_t>(m_));
+    for (size_t c = 0; c < oscales_.size(); ++c) oscales_[c] = xs[0] * ws[c] / ys[0];
+    const Value* b = present(n_, 8);
+    if (b) {
+      if (!b->constant || b->constant->dtype != DType::Int32 || static_cast<int64_t>(b->constant->element_count()) != m_)
+        return false;
+      const std::vector<int64_t> v = b->constant->to_ints();
+      qbias_.assign(v.begin(), v.end());
+    }
+    return true;
+  }
+
+  dnnl::primitive_attr make_attr() {
+    dnnl::primitive_attr attr = dnnl_kernels::user_scratchpad_attr();
+    if (runtime_src_zp_ || const_src_zp_ != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (l_.qlinear) {
+      bool same = true;
+      for (float s : oscales_) same = same && s == oscales_[0];
+      if (same) oscales_.resize(1);
+      attr.set_output_scales(oscales_.size() == 1 ? 0 : 2, oscales_);
+      if (dst_zp_ != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      // Before the destination zero point is added: Relu of the real value.
+      if (relu_) {
+        dnnl::post_ops po;
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        attr.set_post_ops(po);
+      }
+    } else if (dequantized_) {
+      if (!w_scale_.empty()) attr.set_output_scales(w_scale_.size() == 1 ? 0 : 2, w_scale_);
+      dnnl::post_ops po;
+      if (runtime_scale_ > 0) po.append_binary(dnnl::algorithm::binary_mul, channel_md(runtime_scale_));
+      if (!bias_.empty()) po.append_binary(dnnl::algorithm::binary_add, channel_md(m_));
+      if (relu_) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(po);
+    }
+    return attr;
+  }
+
+  // An operand of a binary post-op with `count` values (1 or M) along the channel axis: [1, count, 1...].
+  dnnl::memory::desc channel_md(int64_t count) const {
+    Dims d(yd_.size(), 1);
+    d[1] = count;
+    return row_major(d, dt::f32);
+  }
+
+  dt dst_type() const { return l_.qlinear ? dst_dt_ : dequantized_ ? dt::f32 : dt::s32; }
+
+  std::optional<dnnl::convolution_forward::primitive_desc> make_pd(const dnnl::primitive_attr& attr) const {
+    using fwd = dnnl::convolution_forward;
+    const auto any = tag::any;
+    dnnl::memory::desc src(xd_, src_dt_, any), wei(wdims_, dt::s8, any), dst(yd_, dst_type(), any);
+    const Dims dil = dnnl_kernels::dnnl_dilations(win_);
+    try {
+      if (!qbias_.empty()) {
+        fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei,
+                    dnnl::memory::desc({m_}, dt::s32, tag::a), dst, win_.strides, dil, win_.pads_begin, win_.pads_end);
+        return fwd::primitive_desc(d, attr, env_.dnnl->engine);
+      }
+      fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, dst, win_.strides,
+                  dil, win_.pads_begin, win_.pads_end);
+      return fwd::primitive_desc(d, attr, env_.dnnl->engine);
+    } catch (const dnnl::error&) {
+      return std::nullopt;  // no implementation: the loops
+    }
+  }
+
+  std::unique_ptr<Kernel> bind(const dnnl::convolution_forward::primitive_desc& pd) {
+    auto k = std::make_unique<Int8ConvKernel>(n_, env_, runtime_src_zp_ ? static_cast<int>(l_.x_zp) : -1);
+    k->set_primitive(pd);
+    auto& ctx = k->ctx();
+    k->bind_input_staged(DNNL_ARG_SRC, l_.x, row_major(xd_, src_dt_), pd.src_desc());
+    k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(weights_.data(), weights_.size(),
+                                                                    row_major(wdims_, dt::s8), pd.weights_desc(), ctx,
+                                                                    at_ + ": int8 weights"));
+    const dnnl::memory::desc one_s32({1}, dt::s32, tag::a);
+    if (runtime_src_zp_)
+      k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(one_s32, ctx.engine, k->zero_point_slot()));
+    else if (const_src_zp_ != 0)
+      k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                     dnnl_kernels::reordered_memory(&const_src_zp_, sizeof(int32_t), one_s32, one_s32, ctx, at_));
+    if (l_.qlinear) {
+      if (!qbias_.empty())
+        k->bind_memory(DNNL_ARG_BIAS, dnnl_kernels::reordered_memory(qbias_.data(), qbias_.size() * sizeof(int32_t),
+                                                                     pd.bias_desc(), pd.bias_desc(), ctx, at_));
+      if (dst_zp_ != 0)
+        k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
+                       dnnl_kernels::reordered_memory(&dst_zp_, sizeof(int32_t), one_s32, one_s32, ctx, at_));
+    } else if (dequantized_) {
+      // A run-time scale, a tensor of the arena, is the first binary post-op's operand.
+      if (runtime_scale_ > 0)
+        k->bind_input(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, kDequantScaleInput, channel_md(runtime_scale_));
+      const dnnl::memory::desc ch = channel_md(m_);
+      if (!bias_.empty())
+        k->bind_memory(DNNL_ARG_ATTR_MULTIPLE_POST_OP(runtime_scale_ > 0 ? 1 : 0) | DNNL_ARG_SRC_1,
+                       dnnl_kernels::reordered_memory(bias_.data(), bias_.size() * sizeof(float), ch, ch, ctx, at_));
+    }
+    k->bind_output_staged(DNNL_ARG_DST, 0, row_major(yd_, dst_type()), pd.dst_desc());
+    return k;
+  }
+
+  const Node& n_;
+  const KernelEnv& env_;
+  const Layout l_;
+  const std::string at_;
+  Dims xd_, yd_, wd_, wdims_;
+  int64_t group_ = 1, m_ = 0;
+  dnnl_kernels::Window win_;
+  dt src_dt_ = dt::u8, dst_dt_ = dt::u8;
+  std::vector<int8_t> weights_;
+  bool runtime_src_zp_ = false, dequantized_ = false, relu_ = false;
+  int64_t runtime_scale_ = 0;  // values of a run-time scale (0: the scale is a constant)
+  int32_t const_src_zp_ = 0, dst_zp_ = 0;
+  std::vector<float> w_scale_, bias_, oscales_;
+  std::vector<int32_t> qbias_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env) { return Builder(n, env, kInteger).build(); }
+std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env) { return Builder(n, env, kQLinear).build(); }
+
+}  // namespace memplan::rt::quant

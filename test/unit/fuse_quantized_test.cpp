@@ -1,0 +1,172 @@
+// The quantized fusions (passes/fuse_quantized): DynamicQuantizeLinear -> ConvInteger -> Cast ->
+// Mul(x_scale * w_scale) -> Add(bias) -> Relu becomes DynamicQuantizeLinear and one ConvInteger
+// with the unfused answer; QDQ around a Conv becomes one QLinearConv within a step of it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "memplan/memplan.h"
+#include "pipeline/compile_pipeline.h"
+#include "support/model_builder.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+onnx::TensorProto tensor_i8(const std::string& name, std::vector<int64_t> dims, const std::vector<int8_t>& v) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT8);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size()));
+  return t;
+}
+
+constexpr int C = 3, M = 4, H = 9;
+
+// quantize_dynamic's layout for one Conv; `block` also makes the int32 ConvInteger output a graph
+// output, which keeps the nodes apart (the reference). `test` names the file apart from other test
+// cases' (ctest runs them in parallel).
+std::string write(bool block, bool per_channel, const std::string& test) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> wd(-127, 127);
+  std::vector<int8_t> w(M * C * 3 * 3);
+  for (int8_t& v : w) v = static_cast<int8_t>(wd(rng));
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "x", elem::kFloat, {1, C, H, H});
+  add_initializer(g, tensor_i8("w", {M, C, 3, 3}, w));
+  add_initializer(g, tensor_i8("w_zp", {}, {0}));
+  add_initializer(g, per_channel ? tensor_f32("w_scale", {M, 1, 1}, {0.01f, 0.02f, 0.005f, 0.03f})
+                                 : tensor_f32("w_scale", {}, {0.01f}));
+  add_initializer(g, tensor_f32("b", {M, 1, 1}, {0.5f, -0.25f, 0.f, 1.f}));
+  add_node(g, "DynamicQuantizeLinear", {"x"}, {"xq", "xs", "xz"}, "dql");
+  attr_ints(add_node(g, "ConvInteger", {"xq", "w", "xz", "w_zp"}, {"acc"}, "conv"), "pads", {1, 1, 1, 1});
+  attr_int(add_node(g, "Cast", {"acc"}, {"accf"}, "cast"), "to", onnx::TensorProto::FLOAT);
+  add_node(g, "Mul", {"xs", "w_scale"}, {"scale"}, "scales_mul");
+  add_node(g, "Mul", {"accf", "scale"}, {"scaled"}, "mul");
+  add_node(g, "Add", {"scaled", "b"}, {"biased"}, "add");
+  add_node(g, "Relu", {"biased"}, {"y"}, "relu");
+  add_output(g, "y", elem::kFloat, {1, M, H, H});
+  if (block) add_output(g, "acc", elem::kInt32, {1, M, H, H});
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fuse_quantized_" + test + std::to_string(block) + std::to_string(per_channel) + ".onnx"))
+                               .string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  return path;
+}
+
+std::vector<float> run(const std::string& path, const std::vector<float>& x) {
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  s.set_input("x", kFloat32, std::vector<int64_t>{1, C, H, H}, x.data(), x.size() * 4);
+  s.run();
+  std::vector<float> y(M * H * H);
+  std::memcpy(y.data(), s.output("y").data, y.size() * 4);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul -> Add -> Relu becomes one ConvInteger", "[passes][fusion]") {
+  const bool per_channel = GENERATE(false, true);
+  INFO("per-channel " << per_channel);
+  const std::string fused = write(false, per_channel, "fused"), reference = write(true, per_channel, "fused");
+  Model ir = prepare_model(fused, {});
+  // The scale's Mul(x_scale, w_scale) stays, moved before the ConvInteger that now reads it.
+  REQUIRE(ir.main->nodes.size() == 3);
+  CHECK(ir.main->nodes[1]->op_type == "Mul");
+  CHECK(ir.main->nodes[2]->op_type == "ConvInteger");
+  CHECK(ir.main->nodes[2]->attr_int("memplan_dequantized", 0) == 1);
+  CHECK(ir.main->nodes[2]->attr_int("memplan_fused_activation", 0) == 1);
+  CHECK(prepare_model(reference, {}).main->nodes.size() == 7);
+
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> x(C * H * H);
+  for (float& v : x) v = d(rng);
+  const std::vector<float> got = run(fused, x), want = run(reference, x);
+  // The same float operations in the same order: the same bits.
+  for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == want[i]);
+}
+
+TEST_CASE("a ConvInteger whose Cast is read elsewhere is not fused", "[passes][fusion]") {
+  Model ir = prepare_model(write(true, false, "shared"), {});
+  for (const auto& n : ir.main->nodes) CHECK(n->attr(std::string("memplan_dequantized")) == nullptr);
+}
+
+namespace {
+
+onnx::TensorProto tensor_u8(const std::string& name, std::vector<int64_t> dims, const std::vector<uint8_t>& v) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::UINT8);
+  for (int64_t d : dims) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size()));
+  return t;
+}
+
+// The static QDQ layout around one Conv (+ Relu); `block` makes the Conv's output a graph output too.
+std::string write_qdq(bool block) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> wd(-127, 127);
+  std::vector<int8_t> w(M * C * 3 * 3);
+  for (int8_t& v : w) v = static_cast<int8_t>(wd(rng));
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "x", elem::kFloat, {1, C, H, H});
+  add_initializer(g, tensor_f32("xs", {}, {2.f / 255}));
+  add_initializer(g, tensor_u8("xz", {}, {128}));
+  add_initializer(g, tensor_i8("wq", {M, C, 3, 3}, w));
+  add_initializer(g, tensor_f32("ws", {M}, {0.01f, 0.02f, 0.005f, 0.03f}));
+  add_initializer(g, tensor_i8("wz", {M}, {0, 0, 0, 0}));
+  add_initializer(g, tensor_f32("b", {M}, {0.5f, -0.25f, 0.f, 1.f}));
+  add_initializer(g, tensor_f32("ys", {}, {0.05f}));
+  add_initializer(g, tensor_u8("yz", {}, {3}));
+  add_node(g, "QuantizeLinear", {"x", "xs", "xz"}, {"xq"}, "qx");
+  add_node(g, "DequantizeLinear", {"xq", "xs", "xz"}, {"xf"}, "dqx");
+  attr_int(add_node(g, "DequantizeLinear", {"wq", "ws", "wz"}, {"wf"}, "dqw"), "axis", 0);
+  attr_ints(add_node(g, "Conv", {"xf", "wf", "b"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+  add_node(g, "Relu", {"c"}, {"r"}, "relu");
+  add_node(g, "QuantizeLinear", {"r", "ys", "yz"}, {"yq"}, "qy");
+  add_node(g, "DequantizeLinear", {"yq", "ys", "yz"}, {"y"}, "dqy");
+  add_output(g, "y", elem::kFloat, {1, M, H, H});
+  if (block) add_output(g, "c", elem::kFloat, {1, M, H, H});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("fuse_qdq_" + std::to_string(block) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("QDQ around a Conv (weights as DequantizeLinear of int8) becomes one QLinearConv", "[passes][fusion]") {
+  Model ir = prepare_model(write_qdq(false), {});
+  REQUIRE(ir.main->nodes.size() == 3);
+  CHECK(ir.main->nodes[0]->op_type == "QuantizeLinear");
+  CHECK(ir.main->nodes[1]->op_type == "QLinearConv");
+  CHECK(ir.main->nodes[1]->attr_int("memplan_fused_activation", 0) == 1);
+  CHECK(ir.main->nodes[2]->op_type == "DequantizeLinear");
+  // Unfused, the Conv runs in float with its weights folded once (no DequantizeLinear per run).
+  Model plain = prepare_model(write_qdq(true), {});
+  for (const auto& n : plain.main->nodes) CHECK(n->name != "dqw");
+
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> x(C * H * H);
+  for (float& v : x) v = d(rng);
+  const std::vector<float> got = run(write_qdq(false), x), want = run(write_qdq(true), x);
+  // The float Conv and the int8 one (with its bias rounded to the accumulator's scale) may round
+  // an output that lies near a step of the output scale to the other side: one step at most.
+  size_t steps = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(std::abs(got[i] - want[i]) <= 0.05f * 1.001f);
+    steps += got[i] != want[i];
+  }
+  CHECK(steps <= got.size() / 20);
+}

@@ -1,0 +1,246 @@
+// ConvInteger and QLinearConv on oneDNN's int8 convolution (quantized/dnnl_qconv.cpp) against a
+// plain reference, through the kernel registry: u8 and s8 sources, run-time and constant zero
+// points, uint8 weights with zero points (shifted to int8), per-channel scales, groups, strides and
+// padding, the fused dequantizing epilogue, and the configurations that stay on the loops.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "ir/fused_activation.h"
+#include "ir/fused_dequantize.h"
+#include "support/kernel_harness.h"
+
+using namespace memplan::test::kernel_names;
+
+namespace {
+
+// A 2-D convolution's shapes and integer data.
+struct Case {
+  int64_t N = 1, C = 4, H = 7, W = 6, M = 6, K = 3, group = 1, stride = 1, pad = 1;
+  DType xt = DType::Uint8, wt = DType::Int8;
+  std::vector<int> x, w;
+  std::vector<int> w_zp;  // one, or M
+  int x_zp = 0;
+  int64_t OH() const { return (H + 2 * pad - K) / stride + 1; }
+  int64_t OW() const { return (W + 2 * pad - K) / stride + 1; }
+
+  void fill(unsigned seed) {
+    std::mt19937 rng(seed);
+    auto lo = [](DType t) { return t == DType::Uint8 ? 0 : -128; };
+    std::uniform_int_distribution<int> xd(lo(xt), lo(xt) + 255), wd(lo(wt), lo(wt) + 255);
+    x.resize(static_cast<size_t>(N * C * H * W));
+    for (int& v : x) v = xd(rng);
+    w.resize(static_cast<size_t>(M * (C / group) * K * K));
+    for (int& v : w) v = wd(rng);
+    // Weights minus their zero points stay inside int8 (what oneDNN's path needs).
+    if (wt == DType::Uint8) for (int& z : w_zp) z = 128;
+    const int64_t per = (C / group) * K * K;
+    for (size_t i = 0; i < w.size() && !w_zp.empty(); ++i) {
+      const int z = w_zp[w_zp.size() == 1 ? 0 : i / static_cast<size_t>(per)];
+      w[i] = std::clamp(w[i], z - 128, z + 127);
+    }
+    x_zp = xd(rng);
+  }
+
+  // sum over the window of (x - x_zp) * (w - w_zp[m]); padding contributes nothing.
+  std::vector<int32_t> reference() const {
+    std::vector<int32_t> y;
+    const int64_t cg = C / group, mg = M / group;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t oh = 0; oh < OH(); ++oh)
+          for (int64_t ow = 0; ow < OW(); ++ow) {
+            int32_t acc = 0;
+            const int zw = w_zp.empty() ? 0 : w_zp[w_zp.size() == 1 ? 0 : static_cast<size_t>(m)];
+            for (int64_t c = 0; c < cg; ++c)
+              for (int64_t kh = 0; kh < K; ++kh)
+                for (int64_t kw = 0; kw < K; ++kw) {
+                  const int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+                  if (ih < 0 || iw < 0 || ih >= H || iw >= W) continue;
+                  const int xv = x[static_cast<size_t>(((n * C + m / mg * cg + c) * H + ih) * W + iw)];
+                  const int wv = w[static_cast<size_t>(((m * cg + c) * K + kh) * K + kw)];
+                  acc += (xv - x_zp) * (wv - zw);
+                }
+            y.push_back(acc);
+          }
+    return y;
+  }
+
+  // ConvInteger's inputs; `x_zp_constant` makes the source zero point an initializer.
+  void add_inputs(KernelCase& k, bool x_zp_constant) const {
+    k.input("x", xt, {N, C, H, W}, x);
+    k.input("w", wt, {M, C / group, K, K}, w, true);
+    k.input("x_zp", xt, {}, std::vector<int>{x_zp}, x_zp_constant);
+    if (w_zp.empty()) k.omitted_input();
+    else k.input("w_zp", wt, {static_cast<int64_t>(w_zp.size())}, w_zp, true);
+    k.attr("pads", Dims{pad, pad, pad, pad});
+    k.attr("strides", Dims{stride, stride});
+    k.attr("group", group);
+  }
+};
+
+// oneDNN's path stages the plain activations into its scratchpad (channels-last); the loops have none.
+bool on_onednn(KernelCase& k) { return k.kernel() && k.kernel()->scratchpad_bytes() > 0; }
+
+}  // namespace
+
+TEST_CASE("ConvInteger on oneDNN matches the reference", "[kernels][quantized]") {
+  Case c;
+  const int variant = GENERATE(0, 1, 2, 3, 4);
+  const bool x_zp_constant = GENERATE(false, true);
+  switch (variant) {
+    case 0: break;                                                        // u8 x s8, zero point of x only
+    case 1: c.xt = DType::Int8; c.w_zp = {0}; break;                      // s8 source
+    case 2: c.wt = DType::Uint8; c.w_zp = {128}; break;                   // u8 weights around 128
+    case 3: c.group = 2; c.stride = 2; c.w_zp = {3, -2, 0, 1, 5, -7}; break;  // per-channel weight zero points
+    case 4: c.C = 6; c.M = 6; c.group = 6; c.N = 2; break;               // depthwise, batch 2
+  }
+  c.fill(static_cast<unsigned>(variant * 2 + 1));
+  INFO("variant " << variant << ", constant x_zp " << x_zp_constant);
+  KernelCase k("ConvInteger", 10);
+  c.add_inputs(k, x_zp_constant);
+  k.output("y", DType::Int32, {c.N, c.M, c.OH(), c.OW()});
+  REQUIRE(k.run());
+  CHECK(on_onednn(k));
+  CHECK(k.result_as<int32_t>(0) == c.reference());
+}
+
+TEST_CASE("ConvInteger with the fused dequantizing epilogue gives the unfused nodes' bits", "[kernels][quantized]") {
+  Case c;
+  c.fill(11);
+  const bool relu = GENERATE(false, true);
+  const bool per_channel = GENERATE(false, true);
+  const bool constant_scale = GENERATE(false, true);
+  const Floats scale = per_channel ? Floats{0.5f, 0.0025f, 0.02f, 0.01f, 0.00125f, 0.04f} : Floats{0.0031f};
+  const Floats bias{1.f, -2.f, 3.f, -4.f, 5.f, -600.f};
+  for (const bool loops : {false, true}) {
+    INFO("relu " << relu << ", per-channel " << per_channel << ", constant scale " << constant_scale << ", loops " << loops);
+    KernelCase k("ConvInteger", 10);
+    c.add_inputs(k, false);
+    // quantize_dynamic's scale is [M, 1, 1] (Mul(x_scale, w_scale)).
+    k.input("scale", F32, per_channel ? Dims{c.M, 1, 1} : Dims{}, scale, constant_scale);
+    k.input("bias", F32, {c.M}, bias, true);
+    k.attr(memplan::kDequantizedAttr, int64_t{1});
+    if (relu) k.attr(memplan::kFusedActivationAttr, static_cast<int64_t>(memplan::FusedActivation::Relu));
+    // Non-constant weights keep the loops: both paths must agree.
+    if (loops) k.node().inputs[1]->constant = nullptr;
+    k.output("y", F32, {c.N, c.M, c.OH(), c.OW()});
+    REQUIRE(k.run());
+    CHECK(on_onednn(k) == !loops);
+    const std::vector<int32_t> acc = c.reference();
+    const std::vector<float> got = k.result_as<float>(0);
+    const size_t plane = static_cast<size_t>(c.OH() * c.OW());
+    size_t differ = 0;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const size_t m = i / plane % static_cast<size_t>(c.M);
+      // Cast, Mul, Add, Relu: one float rounding each.
+      float want = static_cast<float>(acc[i]) * scale[per_channel ? m : 0];
+      want = want + bias[m];
+      if (relu) want = std::max(want, 0.f);
+      differ += got[i] != want;
+    }
+    CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("QLinearConv on oneDNN requantizes like ONNX", "[kernels][quantized]") {
+  Case c;
+  c.w_zp = {0};
+  const DType out = GENERATE(DType::Uint8, DType::Int8);
+  c.fill(5);
+  const Floats w_scale{0.02f, 0.01f, 0.03f, 0.015f, 0.005f, 0.04f};
+  const float x_scale = 0.05f, y_scale = 0.7f;
+  const int y_zp = out == DType::Uint8 ? 100 : -3;
+  const std::vector<int> bias{100, -200, 300, 0, 50, -1000};
+  KernelCase k("QLinearConv", 10);
+  k.input("x", c.xt, {c.N, c.C, c.H, c.W}, c.x);
+  k.input("x_scale", F32, {}, Floats{x_scale}, true);
+  k.input("x_zp", c.xt, {}, std::vector<int>{c.x_zp}, true);
+  k.input("w", c.wt, {c.M, c.C, c.K, c.K}, c.w, true);
+  k.input("w_scale", F32, {c.M}, w_scale, true);
+  k.input("w_zp", c.wt, {1}, c.w_zp, true);
+  k.input("y_scale", F32, {}, Floats{y_scale}, true);
+  k.input("y_zp", out, {}, std::vector<int>{y_zp}, true);
+  k.input("B", DType::Int32, {c.M}, bias, true);
+  k.attr("pads", Dims{1, 1, 1, 1});
+  k.output("y", out, {c.N, c.M, c.OH(), c.OW()});
+  REQUIRE(k.run());
+  CHECK(on_onednn(k));
+  const std::vector<int32_t> acc = c.reference();
+  const size_t plane = static_cast<size_t>(c.OH() * c.OW());
+  const int lo = out == DType::Uint8 ? 0 : -128;
+  size_t off_by_one = 0;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const size_t m = i / plane;
+    const float mult = x_scale * w_scale[m] / y_scale;
+    const int want = std::clamp(static_cast<int>(std::nearbyint(static_cast<float>(acc[i] + bias[m]) * mult)) + y_zp, lo, lo + 255);
+    const int got = out == DType::Uint8 ? k.result_as<uint8_t>(0)[i] : k.result_as<int8_t>(0)[i];
+    // The scale is one float multiplication either way; a product within an ulp of a .5 may round
+    // the other way, nothing more.
+    REQUIRE(std::abs(got - want) <= 1);
+    off_by_one += got != want;
+  }
+  CHECK(off_by_one <= acc.size() / 100);
+}
+
+TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loops", "[kernels][quantized]") {
+  SECTION("uint8 weights whose difference from the zero point leaves int8") {
+    Case c;
+    c.wt = DType::Uint8;
+    c.fill(3);
+    c.w_zp = {0};  // w - 0 reaches 255
+    KernelCase k("ConvInteger", 10);
+    c.add_inputs(k, false);
+    k.output("y", DType::Int32, {c.N, c.M, c.OH(), c.OW()});
+    REQUIRE(k.run());
+    CHECK_FALSE(on_onednn(k));
+    CHECK(k.result_as<int32_t>(0) == c.reference());
+  }
+  SECTION("a fused activation other than Relu is refused in one line") {
+    Case c;
+    c.fill(3);
+    KernelCase k("ConvInteger", 10);
+    c.add_inputs(k, false);
+    k.input("x_scale", F32, {}, Floats{1.f});
+    k.input("w_scale", F32, {1}, Floats{1.f}, true);
+    k.attr(memplan::kDequantizedAttr, int64_t{1});
+    k.attr(memplan::kFusedActivationAttr, static_cast<int64_t>(memplan::FusedActivation::Swish));
+    k.output("y", F32, {c.N, c.M, c.OH(), c.OW()});
+    require_error(k, ErrorKind::Unsupported, {"ConvInteger node", "fused activation"});
+  }
+}
+
+TEST_CASE("MatMulInteger's row-wise loops match the reference", "[kernels][quantized]") {
+  // A [2, M, K] (per-row zero points) times B [K, N] broadcast over the batch (per-column ones),
+  // every mix of uint8 and int8.
+  const DType at = GENERATE(DType::Uint8, DType::Int8), bt = GENERATE(DType::Uint8, DType::Int8);
+  constexpr int64_t B = 2, M = 3, K = 37, N = 5;
+  std::mt19937 rng(17);
+  auto draw = [&](DType t, size_t n) {
+    std::uniform_int_distribution<int> d(t == DType::Uint8 ? 0 : -128, t == DType::Uint8 ? 255 : 127);
+    std::vector<int> v(n);
+    for (int& x : v) x = d(rng);
+    return v;
+  };
+  const std::vector<int> a = draw(at, B * M * K), b = draw(bt, K * N), azp = draw(at, M), bzp = draw(bt, N);
+  KernelCase k("MatMulInteger", 10);
+  k.input("A", at, {B, M, K}, a);
+  k.input("B", bt, {K, N}, b, true);
+  k.input("a_zp", at, {M}, azp);
+  k.input("b_zp", bt, {N}, bzp, true);
+  k.output("Y", DType::Int32, {B, M, N});
+  REQUIRE(k.run());
+  std::vector<int32_t> want;
+  for (int64_t p = 0; p < B; ++p)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int32_t acc = 0;
+        for (int64_t q = 0; q < K; ++q)
+          acc += (a[static_cast<size_t>((p * M + m) * K + q)] - azp[static_cast<size_t>(m)]) *
+                 (b[static_cast<size_t>(q * N + n)] - bzp[static_cast<size_t>(n)]);
+        want.push_back(acc);
+      }
+  CHECK(k.result_as<int32_t>(0) == want);
+}
