@@ -187,6 +187,21 @@ class Planner {
       best = std::move(other);
     }
     best.groups.refused.insert(best.groups.refused.end(), why.begin(), why.end());
+    // The strategies are heuristics: a group's longer life can make them place worse than with
+    // no sharing at all, and sharing must never cost bytes.
+    if (opts_.aliasing) {
+      Grouped none;
+      none.groups = plan::find_storage_groups(g, buffers.locals, {}, options);
+      none.units = units_of(buffers, none.groups);
+      none.chosen = place(strategy, none.units.requests, opts_.alignment);
+      if (none.chosen.placement.frame_bytes < best.chosen.placement.frame_bytes) {
+        none.groups.refused.push_back({"", "", "", "sharing storage would raise this graph's frame from " +
+                                                       std::to_string(none.chosen.placement.frame_bytes) + " to " +
+                                                       std::to_string(best.chosen.placement.frame_bytes) +
+                                                       " bytes: every tensor keeps bytes of its own"});
+        return none;
+      }
+    }
     return best;
   }
 
