@@ -99,7 +99,8 @@ struct SessionOptions {
   int threads = 0;
   // With several threads: run on one for a while when the last run lost its core to other
   // processes (oneDNN's threads wait for each other after every primitive, so on a machine whose
-  // other cores are busy one thread is faster). false: always `threads`.
+  // other cores are busy one thread is faster). Runs at different counts may differ in the last
+  // bits (oneDNN may sum in another order). false: always `threads`, bitwise-repeatable runs.
   bool adapt_to_load = true;
 };
 

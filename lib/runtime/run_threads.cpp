@@ -86,10 +86,11 @@ int64_t now_ns() {
 
 int LoadAdaptiveThreads::next() const {
   if (full_ <= 1) return fixed_;
-  if (average_ms_[1] < 0) return full_;  // measure both first
-  if (average_ms_[0] < 0) return 1;
+  if (runs_ < 2) return full_;  // run 0 untimed (it touches the arena first), run 1 timed
+  if (runs_ < 4) return 1;      // run 2 untimed (see end()), run 3 timed
+  if (last_ == 1 && !last_timed_) return 1;  // a try of one thread: now its timed run
   const bool one_is_faster = average_ms_[0] < average_ms_[1];
-  const bool probe = runs_ % kProbeEvery == kProbeEvery - 1;
+  const bool probe = runs_ % kProbeEvery == 0;
   return one_is_faster != probe ? 1 : full_;
 }
 
@@ -100,10 +101,17 @@ void LoadAdaptiveThreads::begin(int threads) {
 
 void LoadAdaptiveThreads::end() {
   if (full_ <= 1) return;
-  const double ms = static_cast<double>(now_ns() - started_ns_) / 1e6;
-  double& avg = average_ms_[used_ == 1 ? 0 : 1];
-  // A quarter of each new run: a few runs follow a change of load, one outlier does not flip it.
-  avg = avg < 0 ? ms : 0.75 * avg + 0.25 * ms;
+  // A one-thread run right after a run of all threads shares the machine with the workers of
+  // that run, which still spin (libgomp's wait) for a few milliseconds: it is not timed.
+  const bool timed = runs_ > 0 && !(used_ == 1 && last_ != 1);
+  if (timed) {
+    const double ms = static_cast<double>(now_ns() - started_ns_) / 1e6;
+    double& avg = average_ms_[used_ == 1 ? 0 : 1];
+    // Half of each new run: a couple of runs follow a change of load.
+    avg = avg < 0 ? ms : 0.5 * avg + 0.5 * ms;
+  }
+  last_ = used_;
+  last_timed_ = timed;
   ++runs_;
 }
 

@@ -48,9 +48,11 @@ class RequestedThreads {
 // faster. oneDNN's threads meet at a barrier after every primitive, so a thread that loses its
 // core to another process stalls the others: on a machine whose other cores are busy, one thread
 // beats several (and a waiting OpenMP thread spins on the core the busy one needs). Which is
-// faster is measured, not guessed: the session keeps a moving average of its run times at each
-// count, runs the faster, and every 16th run tries the other, so it follows the machine's load
-// both ways. Two clock reads a run, no allocation.
+// faster is measured, not guessed: the session times its first runs at both counts, then keeps a
+// moving average of its run times at each, runs the faster, and every 8th run tries the other
+// (a try of one thread takes two runs: the first shares the machine with the other count's
+// still-spinning workers), so it follows the machine's load both ways. Two clock reads a run,
+// no allocation.
 class LoadAdaptiveThreads {
  public:
   // enabled = false: every run uses `threads`.
@@ -60,10 +62,12 @@ class LoadAdaptiveThreads {
   void end();
 
  private:
-  static constexpr int kProbeEvery = 16;
+  static constexpr uint64_t kProbeEvery = 8;
   int full_;   // the count to adapt from (1: no adapting)
   int fixed_;  // the count when not adapting
   int used_ = 1;
+  int last_ = 0;            // the count of the previous run
+  bool last_timed_ = false;  // whether the previous run was timed
   uint64_t runs_ = 0;
   double average_ms_[2] = {-1, -1};  // [0]: one thread, [1]: all; -1 until measured
   int64_t started_ns_ = 0;
