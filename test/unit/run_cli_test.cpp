@@ -341,7 +341,7 @@ TEST_CASE("run: --sessions N runs N sessions at once, reports the throughput and
   CHECK(medians == 3);
 }
 
-TEST_CASE("run: one session reports its throughput too; bad --sessions are usage errors", "[run-cli][concurrent]") {
+TEST_CASE("run: one session reports its throughput too, and bad --sessions are usage errors", "[run-cli][concurrent]") {
   TempDir out("run_sessions");
   auto args = example_args(out.path);
   args.insert(args.end(), {"--repeat", "3", "--report", "json"});
