@@ -88,7 +88,7 @@ int LoadAdaptiveThreads::next() const {
   if (full_ <= 1) return fixed_;
   if (runs_ < 2) return full_;  // run 0 untimed (it touches the arena first), run 1 timed
   if (runs_ < 4) return 1;      // run 2 untimed (see end()), run 3 timed
-  if (last_ == 1 && !last_timed_) return 1;  // a try of one thread: now its timed run
+  if (!last_timed_) return last_;  // the run after a switch: the timed one of that count
   const bool one_is_faster = average_ms_[0] < average_ms_[1];
   const bool probe = runs_ % kProbeEvery == 0;
   return one_is_faster != probe ? 1 : full_;
@@ -101,9 +101,10 @@ void LoadAdaptiveThreads::begin(int threads) {
 
 void LoadAdaptiveThreads::end() {
   if (full_ <= 1) return;
-  // A one-thread run right after a run of all threads shares the machine with the workers of
-  // that run, which still spin (libgomp's wait) for a few milliseconds: it is not timed.
-  const bool timed = runs_ > 0 && !(used_ == 1 && last_ != 1);
+  // The first run after a switch is not timed: one thread right after all of them shares the
+  // machine with their workers, which still spin (libgomp's wait) for a few milliseconds; all
+  // threads right after one first wake workers that had gone to sleep.
+  const bool timed = runs_ > 0 && used_ == last_;
   if (timed) {
     const double ms = static_cast<double>(now_ns() - started_ns_) / 1e6;
     double& avg = average_ms_[used_ == 1 ? 0 : 1];

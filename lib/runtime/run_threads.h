@@ -50,9 +50,9 @@ class RequestedThreads {
 // beats several (and a waiting OpenMP thread spins on the core the busy one needs). Which is
 // faster is measured, not guessed: the session times its first runs at both counts, then keeps a
 // moving average of its run times at each, runs the faster, and every 8th run tries the other
-// (a try of one thread takes two runs: the first shares the machine with the other count's
-// still-spinning workers), so it follows the machine's load both ways. Two clock reads a run,
-// no allocation.
+// for two runs, timing the second (the first after a switch pays for it: the other count's
+// workers still spin, or must be woken), so it follows the machine's load both ways. Two clock
+// reads a run, no allocation.
 class LoadAdaptiveThreads {
  public:
   // enabled = false: every run uses `threads`.
