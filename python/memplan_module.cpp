@@ -13,7 +13,7 @@
 // run). run(..., copy=False) returns read-only views into the session's memory instead: no copy, each
 // view keeps its session alive, and the next run of that session overwrites what it shows.
 // The GIL is released while a model compiles and while a session runs; one session runs one call at
-// a time, sessions of one model take turns (as in C++).
+// a time, sessions of one model run at the same time on their own threads (as in C++).
 // Errors: memplan::Error becomes memplan.Error (a RuntimeError) with the one-line message and
 // `kind` (memplan.ErrorKind: InvalidInput, Unsupported, Verification, Internal).
 #include <pybind11/numpy.h>
@@ -262,7 +262,7 @@ using ShapeMap = std::map<std::string, std::vector<int64_t>>;
 
 std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap> shapes,
                                  std::optional<std::map<std::string, int64_t>> dims, std::optional<ShapeMap> bounds,
-                                 const std::string& strategy, bool static_only, uint64_t alignment) {
+                                 const std::string& strategy, bool static_only, uint64_t alignment, int threads) {
   memplan::CompileOptions options;
   if (shapes) options.input_shapes = std::move(*shapes);
   if (dims) options.dims = std::move(*dims);
@@ -270,6 +270,7 @@ std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap
   options.strategy = strategy;
   options.static_only = static_only;
   options.alignment = alignment;
+  options.threads = threads;
   auto m = std::make_shared<PyModel>();
   py::gil_scoped_release nogil;
   m->model = memplan::CompiledModel::compile(path, options);
@@ -347,14 +348,16 @@ PYBIND11_MODULE(memplan, m) {
 
   py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
                                                     "One arena for one model; more sessions run one model "
-                                                    "with separate memory (they take turns).")
-      .def(py::init([](const PyModel& model, bool check_memory, bool profile) {
+                                                    "with separate memory, concurrently from several threads.")
+      .def(py::init([](const PyModel& model, bool check_memory, bool profile, int threads) {
              memplan::SessionOptions o;
              o.check_memory = check_memory;
              o.profile = profile;
+             o.threads = threads;
              return std::make_shared<PySession>(model.model, o);
            }),
-           py::arg("model"), py::kw_only(), py::arg("check_memory") = false, py::arg("profile") = false)
+           py::arg("model"), py::kw_only(), py::arg("check_memory") = false, py::arg("profile") = false,
+           py::arg("threads") = 0)
       .def(
           "run",
           [](const std::shared_ptr<PySession>& self, const py::dict& inputs, bool copy) {
@@ -372,6 +375,8 @@ PYBIND11_MODULE(memplan, m) {
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model", "A compiled model (memplan.compile or memplan.load).")
       .def_property_readonly("arena_bytes", [](const PyModel& p) { return p.model->arena_bytes(); })
+      .def_property_readonly("threads", [](const PyModel& p) { return p.model->threads(); },
+                             "OpenMP threads its kernels were made for (compile's threads=, 0 chooses)")
       .def_property_readonly("inputs", [](const PyModel& p) { return tensor_infos(p.model->inputs()); })
       .def_property_readonly("outputs", [](const PyModel& p) { return tensor_infos(p.model->outputs()); })
       .def(
@@ -406,7 +411,7 @@ PYBIND11_MODULE(memplan, m) {
   m.def("compile", &compile, py::arg("model_path"), py::kw_only(),
         py::arg("shapes") = py::none(), py::arg("dims") = py::none(), py::arg("bounds") = py::none(),
         py::arg("strategy") = "auto",
-        py::arg("static_only") = false, py::arg("alignment") = 64,
+        py::arg("static_only") = false, py::arg("alignment") = 64, py::arg("threads") = 0,
         "Compiles an ONNX model: shapes fixes input shapes, dims symbolic dims, bounds the largest shapes of "
         "run-time-sized tensors; strategy is naive, best-fit, greedy-by-size, greedy-by-breadth or auto.");
   m.def("load", &load, py::arg("model_path"), py::arg("plan_path"),

@@ -6,6 +6,7 @@
 # tools/bench/bench.py on both zoos, ../shared/models and models/.
 #
 # Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
+#                          [--no-load]
 #   --repeat N      timed inferences per model and thread count (default 20)
 #   --filter REGEX  only models whose folder name matches; the table then goes to
 #                   BUILD/bench/BENCHMARKS.md unless --out is given
@@ -13,6 +14,8 @@
 #   --build DIR     build folder (default build)
 #   --shared DIR    the shared model folder (default ../shared/models; skipped when missing)
 #   --no-setup      skip apt, npm and the build (for quick reruns)
+#   --no-load       skip the columns under load: 2 threads with one core kept busy, and the
+#                   throughput of 2 concurrent 1-thread sessions (2 ORT runs on one session)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
@@ -21,6 +24,7 @@ repeat=20
 filter=""
 out=""
 setup=1
+load=()
 command_line="tools/benchmark.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -30,6 +34,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --shared) shared=$2; shift 2 ;;
     --no-setup) setup=0; shift ;;
+    --no-load) load=(--no-load); shift ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
   esac
 done
@@ -54,4 +59,4 @@ sets+=("models/ (expected outputs: the numpy reference of make_models.py)=$here/
 
 /usr/bin/python3 "$here/tools/bench/bench.py" --memplan "$build/tools/memplan" \
   --node-modules "$build/bench/node_modules" --repeat "$repeat" --filter "$filter" --out "$out" \
-  --work "$build/bench/work" --command "$command_line" "${sets[@]}"
+  --work "$build/bench/work" --command "$command_line" "${load[@]}" "${sets[@]}"

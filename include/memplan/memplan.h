@@ -41,6 +41,10 @@ struct CompileOptions {
   // arena's peak and it costs at most 1.25x the time), "memory" (whatever the time) or "speed".
   std::string prefer = "balanced";
   uint64_t max_arena = 0;  // fail to compile unless the arena fits this many bytes (0: no budget)
+  // OpenMP threads the oneDNN kernels are made for (oneDNN fixes a primitive's work split when it
+  // is made). 0: one for a model too small to gain from a second (under about 1 MFLOP per
+  // inference), else OpenMP's default (OMP_NUM_THREADS, or every CPU this process may use).
+  int threads = 0;
 };
 
 struct TensorInfo {
@@ -60,7 +64,8 @@ struct TensorRef {
 };
 
 // Read-only and shareable: the IR, the plan, the kernels (oneDNN primitives made once, weights
-// reordered once). Any number of sessions may share one CompiledModel; their runs take turns.
+// reordered once). Any number of sessions may share one CompiledModel and run at the same time,
+// each on its own thread (what a run changes is the session's).
 class CompiledModel {
  public:
   static std::shared_ptr<const CompiledModel> compile(const std::string& model_path, const CompileOptions& options);
@@ -71,6 +76,7 @@ class CompiledModel {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   uint64_t arena_bytes() const;
+  int threads() const;  // the OpenMP threads its kernels were made for
   void save_plan(const std::string& path) const;
   std::string report_text() const;
   std::string report_json(const std::string& extra_members = "") const;
@@ -94,6 +100,15 @@ struct SessionOptions {
   // Time every node (If/Loop/Scan count only their own work; their subgraphs' nodes count for
   // themselves). Read the totals with Session::profile().
   bool profile = false;
+  // OpenMP threads of this session's runs: 0 = as many as the model's kernels were made for
+  // (CompiledModel::threads()); fewer is allowed, more is refused. Each run sets the count for
+  // the calling thread only, so sessions on different threads run side by side.
+  int threads = 0;
+  // With several threads: run on one for a while when the last run lost its core to other
+  // processes (oneDNN's threads wait for each other after every primitive, so on a machine whose
+  // other cores are busy one thread is faster). Runs at different counts may differ in the last
+  // bits (oneDNN may sum in another order). false: always `threads`, bitwise-repeatable runs.
+  bool adapt_to_load = true;
 };
 
 // One node's share of the run time, summed over every run since the session was made.
@@ -129,7 +144,8 @@ class Session {
                   uint64_t bytes);
 
   // Runs one inference. After the first run, memplan allocates no heap memory (oneDNN 2.6 still
-  // allocates a few small blocks inside each primitive execution). Sessions of one model take turns.
+  // allocates a few small blocks inside each primitive execution). Sessions of one model run
+  // concurrently; one session runs one call at a time.
   void run();
   TensorRef output(const std::string& name) const;
   // Per compiled node (subgraph nodes included); empty unless SessionOptions::profile was set.

@@ -70,7 +70,8 @@ double time_kernel(rt::Kernel& k, const Node& n) {
   std::vector<rt::TensorView> outs = views(n.outputs);
   const size_t scratch = static_cast<size_t>(k.scratchpad_bytes() + 64) / 64 * 64;
   std::unique_ptr<std::byte, decltype(&std::free)> pad(static_cast<std::byte*>(std::aligned_alloc(64, scratch)), &std::free);
-  rt::KernelArgs args{in, outs, pad.get()};
+  const std::unique_ptr<rt::KernelState> state = k.make_state();
+  rt::KernelArgs args{in, outs, pad.get(), state.get()};
   double best = 1e30;
   for (int i = 0; i < 4; ++i) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 #include "plan/plan_file.h"
 #include "report/plan_report.h"
 #include "runtime/compiled_model_impl.h"
+#include "runtime/run_threads.h"
 #include "runtime/kernel_selection.h"
 #include "shapes/shape_inference.h"
 
@@ -150,6 +151,7 @@ namespace {
 std::shared_ptr<const CompiledModel> finish(Compilation c) {
   auto impl = std::make_unique<CompiledModel::Impl>();
   impl->dnnl = std::move(c.dnnl);
+  impl->threads = impl->dnnl->threads;
   impl->model = std::move(c.model);
   impl->plan = std::move(c.plan);
   build_exec(*impl, c.kernels);
@@ -170,6 +172,8 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   if (!prefer) fail("unknown preference '" + o.prefer + "' (balanced, memory or speed)");
   planning.prefer = *prefer;
   planning.max_arena = o.max_arena;
+  if (o.threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(o.threads));
+  const RequestedThreads threads(o.threads);
   return finish(compile_model(path, shape_options(o), planning));
 }
 
@@ -187,6 +191,7 @@ std::vector<TensorInfo> model_inputs(const std::string& model_path) {
 const std::vector<TensorInfo>& CompiledModel::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& CompiledModel::outputs() const { return impl_->outputs; }
 uint64_t CompiledModel::arena_bytes() const { return impl_->plan.arena_bytes; }
+int CompiledModel::threads() const { return impl_->threads; }
 void CompiledModel::save_plan(const std::string& path) const { write_plan_file(impl_->plan, path); }
 std::string CompiledModel::report_text() const { return plan_report_text(impl_->plan); }
 std::string CompiledModel::report_json(const std::string& extra) const { return plan_report_json(impl_->plan, extra); }

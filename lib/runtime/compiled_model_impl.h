@@ -3,7 +3,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -64,8 +63,9 @@ struct CompiledModel::Impl {
   size_t max_inputs = 0, max_outputs = 0;
 
   std::vector<TensorInfo> inputs, outputs;
-  // Kernels repoint their oneDNN memory objects on every run: sessions of one model take turns.
-  mutable std::mutex run_mutex;
+  // OpenMP threads the oneDNN kernels were made for (their work split and scratchpads assume
+  // it); a session's runs use at most this many.
+  int threads = 1;
 
   int32_t id(const Value* v) const { return v ? ids.at(v) : -1; }
 };

@@ -114,7 +114,8 @@ std::optional<std::vector<Tensor>> evaluate_with_kernel(const Node& n, const std
       outputs[k] = view_of(n.outputs[k]->type, output_bytes.back().data(), capacities[k]);
     }
     AlignedBuffer scratchpad(kernel->scratchpad_bytes());
-    kernel->run(rt::KernelArgs{inputs, outputs, scratchpad.data()});
+    const std::unique_ptr<rt::KernelState> state = kernel->make_state();
+    kernel->run(rt::KernelArgs{inputs, outputs, scratchpad.data(), state.get()});
 
     std::vector<Tensor> results;
     for (size_t k = 0; k < outputs.size(); ++k) {

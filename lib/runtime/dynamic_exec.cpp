@@ -110,6 +110,7 @@ void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl,
   const KernelEnv env{&dnnl, file};
   kernel_ = factory(node_, env);
   if (!kernel_) fail_unsupported(where + ": no kernel for its types or attributes at these shapes");
+  state_ = kernel_->make_state();
   scratchpad_.assign(kernel_->scratchpad_bytes() + 64, std::byte{0});
   signature_ = probe_;
 }

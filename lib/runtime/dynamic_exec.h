@@ -23,6 +23,7 @@ class DynamicNode {
   // last call. Afterwards output_bytes(k) is what output k needs and output_dims(k) its shape.
   void prepare(std::span<const TensorView> inputs, DnnlContext& dnnl, const std::string& file);
   Kernel& kernel() { return *kernel_; }
+  KernelState* state() { return state_.get(); }  // the kernel's, made with it
   // The kernel's temporary memory: the plan has none for a kernel made at run time.
   std::byte* scratchpad() { return scratchpad_.data() + (64 - reinterpret_cast<uintptr_t>(scratchpad_.data()) % 64) % 64; }
   uint64_t output_bytes(size_t k) const { return out_bytes_[k]; }
@@ -33,6 +34,7 @@ class DynamicNode {
   std::unique_ptr<Graph> scope_;  // typed copies of the node's inputs and outputs, made anew
   Node node_;    // the node over them, with the original's attributes
   std::unique_ptr<Kernel> kernel_;
+  std::unique_ptr<KernelState> state_;
   std::vector<uint64_t> out_bytes_;
   std::vector<std::byte> scratchpad_;
   std::vector<int64_t> signature_;  // per input: rank, dims, then the values inference was shown

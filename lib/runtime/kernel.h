@@ -12,6 +12,8 @@
 #include "ir/dtype.h"
 #include "ir/graph.h"
 
+struct dnnl_stream;  // oneDNN's C stream handle (dnnl_types.h)
+
 namespace memplan::rt {
 
 constexpr int kMaxRank = 8;
@@ -36,19 +38,35 @@ struct TensorView {
   std::span<const int64_t> shape() const { return {dims.data(), static_cast<size_t>(rank)}; }
 };
 
+// What a kernel changes while it runs (oneDNN memory objects re-pointed at this run's tensors,
+// their argument arrays), one per kernel and session, made with the session. Kernels themselves
+// are shared by every session of a compiled model and stay as they were made, so sessions run
+// concurrently without a lock.
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
 struct KernelArgs {
   std::span<const TensorView> inputs;
   // Each output's `data` is its planned buffer and `dims` its compile-time shape; a kernel whose
   // output shape depends on run-time values sets `rank`/`dims` (never past `capacity`).
   std::span<TensorView> outputs;
   std::byte* scratchpad = nullptr;  // scratchpad_bytes() bytes inside the arena, 64-byte aligned
+  KernelState* state = nullptr;     // what make_state() made for this session (null if it made none)
+  dnnl_stream* stream = nullptr;    // the session's oneDNN stream (null: the kernel's own, one caller at a time)
 };
 
 class Kernel {
  public:
   virtual ~Kernel() = default;
   // Must not allocate heap memory; throws memplan::Error on bad data (e.g. an index out of range).
+  // Must not change the kernel either: sessions call it concurrently. What a run needs to write
+  // lives in args.state.
   virtual void run(const KernelArgs& args) = 0;
+  // The per-session state run() needs (null for a kernel that needs none). Called when a session
+  // is made, from any thread; allocating here is fine.
+  virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
   // Temporary memory the planner reserves for this node for the duration of its step.
   virtual uint64_t scratchpad_bytes() const { return 0; }
   // Whether run() reads input i through its view. A kernel that copied a constant input at load

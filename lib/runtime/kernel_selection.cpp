@@ -5,7 +5,9 @@
 #include <unordered_map>
 
 #include "memplan/error.h"
+#include "runtime/dnnl_context.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/run_threads.h"
 
 namespace memplan {
 
@@ -76,6 +78,9 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   KernelSelection sel;
   WeightRelease release(sel.released);
   rt::KernelEnv env{&dnnl, model.path};
+  // oneDNN fixes a primitive's work split for the thread count in effect when it is made.
+  dnnl.threads = choose_model_threads(*model.main, RequestedThreads::current());
+  const ThreadScope threads(dnnl.threads);
   const auto& registry = rt::KernelRegistry::instance();
   std::map<std::string, std::vector<std::string>> missing;  // op -> node names
   for_each_graph(*model.main, [&](Graph& g) {

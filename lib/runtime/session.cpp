@@ -41,10 +41,20 @@ void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, st
     fail(what() + " needs " + std::to_string(v->capacity_bytes) + " bytes, got " + std::to_string(bytes));
 }
 
+// A session's threads: at most what the model's kernels were made for (their scratchpads hold
+// per-thread parts for that many).
+int session_threads(const CompiledModel::Impl& m, const SessionOptions& o) {
+  if (o.threads < 0) fail("SessionOptions::threads must be 0 (the model's) or positive, not " + std::to_string(o.threads));
+  if (o.threads > m.threads)
+    fail(m.model.path + ": a session of " + std::to_string(o.threads) + " threads, but the model was compiled for " +
+         std::to_string(m.threads) + "; compile it with CompileOptions::threads = " + std::to_string(o.threads));
+  return o.threads > 0 ? o.threads : m.threads;
+}
+
 }  // namespace
 
 Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions opts)
-    : owner(std::move(model)), m(owner->impl()), options(opts) {
+    : owner(std::move(model)), m(owner->impl()), options(opts), stream(m.dnnl->engine) {
   arena_bytes = m.plan.arena_bytes;
   const uint64_t alloc = (std::max<uint64_t>(arena_bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
   arena = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
@@ -84,6 +94,17 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   }
   input_ready.assign(m.model.main->inputs.size(), 0);
   input_bound.assign(m.model.main->inputs.size(), 0);
+  // What the kernels change while they run is this session's: sessions of one model run at once.
+  // Made with the session's thread count in effect (a oneDNN kernel made for more threads makes
+  // the session a primitive of its own).
+  run_threads = session_threads(m, options);
+  adaptive = LoadAdaptiveThreads(run_threads, options.adapt_to_load);
+  kernel_states.resize(m.nodes.size());
+  {
+    const ThreadScope threads(run_threads);
+    for (size_t i = 0; i < m.nodes.size(); ++i)
+      if (m.nodes[i].kernel) kernel_states[i] = m.nodes[i].kernel->make_state();
+  }
   in_scratch.resize(m.max_inputs);
   out_scratch.resize(m.max_outputs);
   if (options.profile) {
@@ -146,7 +167,8 @@ void Session::Impl::run_dynamic(const NodeExec& ne) {
     for (int d = 0; d < v.rank; ++d) v.dims[d] = std::max<int64_t>(t.dims[static_cast<size_t>(d)].value, 0);
     out_scratch[k] = v;
   }
-  dn.kernel().run(rt::KernelArgs{{in_scratch.data(), n_in}, {out_scratch.data(), n_out}, dn.scratchpad()});
+  dn.kernel().run(rt::KernelArgs{{in_scratch.data(), n_in}, {out_scratch.data(), n_out}, dn.scratchpad(), dn.state(),
+                                 dynamic_dnnl->stream.get()});
   for (size_t k = 0; k < n_out; ++k)
     if (ne.outputs[k] >= 0) {
       rt::TensorView& v = view(ne.outputs[k]);
@@ -168,9 +190,12 @@ void Session::Impl::run() {
     if (!input_ready[i] && !input_bound[i])
       fail(m.model.path + ": input '" + inputs[i]->name +
            "' is not set; set it before each run (its memory is reused once read) or bind it zero-copy");
-  std::lock_guard<std::mutex> lock(m.run_mutex);
+  const int threads = adaptive.next();
+  const ThreadScope scope(threads);
+  adaptive.begin(threads);
   if (options.check_memory) std::fill(written.begin(), written.end(), 0);
   run_graph(*m.model.main);
+  adaptive.end();
   std::fill(input_ready.begin(), input_ready.end(), 0);
 }
 
@@ -210,7 +235,9 @@ void Session::Impl::run_node_untimed(const NodeExec& ne) {
     const size_t n_in = ne.inputs.size(), n_out = ne.outputs.size();
     for (size_t i = 0; i < n_in; ++i) in_scratch[i] = ne.inputs[i] < 0 ? rt::TensorView{} : view(ne.inputs[i]);
     for (size_t i = 0; i < n_out; ++i) out_scratch[i] = ne.outputs[i] < 0 ? rt::TensorView{} : view(ne.outputs[i]);
-    rt::KernelArgs args{{in_scratch.data(), n_in}, {out_scratch.data(), n_out}, arena + ne.scratchpad_offset};
+    const size_t index = static_cast<size_t>(&ne - m.nodes.data());
+    rt::KernelArgs args{{in_scratch.data(), n_in}, {out_scratch.data(), n_out}, arena + ne.scratchpad_offset,
+                        kernel_states[index].get(), stream.get()};
     ne.kernel->run(args);
     for (size_t i = 0; i < n_out; ++i)
       if (ne.outputs[i] >= 0) {

@@ -11,6 +11,7 @@
 #include "runtime/dnnl_context.h"
 #include "runtime/dynamic_exec.h"
 #include "runtime/kernel.h"
+#include "runtime/run_threads.h"
 
 namespace memplan {
 
@@ -46,6 +47,12 @@ struct Session::Impl {
   std::byte* arena = nullptr;
   uint64_t arena_bytes = 0;
   std::vector<rt::TensorView> views;        // current view of every value
+  // Per NodeExec: what its kernel changes while it runs (oneDNN memories re-pointed at this
+  // session's arena); the kernels themselves are the model's, shared and unchanged.
+  std::vector<std::unique_ptr<rt::KernelState>> kernel_states;
+  dnnl::stream stream;  // this session's: a oneDNN stream is used by one thread at a time
+  int run_threads = 1;  // OpenMP threads of each run (run_threads.h)
+  LoadAdaptiveThreads adaptive{1, false};  // one thread while other processes hold the cores
   std::vector<rt::TensorView> in_scratch;   // KernelArgs arrays, reused
   std::vector<rt::TensorView> out_scratch;
   std::vector<uint64_t> checksums;          // guard mode: per value

@@ -194,6 +194,18 @@ class CompileAndRun(unittest.TestCase):
             t.join()
         self.assertEqual(errors, [])
 
+    def test_threads(self):
+        small = memplan.compile(TINY)
+        self.assertEqual(small.threads, 1)  # a few thousand FLOP: one thread
+        two = memplan.compile(TINY, threads=2)
+        self.assertEqual(two.threads, 2)
+        want = small.run({"x": np.full((1, 64), 0.5, np.float32)})["probs"]
+        one = memplan.Session(two, threads=1)
+        np.testing.assert_allclose(one.run({"x": np.full((1, 64), 0.5, np.float32)})["probs"], want, rtol=1e-5)
+        with self.assertRaises(memplan.Error) as e:
+            memplan.Session(two, threads=3)
+        self.assertIn("compiled for 2", str(e.exception))
+
     def test_profile_and_dynamic_tensors(self):
         m = memplan.compile(TINY)
         s = memplan.Session(m, profile=True)

@@ -89,7 +89,8 @@ class KernelCase {
       out[i] = view_of(node_->outputs[i]->type, outputs_[i].data(), node_->outputs[i]->capacity_bytes);
     }
     scratch_.assign(kernel_->scratchpad_bytes() + 64, std::byte{0});
-    rt::KernelArgs args{in, out, scratch_.data()};
+    state_ = kernel_->make_state();
+    rt::KernelArgs args{in, out, scratch_.data(), state_.get()};
     kernel_->run(args);
     result_views_ = out;
     return true;
@@ -104,6 +105,7 @@ class KernelCase {
     return out;
   }
   rt::Kernel* kernel() { return kernel_.get(); }
+  rt::KernelState* state() { return state_.get(); }  // made by run(), for running the kernel again
 
  private:
   static TensorType type_of(DType dtype, const std::vector<int64_t>& dims) {
@@ -145,6 +147,7 @@ class KernelCase {
   rt::DnnlContext dnnl_;
   rt::KernelEnv env_;
   std::unique_ptr<rt::Kernel> kernel_;
+  std::unique_ptr<rt::KernelState> state_;
 };
 
 // The dims of a result view.

@@ -399,7 +399,7 @@ TEST_CASE("Conv fused Add: input 3 is added before the activation, in place or c
     in[3] = view(shared.data(), yd);
     out[0] = view(shared.data(), yd);
     std::vector<std::byte> scratch(c.kernel()->scratchpad_bytes() + 64);
-    c.kernel()->run(memplan::rt::KernelArgs{in, out, scratch.data()});
+    c.kernel()->run(memplan::rt::KernelArgs{in, out, scratch.data(), c.state()});
     require_close(shared, sum_relu);
   }
   SECTION("an addend that needs broadcasting is refused") {

@@ -181,7 +181,7 @@ TEST_CASE("Identity and Dropout copy, Dropout's mask is all true, aliased buffer
   v.dims[0] = v.dims[1] = 2;
   v.capacity = 16;
   std::vector<memplan::rt::TensorView> in{v, {}}, out{v, {}};
-  c.kernel()->run({in, out, nullptr});
+  c.kernel()->run({in, out, nullptr, c.state()});
   CHECK(buf == std::vector<float>{5, 6, 7, 8});
 
   KernelCase id("Identity", 16);

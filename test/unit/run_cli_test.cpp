@@ -287,3 +287,94 @@ TEST_CASE("run: an arena larger than memory is named with its bytes and its peak
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("cannot allocate the arena of") && Catch::Contains("'big' (4398046511104 bytes)"));
 }
+
+namespace {
+
+// The number after `"key": ` in a JSON report (-1 when absent).
+double json_number(const std::string& json, const std::string& key) {
+  const auto at = json.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1 : std::stod(json.substr(at + key.size() + 4));
+}
+
+std::vector<std::string> example_args(const fs::path& out) {
+  return {"run", model("example"), "--input", "input=" + input("example", "test_data_set_0", "input"), "--input",
+          "cond=" + input("example", "test_data_set_0", "cond"), "--input",
+          "add_in=" + input("example", "test_data_set_0", "add_in"), "--output-dir", out.string()};
+}
+
+}  // namespace
+
+TEST_CASE("run: --sessions N runs N sessions at once, reports the throughput and each session's median",
+          "[run-cli][concurrent]") {
+  TempDir out("run_sessions");
+  auto args = example_args(out.path);
+  args.insert(args.end(), {"--sessions", "3", "--warmup", "1", "--repeat", "4"});
+  Run r = run_cli(args);
+  INFO(r.err << r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const char* line : {"session 0: median ", "session 1: median ", "session 2: median ", "over 12 run(s)",
+                           "(3 concurrent sessions)"})
+    CHECK_THAT(r.out, Catch::Contains(line));
+  CHECK_THAT(r.out, !Catch::Contains("session 3:"));
+  // The outputs are session 0's, and right.
+  auto got = memplan::io::read_npy(out / "output.npy");
+  auto want = memplan::io::read_npy(std::string(MEMPLAN_SOURCE_DIR) + "/models/example/test_data_set_0/expected/output.npy");
+  REQUIRE(got.info.shape == want.info.shape);
+  const float* g = reinterpret_cast<const float*>(got.data.data());
+  const float* w = reinterpret_cast<const float*>(want.data.data());
+  for (size_t i = 0; i < got.data.size() / 4; ++i) REQUIRE(std::abs(g[i] - w[i]) <= 1e-4f + 1e-3f * std::abs(w[i]));
+
+  args.insert(args.end(), {"--report", "json"});
+  Run j = run_cli(args);
+  INFO(j.err << j.out);
+  REQUIRE(j.exit_code == 0);
+  CHECK(json_number(j.out, "sessions") == 3);
+  CHECK(json_number(j.out, "runs") == 12);
+  // 3 sessions on a machine of fewer cores share them: one thread each on 2 cores.
+  CHECK(json_number(j.out, "threads") >= 1);
+  CHECK(json_number(j.out, "throughput_per_s") > 0);
+  const auto per_session = j.out.find("\"session_run_ms\": [");
+  REQUIRE(per_session != std::string::npos);
+  const std::string list = j.out.substr(per_session, j.out.find(']', per_session) - per_session);
+  size_t medians = 0;
+  for (size_t at = list.find("\"median\""); at != std::string::npos; at = list.find("\"median\"", at + 1)) ++medians;
+  CHECK(medians == 3);
+}
+
+TEST_CASE("run: one session reports its throughput too, and bad --sessions are usage errors", "[run-cli][concurrent]") {
+  TempDir out("run_sessions");
+  auto args = example_args(out.path);
+  args.insert(args.end(), {"--repeat", "3", "--report", "json"});
+  Run j = run_cli(args);
+  INFO(j.err);
+  REQUIRE(j.exit_code == 0);
+  CHECK(json_number(j.out, "sessions") == 1);
+  CHECK(json_number(j.out, "throughput_per_s") > 0);
+  CHECK_THAT(j.out, !Catch::Contains("session_run_ms"));
+
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--sessions", "0"},
+                                              std::vector<std::string>{"--sessions", "two"},
+                                              std::vector<std::string>{"--sessions", "2", "--profile"}}) {
+    auto b = example_args(out.path);
+    b.insert(b.end(), bad.begin(), bad.end());
+    Run r = run_cli(b);
+    INFO(bad.back() << ": " << r.err);
+    CHECK(r.exit_code == 1);
+  }
+}
+
+TEST_CASE("run: the report says the threads per session: --threads, or 1 for a tiny model", "[run-cli][concurrent]") {
+  TempDir out("run_threads");
+  auto args = example_args(out.path);
+  args.insert(args.end(), {"--threads", "2", "--report", "json"});
+  Run j = run_cli(args);
+  INFO(j.err);
+  REQUIRE(j.exit_code == 0);
+  CHECK(json_number(j.out, "threads") == 2);
+  // tiny_mlp is a few thousand FLOP: a second thread would only cost.
+  Run t = run_cli({"run", model("tiny_mlp"), "--input", input("tiny_mlp", "test_data_set_0", "x"), "--output-dir",
+                   out.path.string(), "--report", "json"});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  CHECK(json_number(t.out, "threads") == 1);
+}

@@ -17,6 +17,7 @@ reason. Options:
   --from-results FILE   write the markdown from a results file, running nothing
   --node NODE           the node binary (default node)
   --command TEXT        the command named in the markdown as the one that made it
+  --no-load             skip the columns under load (2 threads with one core busy, 2 sessions)
 """
 import argparse
 import json
@@ -27,7 +28,7 @@ import sys
 
 import bench_models
 import bench_report
-from bench_run import Memplan, OnnxRuntime, RunFailed, dims_text, peak_rss_kb
+from bench_run import Memplan, OnnxRuntime, RunFailed, busy_core, dims_text, peak_rss_kb
 
 BOUND_HINT = re.compile(r"--bound (\S+)=<dims>")
 
@@ -73,6 +74,14 @@ def bench_memplan(memplan, case, work, args, r, base_kb):
             out = os.path.join(work, f"memplan_{t}")
             rep = memplan.run(case, bounds, int(t), args.repeat, out)
             r["memplan_ms"][t] = rep["run_ms"]["median"]
+            if t == "1":
+                r["memplan_per_s"]["1"] = rep.get("throughput_per_s")
+        if not args.no_load:
+            with busy_core():
+                rep = memplan.run(case, bounds, 2, args.repeat, os.path.join(work, "memplan_busy"))
+            r["memplan_ms"]["2busy"] = rep["run_ms"]["median"]
+            rep = memplan.run(case, bounds, 1, args.repeat, os.path.join(work, "memplan_sessions"), sessions=2)
+            r["memplan_per_s"]["2x1"] = rep["throughput_per_s"]
         cmd = memplan.run_cmd(case, bounds, 1, 1, os.path.join(work, "memplan_rss"))
         r["memplan_rss_bytes"] = (peak_rss_kb(cmd) - base_kb) * 1024
         r["diff_vs_expected"] = bench_models.max_abs_diff(os.path.join(work, "memplan_1"), case.expected)
@@ -85,6 +94,12 @@ def bench_ort(ort, case, work, args, r, base_kb):
         for t in ("1", "2"):
             rep = ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None)
             r["ort_ms"][t] = rep["run_ms"]["median"]
+            if t == "1":
+                r["ort_per_s"]["1"] = rep.get("throughput_per_s")
+        if not args.no_load:
+            with busy_core():
+                r["ort_ms"]["2busy"] = ort.run(case, 2, args.repeat)["run_ms"]["median"]
+            r["ort_per_s"]["2x1"] = ort.run(case, 1, args.repeat, concurrent=2)["throughput_per_s"]
         r["ort_rss_bytes"] = (peak_rss_kb(ort.run_cmd(case, 1, 0, None), ort.env) - base_kb) * 1024
     except RunFailed as e:
         r["notes"].append(f"ONNX Runtime: {e}")
@@ -95,7 +110,7 @@ def bench_case(folder, memplan, ort, bases, args):
     shutil.rmtree(work, ignore_errors=True)
     case = bench_models.prepare(folder, os.path.join(work, "inputs"))
     r = {"name": case.name, "nodes": case.nodes, "weights_bytes": case.weights_bytes, "notes": [],
-         "memplan_ms": {}, "ort_ms": {}}
+         "memplan_ms": {}, "ort_ms": {}, "memplan_per_s": {}, "ort_per_s": {}}
     bench_memplan(memplan, case, work, args, r, bases["memplan"])
     bench_ort(ort, case, work, args, r, bases["ort"])
     if r["memplan_ms"].get("1") is not None and r["ort_ms"].get("1") is not None:
@@ -121,6 +136,7 @@ def parse_args():
     p.add_argument("--results")
     p.add_argument("--from-results")
     p.add_argument("--command", default="tools/benchmark.sh")
+    p.add_argument("--no-load", action="store_true", help="skip the busy-core and 2-session columns")
     a = p.parse_args()
     if not a.from_results and not (a.memplan and a.node_modules and a.sets):
         p.error("give --memplan, --node-modules and at least one TITLE=DIR (or --from-results)")

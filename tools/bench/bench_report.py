@@ -60,24 +60,32 @@ def _ratio(a, b):
     return f"{a / b:.0f}" if a / b >= 100 else f"{a / b:.2f}"
 
 
+def _rate(x):
+    return "—" if x is None else f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 1 else f"{x:.2g}"
+
+
 def _diff(x):
     return "—" if x is None else "0" if x == 0 else f"{x:.1e}"
 
 
 COLUMNS = ["model", "nodes", "weights MB", "naive MB", "lower bound MB", "memplan arena MB", "arena / lower bound",
            "peak RSS memplan MB", "peak RSS ORT MB", "memplan 1T ms", "ORT 1T ms", "memplan / ORT 1T",
-           "memplan 2T ms", "ORT 2T ms", "memplan / ORT 2T", "max abs diff vs ORT", "max abs diff vs expected",
+           "memplan 2T ms", "ORT 2T ms", "memplan / ORT 2T", "memplan 2T busy ms", "ORT 2T busy ms",
+           "memplan 2×1T /s", "ORT 2×1T /s", "memplan 2×1T / 1×1T", "max abs diff vs ORT", "max abs diff vs expected",
            "compile s", "notes"]
 
 
 def row(r):
     mp, ort = r.get("memplan_ms", {}), r.get("ort_ms", {})
+    mps, orts = r.get("memplan_per_s", {}), r.get("ort_per_s", {})
     return [r["name"], str(r["nodes"]), _mb(r.get("weights_bytes")), _mb(r.get("naive_bytes")),
             _mb(r.get("lower_bound_bytes")), _mb(r.get("arena_bytes")),
             _ratio(r.get("arena_bytes"), r.get("lower_bound_bytes")),
             _mb(r.get("memplan_rss_bytes")), _mb(r.get("ort_rss_bytes")),
             _ms(mp.get("1")), _ms(ort.get("1")), _ratio(mp.get("1"), ort.get("1")),
             _ms(mp.get("2")), _ms(ort.get("2")), _ratio(mp.get("2"), ort.get("2")),
+            _ms(mp.get("2busy")), _ms(ort.get("2busy")), _rate(mps.get("2x1")), _rate(orts.get("2x1")),
+            _ratio(mps.get("2x1"), mps.get("1")),
             _diff(r.get("diff_vs_ort")), _diff(r.get("diff_vs_expected")),
             "—" if r.get("compile_s") is None else f"{r['compile_s']:.2f}",
             "; ".join(r.get("notes", [])).replace("|", "\\|")]
@@ -109,6 +117,17 @@ def summary(results):
         # Toy models take microseconds, where a runtime's fixed cost per call decides the ratio.
         add(label + ", models where ONNX Runtime takes 1 ms or more at 1 thread",
             [(r["memplan_ms"][t], r["ort_ms"][t]) for r in timed if r["ort_ms"]["1"] >= 1])
+    busy = [r for r in results if r.get("memplan_ms", {}).get("2busy") and r.get("ort_ms", {}).get("2busy")]
+    add("latency at 2 threads with one core busy, memplan / ONNX Runtime",
+        [(r["memplan_ms"]["2busy"], r["ort_ms"]["2busy"]) for r in busy])
+    add("latency at 2 threads with one core busy over memplan's own 1-thread latency",
+        [(r["memplan_ms"]["2busy"], r["memplan_ms"]["1"]) for r in busy if r["memplan_ms"].get("1")])
+    two = [r for r in results if r.get("memplan_per_s", {}).get("2x1") and r.get("memplan_per_s", {}).get("1")]
+    add("throughput of 2 sessions × 1 thread over 1 session × 1 thread, memplan",
+        [(r["memplan_per_s"]["2x1"], r["memplan_per_s"]["1"]) for r in two])
+    both2 = [r for r in results if r.get("memplan_per_s", {}).get("2x1") and r.get("ort_per_s", {}).get("2x1")]
+    add("throughput of 2 concurrent runs × 1 thread, memplan / ONNX Runtime",
+        [(r["memplan_per_s"]["2x1"], r["ort_per_s"]["2x1"]) for r in both2])
     return lines
 
 
@@ -133,6 +152,14 @@ How each column is measured (MB = 10^6 bytes; ms = milliseconds of one inference
   of N timed runs; ONNX Runtime: `tools/bench/ort_bench.js` (intraOpNumThreads T, interOpNumThreads 1,
   sequential execution, default graph optimizations and memory arena), one warm-up and N timed runs.
   Both runtimes get the same .npy inputs. **memplan / ORT** below 1 means memplan is faster.
+- **2T busy ms**: the 2-thread median (as above) while a shell loop (`sh -c 'while :; do :; done'`)
+  keeps one core busy, as another process would.
+- **2×1T /s**: inferences per second of two concurrent streams of 1-thread inferences on one
+  loaded model, over the wall time of all N timed runs of both. memplan: `memplan run --threads 1
+  --sessions 2 --warmup 1 --repeat N` (two sessions of one compiled model, each on its own
+  thread); ONNX Runtime: `ort_bench.js --threads 1 --concurrent 2` (two concurrent `run` calls
+  on one session). **memplan 2×1T / 1×1T**: that over the throughput of one session's N runs at 1
+  thread (2.00 is perfect scaling on 2 cores).
 - **max abs diff vs ORT**: largest absolute difference between memplan's and ONNX Runtime's outputs
   (1 thread). **vs expected**: against the data set's `output_N.pb`: torch's outputs for the zoo,
   ONNX Runtime 1.30 (graph optimizations off) for shared/models, the numpy reference for models/.
@@ -140,6 +167,20 @@ How each column is measured (MB = 10^6 bytes; ms = milliseconds of one inference
   selection, planning with every strategy, verification), the fastest of the runs.
 - **notes**: why a column is empty (the runtime's one-line error).
 """
+
+
+BY_HAND = "<!-- measured by hand: kept when the tables are made again -->"
+
+
+def _kept_by_hand(path):
+    """The sections after BY_HAND in the existing file (figures measured outside this script)."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return []
+    at = text.find(BY_HAND)
+    return text[at:].rstrip("\n").split("\n") + [""] if at >= 0 else []
 
 
 def write(path, info, groups, repeat, command):
@@ -156,6 +197,7 @@ def write(path, info, groups, repeat, command):
         out += ["| " + " | ".join(row(r)) + " |" for r in results]
         out.append("")
     out += ["## Summary", ""] + summary(everything) + [""]
+    out += _kept_by_hand(path)
     tmp = path + ".tmp"
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(tmp, "w") as f:

@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import subprocess
+import contextlib
 import tempfile
 import time
 
@@ -57,6 +58,19 @@ def peak_rss_kb(cmd, env=None):
     return int(lines[-1])
 
 
+@contextlib.contextmanager
+def busy_core():
+    """One core kept busy by a shell loop for the duration, as another process on the machine
+    would (a phone's other apps, a server's other jobs)."""
+    p = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.2)  # running before the timed process starts
+        yield
+    finally:
+        p.kill()
+        p.wait()
+
+
 def dims_text(shape):
     """A shape as memplan's options spell it: 1x3x224x224, or `scalar`."""
     return "x".join(map(str, shape)) or "scalar"
@@ -79,15 +93,17 @@ class Memplan:
             cmd += ["--shape", f"{name}={dims_text(shape)}"]
         return run_json(cmd)
 
-    def run_cmd(self, case, bounds, threads, repeat, out_dir):
+    def run_cmd(self, case, bounds, threads, repeat, out_dir, sessions=1):
         cmd = [self.binary, "run", case.model, "--threads", str(threads), "--warmup", "1", "--repeat", str(repeat),
                "--output-dir", out_dir, "--report", "json"] + _bound_args(bounds)
+        if sessions > 1:
+            cmd += ["--sessions", str(sessions)]
         for name, npy, _ in case.inputs:
             cmd += ["--input", f"{name}={npy}"]
         return cmd
 
-    def run(self, case, bounds, threads, repeat, out_dir):
-        return run_json(self.run_cmd(case, bounds, threads, repeat, out_dir))[0]
+    def run(self, case, bounds, threads, repeat, out_dir, sessions=1):
+        return run_json(self.run_cmd(case, bounds, threads, repeat, out_dir, sessions))[0]
 
     def baseline_cmd(self):
         return [self.binary, "--version"]
@@ -101,16 +117,18 @@ class OnnxRuntime:
         self.version = info["ort"]["node"]
         self.node_version = run([node, "--version"])[0].strip()
 
-    def run_cmd(self, case, threads, repeat, out_dir):
+    def run_cmd(self, case, threads, repeat, out_dir, concurrent=1):
         cmd = [self.node, ORT_SCRIPT, case.model, "--threads", str(threads), "--repeat", str(repeat)]
+        if concurrent > 1:
+            cmd += ["--concurrent", str(concurrent)]
         if out_dir:
             cmd += ["--output-dir", out_dir]
         for name, npy, _ in case.inputs:
             cmd += ["--input", f"{name}={npy}"]
         return cmd
 
-    def run(self, case, threads, repeat, out_dir=None):
-        return run_json(self.run_cmd(case, threads, repeat, out_dir), self.env)[0]
+    def run(self, case, threads, repeat, out_dir=None, concurrent=1):
+        return run_json(self.run_cmd(case, threads, repeat, out_dir, concurrent), self.env)[0]
 
     def baseline_cmd(self):
         return [self.node, ORT_SCRIPT, "--baseline"]

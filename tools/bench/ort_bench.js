@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs one model with ONNX Runtime (onnxruntime-node, CPU) for memplan's benchmark (bench.py).
 //
-//   node ort_bench.js MODEL --input NAME=FILE.npy ... [--threads T] [--repeat N] [--output-dir D]
+//   node ort_bench.js MODEL --input NAME=FILE.npy ... [--threads T] [--repeat N] [--concurrent K] [--output-dir D]
 //                     [--optimization all|disabled]
 //   node ort_bench.js --baseline        (loads the runtime only: the empty process for peak RSS)
 //
@@ -9,7 +9,10 @@
 // default graph optimizations and memory arena (what a user gets). One warm-up inference, then N
 // timed ones (N may be 0: load plus one inference, for peak RSS). Writes every output of the
 // warm-up run to D/<output name>.npy (characters outside [A-Za-z0-9._-] become _, as memplan does)
-// and prints one JSON object: load_ms, run_ms {min, median, max}, runs, outputs.
+// and prints one JSON object: load_ms, run_ms {min, median, max}, runs, throughput_per_s, outputs.
+// --concurrent K: K loops of N runs each on the one session at the same time (each run is an async
+// call that ONNX Runtime executes on a worker thread), as a server would serve K requests at once;
+// throughput_per_s is then all K*N runs over the wall time of the timed part.
 // Resolve onnxruntime-node with NODE_PATH (bench.py points it at build/bench/node_modules).
 'use strict';
 
@@ -64,7 +67,7 @@ function writeNpy(file, tensor) {
 // ---- command line -------------------------------------------------------------------------------
 
 function parseArgs(argv) {
-  const a = { model: null, inputs: [], threads: 1, repeat: 10, outputDir: null, baseline: false, optimization: 'all' };
+  const a = { model: null, inputs: [], threads: 1, repeat: 10, concurrent: 1, outputDir: null, baseline: false, optimization: 'all' };
   for (let i = 0; i < argv.length; ++i) {
     const next = () => {
       if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`);
@@ -74,6 +77,7 @@ function parseArgs(argv) {
     else if (argv[i] === '--input') a.inputs.push(next());
     else if (argv[i] === '--threads') a.threads = Number(next());
     else if (argv[i] === '--repeat') a.repeat = Number(next());
+    else if (argv[i] === '--concurrent') a.concurrent = Number(next());
     else if (argv[i] === '--output-dir') a.outputDir = next();
     else if (argv[i] === '--optimization') a.optimization = next();
     else if (!a.model && !argv[i].startsWith('-')) a.model = argv[i];
@@ -111,11 +115,16 @@ async function main() {
   });
   const outputs = await session.run(feeds);  // warm-up
   const times = [];
-  for (let r = 0; r < a.repeat; ++r) {
-    const t = process.hrtime.bigint();
-    await session.run(feeds);
-    times.push(msSince(t));
-  }
+  const loop = async () => {
+    for (let r = 0; r < a.repeat; ++r) {
+      const t = process.hrtime.bigint();
+      await session.run(feeds);
+      times.push(msSince(t));
+    }
+  };
+  const wall0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: a.concurrent }, loop));
+  const wallMs = msSince(wall0);
   const written = [];
   if (a.outputDir) {
     fs.mkdirSync(a.outputDir, { recursive: true });
@@ -126,7 +135,9 @@ async function main() {
     }
   }
   const run = times.length ? { min: Math.min(...times), median: median(times), max: Math.max(...times) } : null;
-  console.log(JSON.stringify({ load_ms: loadMs, run_ms: run, runs: times.length, outputs: written,
+  const throughput = wallMs > 0 && times.length ? times.length * 1000 / wallMs : null;
+  console.log(JSON.stringify({ load_ms: loadMs, run_ms: run, runs: times.length, throughput_per_s: throughput,
+                               concurrent: a.concurrent, outputs: written,
                                ort: ort.env.versions }));
 }
 

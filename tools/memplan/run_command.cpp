@@ -1,5 +1,6 @@
 // memplan run MODEL --input x.npy | --input NAME=x.npy ... [--plan P.mplan] [--output-dir DIR]
-//                   [--threads N] [--warmup N] [--repeat N] [--check-memory] [--profile] [--report text|json]
+//                   [--threads N] [--sessions N] [--warmup N] [--repeat N] [--check-memory] [--profile]
+//                   [--report text|json]
 #include <omp.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "concurrent_runs.h"
 #include "io/npy.h"
 #include "memplan/memplan.h"
 #include "profile_table.h"
@@ -22,7 +24,7 @@ namespace {
 struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
-  int threads = 0, repeat = 1, warmup = 0;
+  int threads = 0, sessions = 1, repeat = 1, warmup = 0;
   bool check_memory = false, profile = false, no_share = false;
   std::string prefer = "balanced";
   uint64_t max_arena = 0;
@@ -109,6 +111,13 @@ std::string ms(double v) {
 
 // A given plan is checked against the model and the inputs; otherwise shapes come from the inputs,
 // and new shapes mean a new plan.
+// The threads each session's kernels are made for: --threads, or with several sessions the cores
+// shared among them (more threads than cores would make them take turns); 0 lets memplan choose.
+int compile_threads(const RunArgs& a) {
+  if (a.threads > 0) return a.threads;
+  return a.sessions > 1 ? std::max(1, omp_get_max_threads() / a.sessions) : 0;
+}
+
 std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<InputFile>& files) {
   std::shared_ptr<const CompiledModel> model;
   if (!a.plan.empty()) model = CompiledModel::load(a.model, a.plan);
@@ -130,14 +139,10 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.share_storage = !a.no_share;
   options.prefer = a.prefer;
   options.max_arena = a.max_arena;
+  options.threads = compile_threads(a);
   for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
   return CompiledModel::compile(a.model, options);
 }
-
-struct Timings {
-  double min = 0, median = 0, max = 0;
-  size_t runs = 0;
-};
 
 // Warm-up runs, then the timed ones. Inputs are read from their files straight into their arena
 // slots before every run (a slot is reused once its input has been read).
@@ -160,9 +165,34 @@ Timings run_timed(const RunArgs& a, Session& session, const std::vector<InputFil
     session.run();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  return {times.front(), n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2, times.back(), n};
+  return summarize(std::move(times));
+}
+
+// A session's threads: --threads, or (a plan loaded with every core) the cores shared among the
+// sessions; 0 is the model's own count.
+int session_threads(const RunArgs& a, const CompiledModel& model) {
+  const int want = compile_threads(a);
+  return want > 0 ? std::min(want, model.threads()) : 0;
+}
+
+std::vector<LoadedInput> load_inputs(const std::vector<InputFile>& files) {
+  std::vector<LoadedInput> out;
+  for (const InputFile& f : files) {
+    LoadedInput in{f.name, static_cast<int32_t>(f.info.dtype), f.shape, std::vector<unsigned char>(f.info.data_bytes)};
+    io::read_npy_data(f.path, f.info, in.bytes.data(), f.info.data_bytes);
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
+std::string timings_json(const Timings& t) {
+  return "{\"min\": " + ms(t.min) + ", \"median\": " + ms(t.median) + ", \"max\": " + ms(t.max) + "}";
+}
+
+std::string rate(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
 }
 
 std::vector<std::string> write_outputs(const RunArgs& a, const CompiledModel& model, const Session& session) {
@@ -177,15 +207,27 @@ std::vector<std::string> write_outputs(const RunArgs& a, const CompiledModel& mo
   return written;
 }
 
+// What several concurrent sessions add to the report (`sessions` empty for one session).
+struct Throughput {
+  double per_s = 0;
+  std::vector<Timings> sessions;
+};
+
 void print_report(const RunArgs& a, const CompiledModel& model, const Session& session, const Timings& t,
-                  const std::vector<std::string>& written) {
+                  const Throughput& tp, const std::vector<std::string>& written) {
   const std::vector<DynamicTensorUse> dynamic = session.dynamic_tensors();
+  const int threads = session_threads(a, model) > 0 ? session_threads(a, model) : model.threads();
   if (a.report == "json") {
+    std::string per_session;
+    for (const Timings& s : tp.sessions) per_session += (per_session.empty() ? "" : ", ") + timings_json(s);
     std::string dynamic_json;
     for (const DynamicTensorUse& d : dynamic)
       dynamic_json += (dynamic_json.empty() ? "" : ", ") + json_string(d.name) + ": " + std::to_string(d.max_bytes);
-    std::cout << model.report_json("\"run_ms\": {\"min\": " + ms(t.min) + ", \"median\": " + ms(t.median) +
-                                   ", \"max\": " + ms(t.max) + "}, \"runs\": " + std::to_string(t.runs) +
+    std::cout << model.report_json("\"run_ms\": " + timings_json(t) + ", \"runs\": " + std::to_string(t.runs) +
+                                   ", \"threads\": " + std::to_string(threads) +
+                                   ", \"sessions\": " + std::to_string(std::max<size_t>(tp.sessions.size(), 1)) +
+                                   ", \"throughput_per_s\": " + rate(tp.per_s) +
+                                   (tp.sessions.empty() ? "" : ", \"session_run_ms\": [" + per_session + "]") +
                                    ", \"dynamic_tensor_max_bytes\": {" + dynamic_json + "}" +
                                    (a.profile ? ", " + profile_json(session.profile(), a.repeat) : ""));
     return;
@@ -194,7 +236,12 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
   for (const DynamicTensorUse& d : dynamic)
     std::cout << "dynamic tensor '" << d.name << "': at most " << d.max_bytes << " bytes in these runs\n";
   std::cout << "inference: min " << ms(t.min) << " ms, median " << ms(t.median) << " ms, max " << ms(t.max)
-            << " ms over " << t.runs << " run(s)\n";
+            << " ms over " << t.runs << " run(s), " << threads << " thread(s) per session\n";
+  for (size_t k = 0; k < tp.sessions.size(); ++k)
+    std::cout << "session " << k << ": median " << ms(tp.sessions[k].median) << " ms over " << tp.sessions[k].runs
+              << " run(s)\n";
+  std::cout << "throughput: " << rate(tp.per_s) << " inferences/s"
+            << (tp.sessions.empty() ? "" : " (" + std::to_string(tp.sessions.size()) + " concurrent sessions)") << "\n";
   if (a.profile) std::cout << profile_text(session.profile(), a.repeat);
   for (const std::string& p : written) std::cout << "wrote " << p << "\n";
 }
@@ -209,13 +256,22 @@ void register_run(CLI::App& app) {
       ->allow_extra_args(false);
   sub->add_option("--plan", a->plan, "Use this plan (from `memplan compile -o`) instead of planning again");
   sub->add_option("--output-dir", a->output_dir, "Where to write <output name>.npy (default: .)");
-  sub->add_option("--threads", a->threads, "oneDNN threads (default: all cores)")->check(CLI::Range(1, 1024));
+  sub->add_option("--threads", a->threads,
+                  "OpenMP threads per session (default: 1 for a model under 1 MFLOP, else the cores, shared "
+                  "among --sessions)")
+      ->check(CLI::Range(1, 1024));
+  CLI::Option* sessions =
+      sub->add_option("--sessions", a->sessions,
+                      "Run N sessions of the model at once, each --repeat inferences on its own thread, and report "
+                      "the throughput")
+          ->check(CLI::Range(1, 256));
   sub->add_option("--repeat", a->repeat, "Run this many inferences and report min/median/max time")
       ->check(CLI::Range(1, 1000000));
   sub->add_option("--warmup", a->warmup, "Run this many untimed inferences first (not in the times or the profile)")
       ->check(CLI::Range(0, 1000000));
   sub->add_flag("--check-memory", a->check_memory, "Guard mode: detect any buffer clobbered while live");
-  sub->add_flag("--profile", a->profile, "Time every node (subgraphs included) and print the totals by op type");
+  sub->add_flag("--profile", a->profile, "Time every node (subgraphs included) and print the totals by op type")
+      ->excludes(sessions);
   sub->add_option("--report", a->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--strategy", a->strategy, "Planning strategy (see compile)")
       ->check(CLI::IsMember({"naive", "best-fit", "greedy-by-size", "greedy-by-breadth", "auto"}));
@@ -225,12 +281,22 @@ void register_run(CLI::App& app) {
   sub->add_option("--max-arena", a->max_arena, "Fail unless the arena fits in this many bytes");
   add_shape_options(*sub, a->shapes);
   add_action(sub, [a] {
-    if (a->threads > 0) omp_set_num_threads(a->threads);
     std::vector<InputFile> files;
     const std::shared_ptr<const CompiledModel> model = compiled_for(*a, files);
-    Session session(model, SessionOptions{a->check_memory, a->profile});
-    const Timings t = run_timed(*a, session, files);
-    print_report(*a, *model, session, t, write_outputs(*a, *model, session));
+    const SessionOptions options{a->check_memory, a->profile, session_threads(*a, *model)};
+    if (a->sessions == 1) {
+      Session session(model, options);
+      const Timings t = run_timed(*a, session, files);
+      // One session: its runs one after another, so the throughput is runs over their total time.
+      const double per_s = t.sum_ms > 0 ? static_cast<double>(t.runs) * 1000 / t.sum_ms : 0;
+      print_report(*a, *model, session, t, Throughput{per_s, {}}, write_outputs(*a, *model, session));
+      return;
+    }
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (int k = 0; k < a->sessions; ++k) sessions.push_back(std::make_unique<Session>(model, options));
+    const ConcurrentResult r = run_concurrently(sessions, load_inputs(files), a->warmup, a->repeat);
+    print_report(*a, *model, *sessions[0], r.all, Throughput{r.throughput_per_s, r.sessions},
+                 write_outputs(*a, *model, *sessions[0]));
   });
 }
 

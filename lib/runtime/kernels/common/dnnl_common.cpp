@@ -1,5 +1,7 @@
 #include "runtime/kernels/common/dnnl_common.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -185,6 +187,23 @@ bool empty_output(const Node& node) {
 
 // ---- PrimitiveKernel ---------------------------------------------------------------------------
 
+// One session's memory objects, made with null handles, and the argument array naming them (and
+// the kernel's shared constants). Built when the session is made and passed to the C API:
+// dnnl::primitive::execute would build this vector (a heap allocation) on every call.
+struct PrimitiveKernel::State final : KernelState {
+  std::vector<dnnl::memory> slots;  // per slots_
+  struct StagedMems {
+    dnnl::memory user, staged, preload_user;
+  };
+  std::vector<StagedMems> staged;  // per staged_
+  dnnl::memory scratchpad;
+  dnnl::primitive primitive;  // made for this session's threads; empty: the kernel's own
+  // Made for one thread, for the runs a session of several makes on one while other processes
+  // hold the cores (run_threads.h); empty when oneDNN has none with these layouts.
+  dnnl::primitive single;
+  std::vector<dnnl_exec_arg_t> exec_args;
+};
+
 PrimitiveKernel::PrimitiveKernel(const Node& node, const KernelEnv& env)
     : ctx_(env.dnnl), where_(rt::where(node, env)) {
   if (!ctx_) fail_internal(where_ + ": no oneDNN context");
@@ -192,24 +211,21 @@ PrimitiveKernel::PrimitiveKernel(const Node& node, const KernelEnv& env)
 
 void PrimitiveKernel::set_primitive(const dnnl::primitive_desc& pd) {
   primitive_ = dnnl::primitive(pd);
-  dnnl::memory::desc sp = pd.scratchpad_desc();
-  scratchpad_bytes_ = sp.get_size();
-  if (scratchpad_bytes_ > 0) {
-    scratchpad_ = dnnl::memory(sp, ctx_->engine, nullptr);
-    exec_args_.push_back({DNNL_ARG_SCRATCHPAD, scratchpad_.get()});
-  }
+  pd_ = pd;
+  threads_ = omp_get_max_threads();
+  scratchpad_md_ = pd.scratchpad_desc();
+  scratchpad_bytes_ = scratchpad_md_.get_size();
+  if (scratchpad_bytes_ > 0) args_.push_back({Arg::From::Scratchpad, DNNL_ARG_SCRATCHPAD, 0});
 }
 
 void PrimitiveKernel::bind_input(int arg, size_t input_index, const dnnl::memory::desc& md) {
-  Slot s{dnnl::memory(md, ctx_->engine, nullptr), false, input_index, md.get_size()};
-  exec_args_.push_back({arg, s.mem.get()});
-  slots_.push_back(std::move(s));
+  args_.push_back({Arg::From::Slot, arg, slots_.size()});
+  slots_.push_back({md, false, input_index, md.get_size()});
 }
 
 void PrimitiveKernel::bind_output(int arg, size_t output_index, const dnnl::memory::desc& md) {
-  Slot s{dnnl::memory(md, ctx_->engine, nullptr), true, output_index, md.get_size()};
-  exec_args_.push_back({arg, s.mem.get()});
-  slots_.push_back(std::move(s));
+  args_.push_back({Arg::From::Slot, arg, slots_.size()});
+  slots_.push_back({md, true, output_index, md.get_size()});
 }
 
 void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
@@ -217,22 +233,21 @@ void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl
   if (user == want) return output ? bind_output(arg, index, user) : bind_input(arg, index, user);
   if (!primitive_) fail_internal(where_ + ": staged tensors are bound after set_primitive");
   Staged st;
-  st.user = dnnl::memory(user, ctx_->engine, nullptr);
-  st.staged = dnnl::memory(want, ctx_->engine, nullptr);
+  st.user = user;
+  st.want = want;
   st.reorder = output ? dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, want, ctx_->engine, user))
                       : dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
   st.output = output;
   st.index = index;
   if (output && preload_input >= 0) {
     st.preload = preload_input;
-    st.preload_user = dnnl::memory(user, ctx_->engine, nullptr);
     st.preload_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
   }
   st.user_bytes = user.get_size();
   // Staging buffers follow the primitive's own scratchpad, 64-byte aligned.
   st.offset = (scratchpad_bytes_ + staged_bytes_ + 63) / 64 * 64;
   staged_bytes_ = st.offset + want.get_size() - scratchpad_bytes_;
-  exec_args_.push_back({arg, st.staged.get()});
+  args_.push_back({Arg::From::Staged, arg, staged_.size()});
   staged_.push_back(std::move(st));
 }
 
@@ -246,8 +261,102 @@ void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnn
   bind_staged(arg, true, output_index, user, want, preload_input);
 }
 
-void PrimitiveKernel::point_staged(const KernelArgs& args) {
-  for (Staged& st : staged_) {
+void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
+  args_.push_back({Arg::From::Owned, arg, owned_.size()});
+  owned_.push_back(std::move(m));
+}
+
+dnnl::primitive PrimitiveKernel::primitive_for_current_threads() const {
+  const int threads = omp_get_max_threads();
+  const_dnnl_op_desc_t op = nullptr;
+  const_dnnl_primitive_attr_t attr = nullptr;
+  if (dnnl_primitive_desc_query(pd_.get(), dnnl_query_op_d, 0, &op) != dnnl_success ||
+      dnnl_primitive_desc_get_attr(pd_.get(), &attr) != dnnl_success)
+    fail_internal(where_ + ": cannot read the oneDNN primitive's description");
+  dnnl_primitive_desc_iterator_t it = nullptr;
+  if (dnnl_primitive_desc_iterator_create(&it, op, attr, ctx_->engine.get(), nullptr) != dnnl_success)
+    fail_internal(where_ + ": oneDNN cannot make this primitive again");
+  // The same layouts for every argument the kernel binds: the weights were reordered once, and
+  // the planner placed the staging buffers and sized the scratchpad for these.
+  auto same_layouts = [&](const_dnnl_primitive_desc_t cand) {
+    for (const Arg& a : args_) {
+      if (a.from == Arg::From::Scratchpad) continue;
+      const dnnl_memory_desc_t* want = dnnl_primitive_desc_query_md(pd_.get(), dnnl_query_exec_arg_md, a.arg);
+      const dnnl_memory_desc_t* got = dnnl_primitive_desc_query_md(cand, dnnl_query_exec_arg_md, a.arg);
+      if (!want || !got || !dnnl_memory_desc_equal(want, got)) return false;
+    }
+    const dnnl_memory_desc_t* sp = dnnl_primitive_desc_query_md(cand, dnnl_query_scratchpad_md, 0);
+    return (sp ? dnnl_memory_desc_get_size(sp) : 0) <= scratchpad_bytes_;
+  };
+  dnnl::primitive out;
+  do {
+    dnnl_primitive_desc_t cand = dnnl_primitive_desc_iterator_fetch(it);
+    if (cand && same_layouts(cand)) out = dnnl::primitive(cand);
+    if (cand) dnnl_primitive_desc_destroy(cand);
+  } while (!out && dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+  dnnl_primitive_desc_iterator_destroy(it);
+  if (!out)
+    fail_unsupported(where_ + ": oneDNN has no " + std::to_string(threads) + "-thread form of this kernel with the layouts "
+                     "it was made with for " + std::to_string(threads_) + " threads; compile the model for " +
+                     std::to_string(threads) + " threads (CompileOptions::threads)");
+  return out;
+}
+
+std::unique_ptr<KernelState> PrimitiveKernel::make_state() const {
+  auto s = std::make_unique<State>();
+  // A session of fewer threads than the primitive was made for: many oneDNN primitives would
+  // still run their made-for count whatever the caller's setting.
+  const int threads = omp_get_max_threads();
+  if (threads < threads_) s->primitive = primitive_for_current_threads();
+  if (threads > 1 && threads_ > 1) {
+    omp_set_num_threads(1);
+    try {
+      s->single = primitive_for_current_threads();
+    } catch (const Error&) {
+      // None with these layouts: those runs use the session's primitive.
+    }
+    omp_set_num_threads(threads);
+  }
+  for (const Slot& slot : slots_) s->slots.emplace_back(slot.md, ctx_->engine, nullptr);
+  for (const Staged& st : staged_)
+    s->staged.push_back({dnnl::memory(st.user, ctx_->engine, nullptr), dnnl::memory(st.want, ctx_->engine, nullptr),
+                         st.preload >= 0 ? dnnl::memory(st.user, ctx_->engine, nullptr) : dnnl::memory()});
+  if (scratchpad_bytes_ > 0) s->scratchpad = dnnl::memory(scratchpad_md_, ctx_->engine, nullptr);
+  for (const Arg& a : args_) {
+    // The shared constants are only read by the primitive: every session may name them.
+    dnnl_memory_t m = a.from == Arg::From::Slot     ? s->slots[a.index].get()
+                      : a.from == Arg::From::Staged ? s->staged[a.index].staged.get()
+                      : a.from == Arg::From::Owned  ? owned_[a.index].get()
+                                                    : s->scratchpad.get();
+    s->exec_args.push_back({a.arg, m});
+  }
+  return s;
+}
+
+void PrimitiveKernel::point_slots(State& s, const KernelArgs& args) const {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    std::span<const TensorView> views = slot.output ? std::span<const TensorView>(args.outputs) : args.inputs;
+    if (slot.index >= views.size()) fail_internal(where_ + ": the executor passed too few tensors");
+    const TensorView& v = views[slot.index];
+    if (v.byte_size() != slot.bytes || (slot.output && v.capacity < slot.bytes))
+      fail(where_ + ": the run-time shape of " + (slot.output ? "output " : "input ") + std::to_string(slot.index) +
+           " differs from its compile-time shape");
+    if (!v.data && slot.bytes > 0) fail_internal(where_ + ": a tensor has no buffer");
+    if (dnnl_memory_set_data_handle_v2(s.slots[i].get(), v.data, nullptr) != dnnl_success)
+      fail_internal(where_ + ": could not set a oneDNN data handle");
+  }
+  if (scratchpad_bytes_ > 0) {
+    if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
+    if (dnnl_memory_set_data_handle_v2(s.scratchpad.get(), args.scratchpad, nullptr) != dnnl_success)
+      fail_internal(where_ + ": could not set the scratchpad handle");
+  }
+}
+
+void PrimitiveKernel::point_staged(State& s, const KernelArgs& args) const {
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    const Staged& st = staged_[i];
+    State::StagedMems& mems = s.staged[i];
     std::span<const TensorView> views = st.output ? std::span<const TensorView>(args.outputs) : args.inputs;
     if (st.index >= views.size()) fail_internal(where_ + ": the executor passed too few tensors");
     const TensorView& v = views[st.index];
@@ -255,28 +364,30 @@ void PrimitiveKernel::point_staged(const KernelArgs& args) {
       fail(where_ + ": the run-time shape of " + (st.output ? "output " : "input ") + std::to_string(st.index) +
            " differs from its compile-time shape");
     if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
-    dnnl_memory_set_data_handle_v2(st.user.get(), v.data, nullptr);
-    dnnl_memory_set_data_handle_v2(st.staged.get(), args.scratchpad + st.offset, nullptr);
+    dnnl_memory_set_data_handle_v2(mems.user.get(), v.data, nullptr);
+    dnnl_memory_set_data_handle_v2(mems.staged.get(), args.scratchpad + st.offset, nullptr);
     if (st.preload >= 0) {
       const auto p = static_cast<size_t>(st.preload);
       if (p >= args.inputs.size() || args.inputs[p].byte_size() != st.user_bytes)
         fail(where_ + ": input " + std::to_string(p) + " does not have the output's shape");
-      dnnl_memory_set_data_handle_v2(st.preload_user.get(), args.inputs[p].data, nullptr);
+      dnnl_memory_set_data_handle_v2(mems.preload_user.get(), args.inputs[p].data, nullptr);
     }
   }
 }
 
-void PrimitiveKernel::reorder_staged(bool outputs) {
-  for (Staged& st : staged_) {
+void PrimitiveKernel::reorder_staged(State& s, dnnl_stream* stream, bool outputs) const {
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    const Staged& st = staged_[i];
+    State::StagedMems& mems = s.staged[i];
     if (!outputs && st.preload >= 0) {
-      dnnl_exec_arg_t preload_args[2] = {{DNNL_ARG_FROM, st.preload_user.get()}, {DNNL_ARG_TO, st.staged.get()}};
-      if (dnnl_primitive_execute(st.preload_reorder.get(), ctx_->stream.get(), 2, preload_args) != dnnl_success)
+      dnnl_exec_arg_t preload_args[2] = {{DNNL_ARG_FROM, mems.preload_user.get()}, {DNNL_ARG_TO, mems.staged.get()}};
+      if (dnnl_primitive_execute(st.preload_reorder.get(), stream, 2, preload_args) != dnnl_success)
         fail_internal(where_ + ": a oneDNN reorder failed");
     }
     if (st.output != outputs) continue;
-    dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? st.staged.get() : st.user.get()},
-                                       {DNNL_ARG_TO, st.output ? st.user.get() : st.staged.get()}};
-    if (dnnl_primitive_execute(st.reorder.get(), ctx_->stream.get(), 2, reorder_args) != dnnl_success)
+    dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? mems.staged.get() : mems.user.get()},
+                                       {DNNL_ARG_TO, st.output ? mems.user.get() : mems.staged.get()}};
+    if (dnnl_primitive_execute(st.reorder.get(), stream, 2, reorder_args) != dnnl_success)
       fail_internal(where_ + ": a oneDNN reorder failed");
   }
 }
@@ -293,36 +404,25 @@ bool PrimitiveKernel::may_overwrite_input(size_t input) const {
   return std::find(in_place_.begin(), in_place_.end(), input) != in_place_.end();
 }
 
-void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
-  exec_args_.push_back({arg, m.get()});
-  owned_.push_back(std::move(m));
-}
-
 void PrimitiveKernel::run(const KernelArgs& args) {
-  for (Slot& s : slots_) {
-    std::span<const TensorView> views = s.output ? std::span<const TensorView>(args.outputs) : args.inputs;
-    if (s.index >= views.size()) fail_internal(where_ + ": the executor passed too few tensors");
-    const TensorView& v = views[s.index];
-    if (v.byte_size() != s.bytes || (s.output && v.capacity < s.bytes))
-      fail(where_ + ": the run-time shape of " + (s.output ? "output " : "input ") + std::to_string(s.index) +
-           " differs from its compile-time shape");
-    if (!v.data && s.bytes > 0) fail_internal(where_ + ": a tensor has no buffer");
-    if (dnnl_memory_set_data_handle_v2(s.mem.get(), v.data, nullptr) != dnnl_success)
-      fail_internal(where_ + ": could not set a oneDNN data handle");
-  }
-  if (scratchpad_bytes_ > 0) {
-    if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
-    if (dnnl_memory_set_data_handle_v2(scratchpad_.get(), args.scratchpad, nullptr) != dnnl_success)
-      fail_internal(where_ + ": could not set the scratchpad handle");
-  }
-  point_staged(args);
-  reorder_staged(false);
+  auto* s = dynamic_cast<State*>(args.state);
+  if (!s) fail_internal(where_ + ": run without the session's kernel state");
+  dnnl_stream* stream = args.stream ? args.stream : ctx_->stream.get();
+  point_slots(*s, args);
+  point_staged(*s, args);
+  reorder_staged(*s, stream, false);
   before_execute(args);
-  dnnl_status_t st = dnnl_primitive_execute(primitive_.get(), ctx_->stream.get(), static_cast<int>(exec_args_.size()),
-                                            exec_args_.data());
-  if (st == dnnl_success) st = dnnl_stream_wait(ctx_->stream.get());
+  // The primitive made for the thread count of this run (Session sets it; oneDNN would otherwise
+  // run the count a primitive was made for).
+  const int threads = omp_get_max_threads();
+  dnnl_primitive_t prim = threads >= threads_ ? primitive_.get()
+                          : threads == 1 && s->single ? s->single.get()
+                          : s->primitive ? s->primitive.get()
+                                         : primitive_.get();
+  dnnl_status_t st = dnnl_primitive_execute(prim, stream, static_cast<int>(s->exec_args.size()), s->exec_args.data());
+  if (st == dnnl_success) st = dnnl_stream_wait(stream);
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
-  reorder_staged(true);
+  reorder_staged(*s, stream, true);
   after_execute(args);
 }
 

@@ -84,10 +84,16 @@ Dims dnnl_dilations(const Window& w);
 
 // ---- The primitive kernel ----------------------------------------------------------------------
 
+// The primitive, its constant memories and where each argument comes from are made at load and
+// shared by every session; the memory objects run() re-points (activations, scratchpad, staging
+// buffers) and the argument array naming them are per session (make_state()). oneDNN fixes a
+// primitive's work split for the OpenMP thread count in effect when it is made, so a session
+// made with fewer threads gets a primitive of its own, made for its count with the same layouts.
 class PrimitiveKernel : public Kernel {
  public:
   PrimitiveKernel(const Node& node, const KernelEnv& env);
   void run(const KernelArgs& args) final;
+  std::unique_ptr<KernelState> make_state() const final;
   uint64_t scratchpad_bytes() const override { return scratchpad_bytes_ + staged_bytes_; }
   bool reads_at_run_time(size_t input) const override;
   bool may_overwrite_input(size_t input) const override;
@@ -116,46 +122,57 @@ class PrimitiveKernel : public Kernel {
   const std::string& where() const { return where_; }
 
  protected:
-  // Hooks around the primitive's execution. They must not allocate.
+  // Hooks around the primitive's execution. They must not allocate, and must not change the
+  // kernel (sessions run it concurrently).
   virtual void before_execute(const KernelArgs&) {}
   virtual void after_execute(const KernelArgs&) {}
 
  private:
   struct Slot {
-    dnnl::memory mem;
+    dnnl::memory::desc md;
     bool output = false;
     size_t index = 0;
     uint64_t bytes = 0;
   };
-  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
-                   int preload_input);
-  void point_staged(const KernelArgs& args);  // staged memories at their tensors and scratchpad
-  void reorder_staged(bool outputs);
-
   struct Staged {
-    dnnl::memory user, staged;
+    dnnl::memory::desc user, want;
     dnnl::primitive reorder;
     bool output = false;
     int preload = -1;  // output: the input copied (reordered) into the staged buffer first
-    dnnl::memory preload_user;
     dnnl::primitive preload_reorder;
     size_t index = 0;
     uint64_t user_bytes = 0, offset = 0;  // offset into the scratchpad
   };
+  // Where an argument of the primitive comes from, in the order the bind_* calls gave them.
+  struct Arg {
+    enum class From : uint8_t { Slot, Staged, Owned, Scratchpad } from;
+    int arg = 0;
+    size_t index = 0;  // into slots_, staged_ or owned_
+  };
+  struct State;
+  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                   int preload_input);
+  void point_slots(State& s, const KernelArgs& args) const;
+  void point_staged(State& s, const KernelArgs& args) const;  // staged memories at their tensors and scratchpad
+  void reorder_staged(State& s, dnnl_stream* stream, bool outputs) const;
+  // The primitive made again for the calling thread's OpenMP thread count, with the same memory
+  // layouts and a scratchpad no larger (fails, naming the fix, when oneDNN has none).
+  dnnl::primitive primitive_for_current_threads() const;
+
   DnnlContext* ctx_;
   std::string where_;
   std::vector<Staged> staged_;
   uint64_t staged_bytes_ = 0;
   dnnl::primitive primitive_;
+  dnnl::primitive_desc pd_;
+  int threads_ = 1;  // OpenMP threads primitive_ was made for
+  dnnl::memory::desc scratchpad_md_;
   std::vector<Slot> slots_;
   std::vector<dnnl::memory> owned_;
-  dnnl::memory scratchpad_;
+  std::vector<Arg> args_;
   uint64_t scratchpad_bytes_ = 0;
   std::vector<size_t> in_place_;
   std::unique_ptr<Kernel> leaner_;
-  // Built at load and passed to the C API: dnnl::primitive::execute would build this vector
-  // (a heap allocation) on every call.
-  std::vector<dnnl_exec_arg_t> exec_args_;
 };
 
 // A primitive_attr with scratchpad_mode::user.

@@ -107,25 +107,39 @@ DnnlStep::DnnlStep(DnnlContext& ctx, const dnnl::primitive_desc& pd) : ctx_(&ctx
 }
 
 size_t DnnlStep::arg(int which, const dnnl::memory::desc& md) {
-  mems_.emplace_back(md, ctx_->engine, static_cast<void*>(DNNL_MEMORY_NONE));
-  args_.push_back(dnnl_exec_arg_t{which, mems_.back().get()});
-  return mems_.size() - 1;
+  args_.push_back({which, md, dnnl::memory()});
+  return args_.size() - 1;
 }
 
-void DnnlStep::fixed_arg(int which, const dnnl::memory& m) {
-  mems_.push_back(m);
-  args_.push_back(dnnl_exec_arg_t{which, m.get()});
+void DnnlStep::fixed_arg(int which, const dnnl::memory& m) { args_.push_back({which, m.get_desc(), m}); }
+
+DnnlStep::State DnnlStep::make_state() const {
+  State s;
+  for (const Arg& a : args_) {
+    s.mems.push_back(a.fixed ? a.fixed : dnnl::memory(a.md, ctx_->engine, static_cast<void*>(DNNL_MEMORY_NONE)));
+    s.args.push_back(dnnl_exec_arg_t{a.which, s.mems.back().get()});
+  }
+  return s;
 }
 
-void DnnlStep::bind(size_t slot, const void* data) const { mems_[slot].set_data_handle(const_cast<void*>(data)); }
+void DnnlStep::bind(State& s, size_t slot, const void* data) const {
+  if (dnnl_memory_set_data_handle_v2(s.mems[slot].get(), const_cast<void*>(data), nullptr) != dnnl_success)
+    fail_internal("could not set a oneDNN data handle");
+}
 
-void DnnlStep::execute(std::byte* scratchpad) const {
-  if (scratchpad_slot_ >= 0) bind(static_cast<size_t>(scratchpad_slot_), scratchpad);
-  // The C call takes the argument array built at load; the C++ execute() would build a map.
-  const dnnl_status_t st =
-      dnnl_primitive_execute(prim_.get(), ctx_->stream.get(), static_cast<int>(args_.size()), args_.data());
+void DnnlStep::execute(State& s, std::byte* scratchpad, dnnl_stream* stream) const {
+  if (scratchpad_slot_ >= 0) bind(s, static_cast<size_t>(scratchpad_slot_), scratchpad);
+  if (!stream) stream = ctx_->stream.get();
+  // The C call takes the argument array built with the state; the C++ execute() would build a map.
+  dnnl_status_t st = dnnl_primitive_execute(prim_.get(), stream, static_cast<int>(s.args.size()), s.args.data());
+  if (st == dnnl_success) st = dnnl_stream_wait(stream);
   if (st != dnnl_success) fail_internal("oneDNN primitive execution failed with status " + std::to_string(st));
-  ctx_->stream.wait();
+}
+
+DnnlStep::State& step_state(const KernelArgs& args, size_t i, const std::string& where) {
+  auto* s = dynamic_cast<DnnlStepStates*>(args.state);
+  if (!s || i >= s->steps.size()) fail_internal(where + ": run without the session's kernel state");
+  return s->steps[i];
 }
 
 }  // namespace memplan::rt::elt

@@ -96,28 +96,56 @@ dnnl::memory::data_type dnnl_type(DType t);  // f32, s32, s8, u8; undef for the 
 // A plain row-major descriptor (a rank-0 shape becomes {1}).
 dnnl::memory::desc plain_md(const Shape& s, dnnl::memory::data_type dt);
 
-// One primitive with its arguments: activations are memory objects made at load with no data
-// and pointed at arena buffers by bind() before each execute(); weights are bound for good.
+// One primitive with its arguments: activations are memory objects with no data, pointed at
+// arena buffers by bind() before each execute(); weights are bound for good. The primitive and
+// the weights are made at load and shared by every session; the activation memories and the
+// argument array are a State, one per session (make_state()).
 class DnnlStep {
  public:
+  struct State {
+    std::vector<dnnl::memory> mems;  // per argument; the fixed ones are the shared weights
+    std::vector<dnnl_exec_arg_t> args;
+  };
+
   DnnlStep(DnnlContext& ctx, const dnnl::primitive_desc& pd);
   // Adds an argument to bind at run time; returns its slot for bind().
   size_t arg(int which, const dnnl::memory::desc& md);
   // Adds an argument whose memory is fixed (weights made at load).
   void fixed_arg(int which, const dnnl::memory& m);
-  void bind(size_t slot, const void* data) const;
-  // Executes on the shared stream with `scratchpad` (scratchpad_bytes() bytes) and waits.
-  void execute(std::byte* scratchpad) const;
+  State make_state() const;
+  void bind(State& s, size_t slot, const void* data) const;
+  // Executes on `stream` (null: the load-time context's) with `scratchpad` (scratchpad_bytes()
+  // bytes) and waits.
+  void execute(State& s, std::byte* scratchpad, dnnl_stream* stream) const;
   uint64_t scratchpad_bytes() const { return scratchpad_bytes_; }
 
  private:
+  struct Arg {
+    int which = 0;
+    dnnl::memory::desc md;
+    dnnl::memory fixed;  // null for a run-time bound one
+  };
   DnnlContext* ctx_;
   dnnl::primitive prim_;
-  std::vector<dnnl::memory> mems_;
-  std::vector<dnnl_exec_arg_t> args_;
+  std::vector<Arg> args_;
   int scratchpad_slot_ = -1;
   uint64_t scratchpad_bytes_ = 0;
 };
+
+// The state of a kernel made of DnnlSteps: one State per step.
+struct DnnlStepStates final : KernelState {
+  std::vector<DnnlStep::State> steps;
+};
+// A DnnlStepStates with one State per present step (null when there are none).
+template <typename It, typename StepOf>
+std::unique_ptr<KernelState> make_step_states(It begin, It end, StepOf&& step_of) {
+  if (begin == end) return nullptr;
+  auto s = std::make_unique<DnnlStepStates>();
+  for (It it = begin; it != end; ++it) s->steps.push_back(step_of(*it).make_state());
+  return s;
+}
+// The session's State of step `i` (fails when the executor passed none).
+DnnlStep::State& step_state(const KernelArgs& args, size_t i, const std::string& where);
 
 // Attributes every primitive here is made with: a user-provided scratchpad.
 dnnl::primitive_attr user_scratchpad_attr();

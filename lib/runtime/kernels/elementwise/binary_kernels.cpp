@@ -188,11 +188,13 @@ class BinaryKernel final : public Kernel {
     const bool compiled_shapes = shapes_match(args);
     if (block_ && !compiled_shapes) fail(where_ + ": the run-time shapes differ from the compile-time shapes");
     if (!steps_.empty() && compiled_shapes) {
-      for (const Step& s : steps_) {
-        s.prim.bind(s.src0, s.in0 < 0 ? args.outputs[0].data : args.inputs[s.in0].data);
-        s.prim.bind(s.src1, args.inputs[s.in1].data);
-        s.prim.bind(s.dst, args.outputs[0].data);
-        s.prim.execute(args.scratchpad);
+      for (size_t i = 0; i < steps_.size(); ++i) {
+        const Step& s = steps_[i];
+        DnnlStep::State& st = step_state(args, i, where_);
+        s.prim.bind(st, s.src0, s.in0 < 0 ? args.outputs[0].data : args.inputs[s.in0].data);
+        s.prim.bind(st, s.src1, args.inputs[s.in1].data);
+        s.prim.bind(st, s.dst, args.outputs[0].data);
+        s.prim.execute(st, args.scratchpad, args.stream);
       }
       return;
     }
@@ -203,6 +205,10 @@ class BinaryKernel final : public Kernel {
   // is not offered.
   bool may_overwrite_input(size_t input) const override {
     return !steps_.empty() && spec_.op != Bin::PRelu && steps_.front().in0 == static_cast<int>(input);
+  }
+
+  std::unique_ptr<KernelState> make_state() const override {
+    return make_step_states(steps_.begin(), steps_.end(), [](const Step& s) -> const DnnlStep& { return s.prim; });
   }
 
   uint64_t scratchpad_bytes() const override {

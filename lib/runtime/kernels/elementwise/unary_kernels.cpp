@@ -179,9 +179,10 @@ class UnaryKernel final : public Kernel {
     const Shape s = Shape::of(x);
     set_output_shape(y, s, where_);
     if (step_ && s == compiled_) {
-      step_->bind(src_, x.data);
-      step_->bind(dst_, y.data);
-      step_->execute(args.scratchpad);
+      DnnlStep::State& st = step_state(args, 0, where_);
+      step_->bind(st, src_, x.data);
+      step_->bind(st, dst_, y.data);
+      step_->execute(st, args.scratchpad, args.stream);
       return;
     }
     UnaryOp op = op_;
@@ -193,6 +194,10 @@ class UnaryKernel final : public Kernel {
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : 0; }
   // oneDNN's eltwise runs in place (src = dst); the loops are not offered (some change the type).
   bool may_overwrite_input(size_t input) const override { return input == 0 && step_.has_value(); }
+  std::unique_ptr<KernelState> make_state() const override {
+    return step_ ? make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& s) -> const DnnlStep& { return s; })
+                 : nullptr;
+  }
 
  private:
   // Copies Clip's run-time bound (input k, of the input's type) into `to`; false when omitted.

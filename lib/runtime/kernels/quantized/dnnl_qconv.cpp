@@ -78,28 +78,21 @@ class Int8ConvKernel final : public dnnl_kernels::PrimitiveKernel {
   Int8ConvKernel(const Node& node, const KernelEnv& env, int zp_input)
       : PrimitiveKernel(node, env), zp_input_(zp_input) {}
 
-  // The int32 oneDNN reads the run-time source zero point from.
-  int32_t* zero_point_slot() { return &src_zero_point_; }
-
   bool reads_at_run_time(size_t input) const override {
     return PrimitiveKernel::reads_at_run_time(input) || (zp_input_ >= 0 && input == static_cast<size_t>(zp_input_));
   }
 
  protected:
+  // The zero point's type is checked here; the staged reorder turns it into oneDNN's int32.
   void before_execute(const KernelArgs& args) override {
     if (zp_input_ < 0) return;
     const TensorView& z = args.inputs[static_cast<size_t>(zp_input_)];
     if (z.element_count() != 1 || (z.dtype != DType::Uint8 && z.dtype != DType::Int8))
       fail(where() + ": x_zero_point must be one uint8 or int8 value");
-    src_zero_point_ = z.dtype == DType::Uint8 ? z.as<const uint8_t>()[0] : z.as<const int8_t>()[0];
   }
 
  private:
   int zp_input_;
-  // ---- Run-time state, the kernel's only: the source zero point of the current run (oneDNN wants
-  // an int32; the model's is an 8-bit tensor, typically DynamicQuantizeLinear's output). Written by
-  // before_execute, read by the primitive through a memory made over it at load. ----
-  int32_t src_zero_point_ = 0;
 };
 
 class Builder {
@@ -285,8 +278,13 @@ class Builder {
                                                                     row_major(wdims_, dt::s8), pd.weights_desc(), ctx,
                                                                     at_ + ": int8 weights"));
     const dnnl::memory::desc one_s32({1}, dt::s32, tag::a);
-    if (runtime_src_zp_)
-      k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, dnnl::memory(one_s32, ctx.engine, k->zero_point_slot()));
+    // A run-time zero point (an 8-bit tensor) is reordered to the int32 oneDNN reads, each run, into
+    // the session's scratchpad: nothing of the shared kernel is written while it runs.
+    if (runtime_src_zp_) {
+      const DType zt = n_.inputs[l_.x_zp]->type.dtype;
+      k->bind_input_staged(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, l_.x_zp,
+                           dnnl::memory::desc({1}, zt == DType::Uint8 ? dt::u8 : dt::s8, tag::a), one_s32);
+    }
     else if (const_src_zp_ != 0)
       k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
                      dnnl_kernels::reordered_memory(&const_src_zp_, sizeof(int32_t), one_s32, one_s32, ctx, at_));

@@ -55,7 +55,8 @@ class ReduceKernel final : public Kernel {
     if (dtype_ != DType::Float32 || !alg || !env.dnnl || !all_fixed(n) || runtime_axes_) return;
     compiled_ = static_shape(n.inputs[0]);
     Shape kept;
-    if (!reduced_shape(compiled_, axes_, kept) || compiled_ == kept || compiled_.count() == 0) return;
+    std::array<bool, kMaxRank> reduced{};
+    if (!reduced_shape(compiled_, axes_, kept, reduced) || compiled_ == kept || compiled_.count() == 0) return;
     try {
       const auto src = plain_md(compiled_, dnnl::memory::data_type::f32);
       const auto dst = plain_md(kept, dnnl::memory::data_type::f32);
@@ -77,7 +78,8 @@ class ReduceKernel final : public Kernel {
     std::span<const int64_t> axes = axes_;
     if (runtime_axes_) axes = read_axes(args.inputs[1], in.rank, runtime);
     Shape kept;
-    if (!reduced_shape(in, axes, kept)) {  // noop_with_empty_axes and no axes: the input unchanged
+    std::array<bool, kMaxRank> reduced{};  // a local: sessions run this kernel concurrently
+    if (!reduced_shape(in, axes, kept, reduced)) {  // noop_with_empty_axes and no axes: the input unchanged
       set_output_shape(y, in, where_);
       if (y.data != x.data) std::memmove(y.data, x.data, x.byte_size());
       return;
@@ -86,13 +88,14 @@ class ReduceKernel final : public Kernel {
     if (!keepdims_) {
       out.rank = 0;
       for (int d = 0; d < in.rank; ++d)
-        if (!reduced_[d]) out.dims[out.rank++] = in.dims[d];
+        if (!reduced[d]) out.dims[out.rank++] = in.dims[d];
     }
     set_output_shape(y, out, where_);
     if (step_ && in == compiled_) {
-      step_->bind(src_, x.data);
-      step_->bind(dst_, y.data);
-      step_->execute(args.scratchpad);
+      DnnlStep::State& st = step_state(args, 0, where_);
+      step_->bind(st, src_, x.data);
+      step_->bind(st, dst_, y.data);
+      step_->execute(st, args.scratchpad, args.stream);
       return;
     }
     switch (dtype_) {
@@ -105,22 +108,27 @@ class ReduceKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : scratch_; }
+  std::unique_ptr<KernelState> make_state() const override {
+    return step_ ? make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& s) -> const DnnlStep& { return s; })
+                 : nullptr;
+  }
 
  private:
   // Marks the reduced axes of `in` and gives its shape with 1 on them; false when nothing is
   // reduced because the axes are empty and noop_with_empty_axes is set.
-  bool reduced_shape(const Shape& in, std::span<const int64_t> axes, Shape& kept) {
-    reduced_.fill(axes.empty());
+  bool reduced_shape(const Shape& in, std::span<const int64_t> axes, Shape& kept,
+                     std::array<bool, kMaxRank>& reduced) const {
+    reduced.fill(axes.empty());
     if (axes.empty() && noop_) return false;
     for (int64_t a : axes) {
       if (a < -in.rank || a >= in.rank)
         fail(where_ + ": axis " + std::to_string(a) + " is out of range for an input of rank " +
              std::to_string(in.rank));
-      reduced_[static_cast<size_t>(a < 0 ? a + in.rank : a)] = true;
+      reduced[static_cast<size_t>(a < 0 ? a + in.rank : a)] = true;
     }
     kept = in;
     for (int d = 0; d < in.rank; ++d)
-      if (reduced_[d]) kept.dims[d] = 1;
+      if (reduced[d]) kept.dims[d] = 1;
     return true;
   }
 
@@ -207,7 +215,6 @@ class ReduceKernel final : public Kernel {
   std::vector<int64_t> axes_;
   bool runtime_axes_;
   bool keepdims_, noop_;
-  std::array<bool, kMaxRank> reduced_{};
   uint64_t scratch_ = 0;
   Shape compiled_;
   std::optional<DnnlStep> step_;

@@ -160,6 +160,7 @@ class RnnKernel final : public Kernel {
            std::to_string(s_.T) + ", batch " + std::to_string(s_.N) + ", input size " + std::to_string(s_.I));
     check_sequence_lens(args);
     std::byte* sp = args.scratchpad;
+    DnnlStep::State& st = step_state(args, 0, where_);
     for (size_t p = 0; p < kParts; ++p) {
       if (!runtime_[p]) continue;
       const Part part = static_cast<Part>(p);
@@ -170,7 +171,7 @@ class RnnKernel final : public Kernel {
         fail(where_ + ": input " + std::to_string(k) + " has shape " + Shape::of(args.inputs[k]).str() +
              ", the kernel was made for " + std::to_string(count(onnx_dims(s_, part))) + " elements");
       pack(s_, part, given ? args.inputs[k].as<const float>() : nullptr, dst);
-      step_->bind(weight_slot_[p], dst);
+      step_->bind(st, weight_slot_[p], dst);
     }
     std::memset(sp + zero_off_, 0, state_bytes_);
     // Batch-first states with two directions and several rows are [N, D, H]: rearranged.
@@ -189,15 +190,15 @@ class RnnKernel final : public Kernel {
     // Y: ONNX's layout is oneDNN's unless two directions of several rows come time first.
     const bool y_direct = has_output(0) && (s_.batch_first || s_.dirs == 1 || s_.N == 1);
     void* y = y_direct ? args.outputs[0].data : sp + y_tmp_off_;
-    step_->bind(src_layer_, x.data);
-    step_->bind(src_iter_, state_in(5, 0));
-    step_->bind(dst_layer_, y);
-    step_->bind(dst_iter_, state_out(1, 2));
+    step_->bind(st, src_layer_, x.data);
+    step_->bind(st, src_iter_, state_in(5, 0));
+    step_->bind(st, dst_layer_, y);
+    step_->bind(st, dst_iter_, state_out(1, 2));
     if (s_.cell == Cell::Lstm) {
-      step_->bind(src_iter_c_, state_in(6, 1));
-      step_->bind(dst_iter_c_, state_out(2, 3));
+      step_->bind(st, src_iter_c_, state_in(6, 1));
+      step_->bind(st, dst_iter_c_, state_out(2, 3));
     }
-    step_->execute(sp);
+    step_->execute(st, sp, args.stream);
     if (has_output(0) && !y_direct)  // [T, N, D, H] -> [T, D, N, H]
       swap_middle(reinterpret_cast<const float*>(sp + y_tmp_off_), args.outputs[0].as<float>(), s_.T, s_.N, s_.dirs,
                   s_.H);
@@ -208,6 +209,9 @@ class RnnKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return scratch_; }
+  std::unique_ptr<KernelState> make_state() const override {
+    return make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& st) -> const DnnlStep& { return st; });
+  }
 
  private:
   struct ActivationDescs {

@@ -1,0 +1,126 @@
+#include "runtime/run_threads.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace memplan {
+
+namespace {
+
+thread_local int requested_threads = 0;
+
+uint64_t static_elements(const Value* v) {
+  if (!v || !v->type.is_static()) return 0;
+  uint64_t n = 1;
+  for (int64_t d : v->type.static_dims()) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+  return n;
+}
+
+// Input size per output element: the sum each output element takes.
+uint64_t reduction_length(const Node& n) {
+  const std::string& op = n.op_type;
+  auto dims = [&](size_t i) {
+    const Value* v = i < n.inputs.size() ? n.inputs[i] : nullptr;
+    return v && v->type.is_static() ? v->type.static_dims() : std::vector<int64_t>{};
+  };
+  if (op == "Conv" || op == "ConvTranspose") {
+    const std::vector<int64_t> w = dims(1);
+    if (w.size() < 3) return 1;
+    uint64_t k = static_cast<uint64_t>(std::max<int64_t>(op == "Conv" ? w[1] : w[0], 1));
+    for (size_t d = 2; d < w.size(); ++d) k *= static_cast<uint64_t>(std::max<int64_t>(w[d], 1));
+    return op == "Conv" ? k : k / static_cast<uint64_t>(std::max<int64_t>(n.attr_int("group", 1), 1));
+  }
+  if (op == "MatMul" || op == "Gemm") {
+    const std::vector<int64_t> a = dims(0);
+    if (a.empty()) return 1;
+    const bool trans_a = op == "Gemm" && n.attr_int("transA", 0) != 0;
+    return static_cast<uint64_t>(std::max<int64_t>(trans_a && a.size() >= 2 ? a[a.size() - 2] : a.back(), 1));
+  }
+  if (op == "LSTM" || op == "GRU" || op == "RNN") {
+    const std::vector<int64_t> r = dims(2);  // [dirs, gates * hidden, hidden]
+    const std::vector<int64_t> x = dims(0);
+    if (r.size() != 3 || x.size() != 3) return 1;
+    // Per element of Y ([T, dirs, N, hidden]): each gate's row of W and R.
+    const int64_t gates = r[2] > 0 ? r[1] / r[2] : 1;
+    return static_cast<uint64_t>(std::max<int64_t>(gates * (r[2] + x[2]), 1));
+  }
+  return 0;
+}
+
+uint64_t graph_flops(const Graph& g) {
+  uint64_t total = 0;
+  for (const auto& node : g.nodes) {
+    const Node& n = *node;
+    for (const auto& sub : n.subgraphs) total += graph_flops(*sub);
+    const uint64_t out = static_elements(n.outputs.empty() ? nullptr : n.outputs[0]);
+    const uint64_t k = reduction_length(n);
+    total += k ? 2 * out * k : out;
+  }
+  return total;
+}
+
+}  // namespace
+
+uint64_t estimated_flops(const Graph& main) { return graph_flops(main); }
+
+int choose_model_threads(const Graph& main, int requested) {
+  if (requested > 0) return requested;
+  if (estimated_flops(main) < kSmallModelFlops) return 1;
+  return std::max(omp_get_max_threads(), 1);
+}
+
+RequestedThreads::RequestedThreads(int threads) : previous_(requested_threads) { requested_threads = threads; }
+RequestedThreads::~RequestedThreads() { requested_threads = previous_; }
+int RequestedThreads::current() { return requested_threads; }
+
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int LoadAdaptiveThreads::next() const {
+  if (full_ <= 1) return fixed_;
+  if (runs_ < 2) return full_;  // run 0 untimed (it touches the arena first), run 1 timed
+  if (runs_ < 4) return 1;      // run 2 untimed (see end()), run 3 timed
+  if (!last_timed_) return last_;  // the run after a switch: the timed one of that count
+  const bool one_is_faster = average_ms_[0] < average_ms_[1];
+  const bool probe = runs_ % kProbeEvery == 0;
+  return one_is_faster != probe ? 1 : full_;
+}
+
+void LoadAdaptiveThreads::begin(int threads) {
+  used_ = threads;
+  if (full_ > 1) started_ns_ = now_ns();
+}
+
+void LoadAdaptiveThreads::end() {
+  if (full_ <= 1) return;
+  // The first run after a switch is not timed: one thread right after all of them shares the
+  // machine with their workers, which still spin (libgomp's wait) for a few milliseconds; all
+  // threads right after one first wake workers that had gone to sleep.
+  const bool timed = runs_ > 0 && used_ == last_;
+  if (timed) {
+    const double ms = static_cast<double>(now_ns() - started_ns_) / 1e6;
+    double& avg = average_ms_[used_ == 1 ? 0 : 1];
+    // Half of each new run: a couple of runs follow a change of load.
+    avg = avg < 0 ? ms : 0.5 * avg + 0.5 * ms;
+  }
+  last_ = used_;
+  last_timed_ = timed;
+  ++runs_;
+}
+
+ThreadScope::ThreadScope(int threads) : previous_(omp_get_max_threads()) {
+  if (threads != previous_) omp_set_num_threads(threads);
+}
+ThreadScope::~ThreadScope() {
+  if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+}
+
+}  // namespace memplan

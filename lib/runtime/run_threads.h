@@ -1,0 +1,88 @@
+// How many OpenMP threads memplan's oneDNN kernels use, and for which runs.
+//
+// oneDNN (over OpenMP) fixes a primitive's work split, and the per-thread parts of its
+// scratchpad, for the thread count in effect when the primitive is made; many primitives then
+// run exactly that many threads whatever the caller's setting. So the count is chosen once, when
+// a model's kernels are made (CompileOptions::threads, or by the model's work: a model too small
+// to gain from a second thread gets one), and a session's runs use that many or fewer
+// (SessionOptions::threads). Each run sets the calling thread's OpenMP thread count for its
+// duration only, so sessions on different threads each get their own.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace memplan {
+
+// Below this many floating-point operations per inference (tens of microseconds of one core's
+// work), a model runs on one thread: waking a second for each of its small primitives costs more
+// than it saves. MNIST's CNN (1.6 MFLOP) still gains from two; models/tiny_mlp, scan_sum and the
+// control-flow toys (a few thousand) lose. Measured in docs/BENCHMARKS.md.
+constexpr uint64_t kSmallModelFlops = 1'000'000;
+
+// A rough count of one inference's floating-point operations: 2·MACs for Conv, ConvTranspose,
+// Gemm, MatMul, LSTM/GRU/RNN; one per output element for every other node; subgraphs once.
+uint64_t estimated_flops(const Graph& main);
+
+// The thread count a model's kernels are made for: `requested` when positive, else one for a
+// small model (kSmallModelFlops) and otherwise OpenMP's default (OMP_NUM_THREADS, or the CPUs
+// this process may run on).
+int choose_model_threads(const Graph& main, int requested);
+
+// CompiledModel::compile passes CompileOptions::threads to kernel selection through this (the
+// compile pipeline between them does not carry it). 0 = choose by the model's work.
+class RequestedThreads {
+ public:
+  explicit RequestedThreads(int threads);
+  ~RequestedThreads();
+  RequestedThreads(const RequestedThreads&) = delete;
+  RequestedThreads& operator=(const RequestedThreads&) = delete;
+  static int current();  // on this thread; 0 when none is in effect
+
+ private:
+  int previous_;
+};
+
+// Each run's thread count for a session of several threads: all of them, or one when one is
+// faster. oneDNN's threads meet at a barrier after every primitive, so a thread that loses its
+// core to another process stalls the others: on a machine whose other cores are busy, one thread
+// beats several (and a waiting OpenMP thread spins on the core the busy one needs). Which is
+// faster is measured, not guessed: the session times its first runs at both counts, then keeps a
+// moving average of its run times at each, runs the faster, and every 8th run tries the other
+// for two runs, timing the second (the first after a switch pays for it: the other count's
+// workers still spin, or must be woken), so it follows the machine's load both ways. Two clock
+// reads a run, no allocation.
+class LoadAdaptiveThreads {
+ public:
+  // enabled = false: every run uses `threads`.
+  LoadAdaptiveThreads(int threads, bool enabled) : full_(enabled ? threads : 1), fixed_(threads) {}
+  int next() const;  // the coming run's count
+  void begin(int threads);
+  void end();
+
+ private:
+  static constexpr uint64_t kProbeEvery = 8;
+  int full_;   // the count to adapt from (1: no adapting)
+  int fixed_;  // the count when not adapting
+  int used_ = 1;
+  int last_ = 0;            // the count of the previous run
+  bool last_timed_ = false;  // whether the previous run was timed
+  uint64_t runs_ = 0;
+  double average_ms_[2] = {-1, -1};  // [0]: one thread, [1]: all; -1 until measured
+  int64_t started_ns_ = 0;
+};
+
+// Sets the calling thread's OpenMP thread count for this scope, restoring the previous one.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads);
+  ~ThreadScope();
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace memplan

@@ -1,0 +1,139 @@
+// The thread options are honored, seen from outside: which OS threads of this process spend CPU
+// time while a session runs. Its own process, since OpenMP's worker threads live as long as the
+// process does and other tests would leave theirs behind.
+//
+//  - a model compiled for 2 threads, run by a session of SessionOptions::threads = 1: the OpenMP
+//    worker does (next to) nothing; by a session of 2 threads: it does a good share of the work;
+//  - a small model is compiled for 1 thread by default, a large one for OpenMP's default;
+//  - a session asking for more threads than the model was compiled for is refused.
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "memplan/memplan.h"
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+  std::printf("%s: %s\n", ok ? "ok" : "FAILED", what.c_str());
+  if (!ok) ++failures;
+}
+
+// CPU time (user + system, in clock ticks) of every thread of this process, by thread id.
+std::map<long, long> thread_ticks() {
+  std::map<long, long> out;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/stat");
+    std::string line;
+    std::getline(f, line);
+    // Fields after the command name (which may hold spaces) in ")": state is field 3, utime 14, stime 15.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::vector<std::string> fields;
+    for (std::string x; rest >> x;) fields.push_back(x);
+    if (fields.size() > 12) out[std::atol(e->d_name)] = std::atol(fields[11].c_str()) + std::atol(fields[12].c_str());
+  }
+  closedir(d);
+  return out;
+}
+
+struct Share {
+  long main = 0, others = 0;  // ticks of this thread and of every other thread during the runs
+};
+
+// Runs `runs` inferences of `s` on zeros and reports who did the work.
+Share run_and_measure(memplan::Session& s, const memplan::CompiledModel& model, int runs) {
+  const long self = static_cast<long>(gettid());
+  std::vector<std::vector<unsigned char>> zeros;
+  for (const auto& in : model.inputs()) zeros.emplace_back(in.capacity_bytes);
+  auto feed = [&] {
+    for (size_t i = 0; i < zeros.size(); ++i) {
+      const auto& in = model.inputs()[i];
+      s.set_input(in.name, in.dtype, in.shape, zeros[i].data(), zeros[i].size());
+    }
+  };
+  feed();
+  s.run();      // warm-up
+  usleep(100000);  // a worker still spinning after the last parallel region settles
+  const auto before = thread_ticks();
+  for (int r = 0; r < runs; ++r) {
+    feed();
+    s.run();
+  }
+  const auto after = thread_ticks();
+  Share share;
+  for (const auto& [tid, ticks] : after) {
+    const auto it = before.find(tid);
+    const long delta = ticks - (it == before.end() ? 0 : it->second);
+    (tid == self ? share.main : share.others) += delta;
+  }
+  return share;
+}
+
+}  // namespace
+
+int main() {
+  const std::string real = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/";
+  using memplan::CompiledModel;
+  using memplan::Session;
+
+  // light_resnet50: about 8 GFLOP per inference; models/tiny_mlp: a few thousand FLOP.
+  const auto small = CompiledModel::compile(std::string(MEMPLAN_SOURCE_DIR) + "/models/tiny_mlp/model.onnx", {});
+  check(small->threads() == 1, "a small model is compiled for 1 thread (got " + std::to_string(small->threads()) + ")");
+  const auto big_default = CompiledModel::compile(real + "light_resnet50/model.onnx", {});
+  check(big_default->threads() == omp_get_max_threads(),
+        "a large model is compiled for OpenMP's default, " + std::to_string(omp_get_max_threads()) + " (got " +
+            std::to_string(big_default->threads()) + ")");
+
+  memplan::CompileOptions two;
+  two.threads = 2;
+  const auto big = CompiledModel::compile(real + "light_resnet50/model.onnx", two);
+  check(big->threads() == 2, "CompileOptions::threads = 2 is kept (got " + std::to_string(big->threads()) + ")");
+
+  {
+    Session one(big, memplan::SessionOptions{false, false, 1});
+    const Share s = run_and_measure(one, *big, 8);
+    check(s.main > 20 && s.others * 10 <= s.main,
+          "SessionOptions::threads = 1: the other threads did at most a tenth of the work (main " +
+              std::to_string(s.main) + " ticks, others " + std::to_string(s.others) + ")");
+  }
+  {
+    // Not adapting to load: other processes on this machine could make it run on one thread.
+    Session both(big, memplan::SessionOptions{false, false, 2, false});
+    const Share s = run_and_measure(both, *big, 8);
+    check(s.others * 4 >= s.main,
+          "SessionOptions::threads = 2: another thread did at least a quarter as much as this one (main " +
+              std::to_string(s.main) + " ticks, others " + std::to_string(s.others) + ")");
+  }
+  bool refused = false;
+  try {
+    Session too_many(big, memplan::SessionOptions{false, false, 3});
+  } catch (const memplan::Error& e) {
+    refused = std::string(e.what()).find("compiled for 2") != std::string::npos;
+  }
+  check(refused, "a session of more threads than the model was compiled for is refused, saying why");
+  bool negative = false;
+  try {
+    memplan::CompileOptions bad;
+    bad.threads = -1;
+    CompiledModel::compile(real + "wonnx_opt_mnist/model.onnx", bad);
+  } catch (const memplan::Error&) {
+    negative = true;
+  }
+  check(negative, "CompileOptions::threads = -1 is refused");
+  std::printf("%s\n", failures ? "threads test FAILED" : "threads test passed");
+  return failures ? 1 : 0;
+}
