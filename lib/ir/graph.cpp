@@ -147,6 +147,19 @@ void record_outer_use(Graph* user, Value* v) {
 
 }  // namespace
 
+void drop_unread_constants(Graph& main) {
+  for_each_graph(main, [](Graph& g) {
+    std::vector<Value*> unused;
+    for (const auto& v : g.values)
+      if (v->constant && v->consumers.empty() && std::find(g.outputs.begin(), g.outputs.end(), v.get()) == g.outputs.end())
+        unused.push_back(v.get());
+    for (Value* v : unused) {
+      std::erase(g.initializers, v);
+      g.release_value(v);
+    }
+  });
+}
+
 void rebuild_uses(Graph& main) {
   for_each_graph(main, [](Graph& g) {
     g.captures.clear();

@@ -152,6 +152,10 @@ void for_each_graph(Graph& g, F&& f) {
 // captures from the node lists. Call after a pass that rewires nodes.
 void rebuild_uses(Graph& main);
 
+// Drops the constants (and initializers) of `main` and its subgraphs that nothing reads and no
+// graph returns: what a rewriting pass left behind. Call after rebuild_uses.
+void drop_unread_constants(Graph& main);
+
 // Replaces every read of `from` by `to` in `scope` and every graph nested in it.
 void replace_uses(Graph& scope, Value* from, Value* to);
 

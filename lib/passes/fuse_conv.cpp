@@ -280,17 +280,7 @@ int fuse_conv(Model& model) {
     std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
   });
   rebuild_uses(*model.main);
-  // Constants nothing reads any more (the weights a fold replaced) are dropped.
-  for_each_graph(*model.main, [](Graph& g) {
-    std::vector<Value*> unused;
-    for (const auto& v : g.values)
-      if (v->constant && v->consumers.empty() && std::find(g.outputs.begin(), g.outputs.end(), v.get()) == g.outputs.end())
-        unused.push_back(v.get());
-    for (Value* v : unused) {
-      std::erase(g.initializers, v);
-      g.release_value(v);
-    }
-  });
+  drop_unread_constants(*model.main);  // the weights a fold replaced
   return removed;
 }
 

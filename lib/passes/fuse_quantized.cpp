@@ -304,17 +304,7 @@ int fuse_quantized(Model& model) {
     for (Value* v : unread) g.release_value(v);
   });
   rebuild_uses(*model.main);
-  // The scale and bias constants the fused nodes replaced are dropped when nothing else reads them.
-  for_each_graph(*model.main, [](Graph& g) {
-    std::vector<Value*> unused;
-    for (const auto& v : g.values)
-      if (v->constant && v->consumers.empty() && std::find(g.outputs.begin(), g.outputs.end(), v.get()) == g.outputs.end())
-        unused.push_back(v.get());
-    for (Value* v : unused) {
-      std::erase(g.initializers, v);
-      g.release_value(v);
-    }
-  });
+  drop_unread_constants(*model.main);  // the scales and biases the fused nodes replaced
   return removed;
 }
 

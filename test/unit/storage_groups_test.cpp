@@ -74,6 +74,17 @@ bool shares(const MemoryPlan& p, const std::string& a, const std::string& b) {
   return root(x) == root(y) && x.offset == y.offset;
 }
 
+// Plants buffer `member` into the group of buffer `root`, at root's offset, as `kind`.
+PlannedBuffer& plant(MemoryPlan& p, const std::string& member, const std::string& root, AliasKind kind) {
+  auto& bufs = p.graphs[0].buffers;
+  const auto r = static_cast<int32_t>(&buffer(p, root) - bufs.data());
+  auto& b = const_cast<PlannedBuffer&>(buffer(p, member));
+  b.group = r;
+  b.alias = kind;
+  b.offset = bufs[static_cast<size_t>(r)].offset;
+  return b;
+}
+
 const RefusedAlias* refusal(const MemoryPlan& p, const std::string& value) {
   for (const auto& r : p.graphs[0].refused_aliases)
     if (r.value == value) return &r;
@@ -218,12 +229,7 @@ TEST_CASE("the verifier catches Concat slices planted in each other's places", "
 TEST_CASE("the verifier catches a planted in-place alias over bytes still to be read", "[storage][verifier]") {
   Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Relu", {"a"}, "b", "r2"}, {"Add", {"a", "b"}, "c", "add"}}, {"c"});
   MemoryPlan p = plan_of(m);
-  auto& bufs = p.graphs[0].buffers;
-  const auto a = static_cast<int32_t>(&buffer(p, "a") - bufs.data());
-  auto& b = const_cast<PlannedBuffer&>(buffer(p, "b"));
-  b.group = a;
-  b.alias = AliasKind::InPlace;
-  b.offset = bufs[static_cast<size_t>(a)].offset;
+  plant(p, "b", "a", AliasKind::InPlace);
   CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("written in place at step 1 over 'a', which is read until step 2"));
 }
 
@@ -231,12 +237,7 @@ TEST_CASE("the verifier catches a planted view whose node is no view, and a memb
           "[storage][verifier]") {
   Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Relu", {"a"}, "b", "r2"}}, {"b"});
   MemoryPlan p = plan_of(m);
-  auto& bufs = p.graphs[0].buffers;
-  const auto a = static_cast<int32_t>(&buffer(p, "a") - bufs.data());
-  auto& b = const_cast<PlannedBuffer&>(buffer(p, "b"));
-  b.group = a;
-  b.alias = AliasKind::View;
-  b.offset = bufs[static_cast<size_t>(a)].offset;
+  PlannedBuffer& b = plant(p, "b", "a", AliasKind::View);
   CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("planned as a view") && Catch::Contains("r2"));
   b.alias = AliasKind::InPlace;
   b.offset += 64;
