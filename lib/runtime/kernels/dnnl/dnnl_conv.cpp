@@ -276,8 +276,7 @@ class ConvBuilder {
       do {
         if (!is_ref(p) && cost(p) < best_cost) {
           best_cost = cost(p);
-          dnnl_primitive_desc_t copy = nullptr;  // this implementation, apart from the iterator
-          if (dnnl_primitive_desc_clone(&copy, p.get()) == dnnl_success) best = fwd::primitive_desc(copy);
+          best = fwd::primitive_desc(p.get());  // a clone of this implementation, apart from the iterator
         }
       } while (p.next_impl());
     };
