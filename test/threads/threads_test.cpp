@@ -106,8 +106,10 @@ int main() {
   {
     Session one(big, memplan::SessionOptions{false, false, 1});
     const Share s = run_and_measure(one, *big, 8);
-    check(s.main > 20 && s.others * 10 <= s.main,
-          "SessionOptions::threads = 1: the other threads did at most a tenth of the work (main " +
+    // Two threads would split the work about evenly; a fifth leaves room for reorders and the
+    // OpenMP pool's spinning under a sanitizer on a busy machine (a tenth failed there once: 38/4).
+    check(s.main > 20 && s.others * 5 <= s.main,
+          "SessionOptions::threads = 1: the other threads did at most a fifth of the work (main " +
               std::to_string(s.main) + " ticks, others " + std::to_string(s.others) + ")");
   }
   {
