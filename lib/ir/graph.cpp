@@ -147,6 +147,12 @@ void record_outer_use(Graph* user, Value* v) {
 
 }  // namespace
 
+Node* sole_consumer(const Value* v) {
+  if (!v || v->is_graph_output || v->consumers.size() != 1) return nullptr;
+  Node* c = v->consumers[0];
+  return c->graph == v->graph && std::count(c->inputs.begin(), c->inputs.end(), v) == 1 ? c : nullptr;
+}
+
 void drop_unread_constants(Graph& main) {
   for_each_graph(main, [](Graph& g) {
     std::vector<Value*> unused;

@@ -152,6 +152,10 @@ void for_each_graph(Graph& g, F&& f) {
 // captures from the node lists. Call after a pass that rewires nodes.
 void rebuild_uses(Graph& main);
 
+// The only reader of `v`, when v is an intermediate of its graph (not a graph output) read by
+// exactly one node of that graph, once; else null. What a fusion may fold away.
+Node* sole_consumer(const Value* v);
+
 // Drops the constants (and initializers) of `main` and its subgraphs that nothing reads and no
 // graph returns: what a rewriting pass left behind. Call after rebuild_uses.
 void drop_unread_constants(Graph& main);

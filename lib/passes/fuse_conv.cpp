@@ -13,13 +13,6 @@
 namespace memplan {
 namespace {
 
-// The only reader of `v`, when v is an intermediate of g read by exactly one node.
-Node* sole_consumer(const Value* v) {
-  if (!v || v->is_graph_output || v->consumers.size() != 1) return nullptr;
-  Node* c = v->consumers[0];
-  return c->graph == v->graph && std::count(c->inputs.begin(), c->inputs.end(), v) == 1 ? c : nullptr;
-}
-
 bool is_const_f32(const Value* v) { return v && v->constant && v->constant->dtype == DType::Float32; }
 
 std::vector<float> floats_of(const Tensor& t) {

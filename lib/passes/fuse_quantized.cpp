@@ -15,13 +15,6 @@
 namespace memplan {
 namespace {
 
-// The only reader of `v`, when v is an intermediate of its graph read by exactly one node once.
-Node* sole_consumer(const Value* v) {
-  if (!v || v->is_graph_output || v->consumers.size() != 1) return nullptr;
-  Node* c = v->consumers[0];
-  return c->graph == v->graph && std::count(c->inputs.begin(), c->inputs.end(), v) == 1 ? c : nullptr;
-}
-
 bool is_op(const Node* n, const char* op, size_t inputs) {
   return n && n->op_type == op && n->domain.empty() && n->inputs.size() == inputs && n->outputs.size() == 1 &&
          n->outputs[0];
