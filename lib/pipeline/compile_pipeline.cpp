@@ -1,11 +1,14 @@
 #include "pipeline/compile_pipeline.h"
 
+#include "ir/control_flow_ports.h"
+
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "passes/assign_layouts.h"
@@ -90,6 +93,18 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
         fail(plan_path + ": the plan writes '" + b.name + "' over the bytes of an input of " + n.describe() +
              ", which its kernel on this machine cannot do; compile it again");
     }
+    // Loop state in place (the verifier has checked steps, slots and readers against the IR).
+    for (const Region& r : gp.regions)
+      for (const CarriedSlots& cs : r.carried) {
+        if (cs.writer < 0) continue;
+        const Graph& body = *g.nodes[static_cast<size_t>(r.step)]->subgraph("body");
+        const Node& w = *body.nodes[static_cast<size_t>(cs.writer)];
+        const Value* in = body.inputs[ControlFlowPorts(*body.owner).body_input_of_slot(cs.slot)];
+        const plan::NodeAliasing a = c.kernels.aliasing(w);
+        if (std::none_of(a.in_place.begin(), a.in_place.end(), [&](size_t i) { return i < w.inputs.size() && w.inputs[i] == in; }))
+          fail(plan_path + ": the plan updates loop state '" + in->name + "' in place in " + w.describe() +
+               ", which its kernel on this machine cannot do; compile it again");
+      }
   });
 }
 

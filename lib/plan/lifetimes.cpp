@@ -64,9 +64,9 @@ std::vector<CarriedValue> carried_values(const Node& n) {
     const int64_t o = ports.body_output_of_slot(slot);
     const Value* written = o < 0 ? nullptr : body->outputs[static_cast<size_t>(o)];
     switch (ports.body_input(ports.body_input_of_slot(slot)).kind) {
-      case Port::Kind::Counter: out.push_back({in, nullptr, 8, true}); break;
-      case Port::Kind::Condition: out.push_back({in, written, 1, false}); break;
-      default: out.push_back({in, written, cap(in), false}); break;
+      case Port::Kind::Counter: out.push_back({in, nullptr, 8, SlotHome::OneSlot}); break;
+      case Port::Kind::Condition: out.push_back({in, written, 1}); break;
+      default: out.push_back({in, written, cap(in)}); break;
     }
   }
   return out;

@@ -7,16 +7,22 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "plan/plan.h"
 
 namespace memplan::plan {
 
 // Loop and Scan carried values (and a Loop's condition) live in two slots each, iteration k
-// writing slot k%2; a Loop's iteration counter has one slot.
+// writing slot k%2; a Loop's iteration counter has one slot. place_loop_state (plan/loop_state.h)
+// gives a value the body updates in place one slot, or none.
 struct CarriedValue {
   const Value* body_input;   // what iteration k reads (null for the iteration counter)
   const Value* body_output;  // what iteration k writes (null for the iteration counter)
   uint64_t size;             // capacity in bytes
-  bool single_slot = false;  // the iteration counter: written by the executor, one slot
+  SlotHome home = SlotHome::TwoSlots;  // the iteration counter: written by the executor, one slot
+  const Node* writer = nullptr;        // the body node that updates it in place (OneSlot, NodeOutput)
+
+  // How many slots of the region it takes.
+  uint64_t slots() const { return home == SlotHome::TwoSlots ? 2 : home == SlotHome::OneSlot ? 1 : 0; }
 };
 
 struct LocalBuffer {

@@ -70,13 +70,23 @@ struct Binding {
   int32_t slot = -1;         // the loop slot (ControlFlowPorts numbering), else -1
 };
 
-// Two slots per Loop/Scan carried value (one for a Loop's iteration counter) after the body frame.
+// Where a Loop/Scan carried value lives between iterations (design notes, "loop-carried slots").
+enum class SlotHome : uint8_t {
+  TwoSlots,    // ping-pong: iteration k writes slot k%2 while it reads slot (k-1)%2
+  OneSlot,     // the body's update is written over what it reads (in place): slot0 == slot1
+  NodeOutput,  // in place, and in the Loop's own output buffer: no bytes of the region
+};
+
+// Two slots per Loop/Scan carried value (one for a Loop's iteration counter, or for a value the
+// body updates in place; none when it lives in the Loop's output) after the body frame.
 struct CarriedSlots {
   int32_t slot = -1;   // ControlFlowPorts numbering: Loop 0 counter, 1 condition, 2 + j carried
   std::string name;    // the body input it feeds
   uint64_t size = 0;
-  uint64_t slot0 = 0;  // offsets relative to the region's base
+  uint64_t slot0 = 0;  // offsets relative to the region's base (unused for NodeOutput)
   uint64_t slot1 = 0;
+  SlotHome home = SlotHome::TwoSlots;  // the counter: OneSlot
+  int32_t writer = -1;  // OneSlot/NodeOutput of a carried value: the body step that writes it in place
 };
 
 // A control-flow node's region: one buffer of the parent where its subgraph frames start.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -74,9 +75,11 @@ void check_structure(const MemoryPlan& p, const std::string& path) {
       for (int32_t s : r.subgraphs)
         if (s <= gi || s >= graphs || p.graphs[static_cast<size_t>(s)].parent != gi)
           invalid(where + ": region of '" + r.node + "' names graph " + std::to_string(s) + ", not a child of it");
-      for (const CarriedSlots& c : r.carried)
-        if (!fits(c.slot0, c.size, region_bytes) || !fits(c.slot1, c.size, region_bytes))
+      for (const CarriedSlots& c : r.carried) {
+        if (c.home > SlotHome::NodeOutput) invalid(where + ": a slot of '" + c.name + "' has an unknown home");
+        if (c.home != SlotHome::NodeOutput && (!fits(c.slot0, c.size, region_bytes) || !fits(c.slot1, c.size, region_bytes)))
           invalid(where + ": a slot of '" + c.name + "' lies outside its region");
+      }
     }
   }
   for (const DynamicTensor& d : p.dynamic_tensors)
@@ -174,6 +177,8 @@ planfile::Plan to_proto(const MemoryPlan& p) {
         pc.set_size(c.size);
         pc.set_slot0(c.slot0);
         pc.set_slot1(c.slot1);
+        pc.set_home(static_cast<uint32_t>(c.home));
+        pc.set_writer(c.writer);
       }
     }
   }
@@ -237,8 +242,13 @@ MemoryPlan from_proto(const planfile::Plan& in) {
       r.step = pr.step();
       r.buffer = pr.buffer();
       r.subgraphs.assign(pr.subgraphs().begin(), pr.subgraphs().end());
-      for (const planfile::CarriedSlots& pc : pr.carried())
-        r.carried.push_back({pc.slot(), pc.name(), pc.size(), pc.slot0(), pc.slot1()});
+      for (const planfile::CarriedSlots& pc : pr.carried()) {
+        // Before format 4 every slot but the counter's was two; the counter's one (slot0 == slot1).
+        const SlotHome home = version >= 4 ? static_cast<SlotHome>(std::min<uint32_t>(pc.home(), 255))
+                              : pc.slot0() == pc.slot1() ? SlotHome::OneSlot
+                                                         : SlotHome::TwoSlots;
+        r.carried.push_back({pc.slot(), pc.name(), pc.size(), pc.slot0(), pc.slot1(), home, version >= 4 ? pc.writer() : -1});
+      }
     }
   }
   for (const planfile::DynamicTensor& pd : in.dynamic_tensors())

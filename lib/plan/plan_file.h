@@ -11,7 +11,9 @@ namespace memplan {
 
 // 2: buffers, slots and dynamic tensors name what they hold by index, not by name.
 // 3: storage groups (buffers that share bytes on purpose). A version-2 plan has none and still loads.
-constexpr uint32_t kPlanFormatVersion = 3;
+// 4: loop state in place (a carried value's slot home and the body step that updates it). Older
+//    plans have two slots per carried value and still load.
+constexpr uint32_t kPlanFormatVersion = 4;
 constexpr uint32_t kOldestPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.

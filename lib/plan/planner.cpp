@@ -8,6 +8,7 @@
 #include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "plan/lifetimes.h"
+#include "plan/loop_state.h"
 #include "util/checked.h"
 
 namespace memplan {
@@ -98,6 +99,14 @@ Units units_of(const GraphBuffers& buffers, const plan::StorageGroups& groups) {
     }
   }
   return u;
+}
+
+// A node's step in its graph.
+int32_t step_in(const Node& x) {
+  const auto& nodes = x.graph->nodes;
+  for (size_t t = 0; t < nodes.size(); ++t)
+    if (nodes[t].get() == &x) return static_cast<int32_t>(t);
+  return -1;
 }
 
 class Planner {
@@ -240,14 +249,37 @@ class Planner {
       result.separate = checked_add(result.separate, r.separate, "plan");
     }
     info.body_frame = frame;
-    uint64_t slots = 0;
-    for (const auto& c : info.carried)
-      slots = checked_add(slots, checked_mul(c.single_slot ? 1 : 2, aligned(c.size), "slot"), "slots");
-    out.slots = checked_add(out.slots, slots, "slots");
+    // Every value in two slots (the counter in one) for the bounds without aliasing; loop state
+    // in place for the region itself and the bound with it.
+    const uint64_t own_slots = slot_bytes(info.carried);
+    if (opts_.aliasing) place_loop_state(n, info);
+    const uint64_t slots = slot_bytes(info.carried);
+    out.slots = checked_add(out.slots, own_slots, "slots");
     out.locals.push_back({nullptr, &n, LocalBuffer::Kind::Region, checked_add(frame, slots, "region"), step, step});
-    out.region_lb.push_back(checked_add(lb, slots, "region"));
+    out.region_lb.push_back(checked_add(lb, own_slots, "region"));
     out.region_alb.push_back(checked_add(alb, slots, "region"));
     out.regions.push_back(std::move(info));
+  }
+
+  uint64_t slot_bytes(const std::vector<plan::CarriedValue>& carried) const {
+    uint64_t bytes = 0;
+    for (const auto& c : carried) bytes = checked_add(bytes, checked_mul(c.slots(), aligned(c.size), "slot"), "slots");
+    return bytes;
+  }
+
+  // Loop state in place; the body's refusals say why a value keeps two slots, and lose the
+  // refusal of an update the loop does in place after all (its input is the enclosing graph's).
+  void place_loop_state(const Node& n, RegionInfo& info) const {
+    std::vector<RefusedAlias> why;
+    plan::place_loop_state(n, opts_.aliasing, info.carried, why);
+    if (!out_ || info.subgraphs.empty()) return;
+    auto& refused = out_->graphs[static_cast<size_t>(info.subgraphs.front())].refused_aliases;
+    for (const auto& c : info.carried)
+      if (c.writer)
+        std::erase_if(refused, [&](const RefusedAlias& r) {
+          return r.node == c.writer->name && r.value == c.body_output->name && r.source == c.body_input->name;
+        });
+    refused.insert(refused.end(), why.begin(), why.end());
   }
 
   void record(const Graph& g, int32_t index, int32_t parent, const GraphBuffers& buffers,
@@ -311,10 +343,14 @@ class Planner {
       cs.slot = static_cast<int32_t>(k);
       cs.name = c.body_input ? c.body_input->name : "";
       cs.size = c.size;
-      cs.slot0 = at;
-      at += aligned(c.size);
-      cs.slot1 = c.single_slot ? cs.slot0 : at;
-      if (!c.single_slot) at += aligned(c.size);
+      cs.home = c.home;
+      cs.writer = c.writer ? step_in(*c.writer) : -1;
+      if (c.home != SlotHome::NodeOutput) {
+        cs.slot0 = at;
+        at += aligned(c.size);
+        cs.slot1 = c.home == SlotHome::OneSlot ? cs.slot0 : at;
+        if (c.home == SlotHome::TwoSlots) at += aligned(c.size);
+      }
       pr.carried.push_back(std::move(cs));
     }
     return pr;

@@ -386,20 +386,22 @@ class Verifier {
     for (const CarriedSlots& c : r.carried) {
       if (c.slot < 0 || static_cast<size_t>(c.slot) >= ports.slots() || ports.body_input_of_slot(c.slot) >= body.inputs.size())
         reject(body.path() + ": the plan has a slot " + std::to_string(c.slot) + " that '" + r.node + "' does not have");
+      const Value* in = body.inputs[ports.body_input_of_slot(c.slot)];
+      if (c.size < in->capacity_bytes) reject(body.path() + ": slot of '" + in->name + "' is smaller than the value");
+      const int64_t o = ports.body_output_of_slot(c.slot);
+      const Value* out = o >= 0 && static_cast<size_t>(o) < body.outputs.size() ? body.outputs[static_cast<size_t>(o)] : nullptr;
+      verify_slot_home(r, c, body, in, out, step);
+      if (c.home == SlotHome::NodeOutput) continue;  // the Loop's output: the parent's bytes, live at its step
       const uint64_t size = (c.size + plan_.alignment - 1) / plan_.alignment * plan_.alignment;
       for (uint64_t slot : {c.slot0, c.slot1})
         if (slot < body_plan.frame_bytes || slot > rb.size || size > rb.size - slot)
           reject(body.path() + ": slot of '" + c.name + "' lies outside the region after the body frame");
-      const Value* in = body.inputs[ports.body_input_of_slot(c.slot)];
-      if (c.size < in->capacity_bytes) reject(body.path() + ": slot of '" + in->name + "' is smaller than the value");
-      if (c.slot0 == c.slot1) {  // the iteration counter: live throughout
+      if (c.home == SlotHome::OneSlot) {  // the counter, or a value updated in place: live throughout
         uses.push_back({region_at + c.slot0, region_at + c.slot0 + size, 0, kIterations * steps, "slot of '" + c.name + "'"});
         continue;
       }
       // Iteration k writes slot k%2 when the body output of that slot is made, and iteration k+1
       // reads it until its body input's last read.
-      const int64_t o = ports.body_output_of_slot(c.slot);
-      const Value* out = o >= 0 && static_cast<size_t>(o) < body.outputs.size() ? body.outputs[static_cast<size_t>(o)] : nullptr;
       const int64_t written = out && out->producer && out->graph == &body ? step.at(out->producer) : steps - 1;
       const int64_t read_until = last.count(in) ? last.at(in) : 0;
       for (int k = 0; k < kIterations; ++k) {
@@ -409,6 +411,46 @@ class Verifier {
       }
     }
     check_disjoint(uses, body.path());
+  }
+
+  // A slot's home, checked against the IR: one slot for the counter (the executor writes it) or
+  // for a value whose update is written over its read; the Loop's output only for a Loop's
+  // carried value with an output of its own. In place means: the update's node reads the value
+  // once, and no body node reads it at or after that node.
+  void verify_slot_home(const Region& r, const CarriedSlots& c, const Graph& body, const Value* in, const Value* out,
+                        const std::unordered_map<const Node*, int64_t>& step) const {
+    const ControlFlowPorts ports(*body.owner);
+    const Port p = ports.body_input(ports.body_input_of_slot(c.slot));
+    const std::string what = body.path() + ": slot of '" + in->name + "'";
+    if (c.home > SlotHome::NodeOutput) reject(what + " has an unknown home");
+    if (p.kind == Port::Kind::Counter) {
+      if (c.home != SlotHome::OneSlot || c.slot0 != c.slot1 || c.writer != -1)
+        reject(what + ": the iteration counter has one slot, written by the executor");
+      return;
+    }
+    if (c.home == SlotHome::TwoSlots) {
+      if (c.slot0 == c.slot1) reject(what + ": its two slots are the same bytes");
+      if (c.writer != -1) reject(what + ": a value in two slots is updated in place by no node");
+      return;
+    }
+    if (c.home == SlotHome::OneSlot && c.slot0 != c.slot1) reject(what + ": one slot at two offsets");
+    if (p.kind != Port::Kind::Carried || c.writer < 0 || static_cast<size_t>(c.writer) >= body.nodes.size())
+      reject(what + " is updated in place by no node of the body");
+    const Node& w = *body.nodes[static_cast<size_t>(c.writer)];
+    if (!out || out->producer != &w || !plan::is_bound_output(body, out))
+      reject(what + ": '" + w.name + "' does not write the body's update of it into the slot");
+    if (std::count(w.inputs.begin(), w.inputs.end(), in) != 1 ||
+        std::count(w.implicit_inputs.begin(), w.implicit_inputs.end(), in) != 0)
+      reject(what + ": '" + w.name + "' must read it exactly once to update it in place");
+    for (const Node* reader : in->consumers)
+      if (reader != &w && step.at(reader) >= c.writer)
+        reject(what + ": '" + reader->name + "' reads it after '" + w.name + "' writes over it");
+    if (c.home == SlotHome::NodeOutput) {
+      const Node& n = *body.owner;
+      const Value* y = ports.is_loop() && p.index < n.outputs.size() ? n.outputs[p.index] : nullptr;
+      if (!y || y->dynamic || y->constant || y->capacity_bytes < c.size)
+        reject(what + ": '" + r.node + "' has no output in the arena to keep it in");
+    }
   }
 
   const Model& model_;

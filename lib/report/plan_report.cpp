@@ -33,6 +33,31 @@ const char* alias_name(AliasKind k) {
   return "own";
 }
 
+const char* home_name(SlotHome h) {
+  switch (h) {
+    case SlotHome::OneSlot: return "one slot";
+    case SlotHome::NodeOutput: return "loop output";
+    case SlotHome::TwoSlots: break;
+  }
+  return "two slots";
+}
+
+// Where a loop keeps a carried value between iterations, for the text report.
+std::string slot_text(const Region& r, const CarriedSlots& c) {
+  const std::string head = r.op_type + " '" + r.node + "' ";
+  const std::string updated = c.writer >= 0 ? " (updated in place at body step " + std::to_string(c.writer) + ")" : "";
+  switch (c.home) {
+    case SlotHome::TwoSlots:
+      return head + "slots for '" + c.name + "': " + std::to_string(c.size) + " bytes at +" + std::to_string(c.slot0) +
+             ", +" + std::to_string(c.slot1);
+    case SlotHome::OneSlot:
+      return head + "slot for '" + c.name + "': " + std::to_string(c.size) + " bytes at +" + std::to_string(c.slot0) + updated;
+    case SlotHome::NodeOutput:
+      return head + "keeps '" + c.name + "' (" + std::to_string(c.size) + " bytes) in its output" + updated + ": no slot";
+  }
+  return head;
+}
+
 // "relu_out (view), y (in place)": who else is in a storage's bytes.
 std::string shared_with(const Storage& s) {
   std::string out;
@@ -85,9 +110,7 @@ std::string plan_report_text(const MemoryPlan& p) {
     o << std::string(2 + 2 * static_cast<size_t>(depth), ' ') << g.path << ": frame " << g.frame_bytes << " at "
       << g.base_offset << "; lower bound " << g.lower_bound_bytes << "; " << g.buffers.size() << " buffers\n";
     for (const auto& r : g.regions)
-      for (const auto& c : r.carried)
-        o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << r.op_type << " '" << r.node << "' slots for '"
-          << c.name << "': " << c.size << " bytes at +" << c.slot0 << ", +" << c.slot1 << "\n";
+      for (const auto& c : r.carried) o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << slot_text(r, c) << "\n";
   }
   if (p.dynamic_tensors.size() > 0) {
     o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
@@ -167,6 +190,17 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
       o << (k ? ", " : "") << "{\"value\": " << json_string(r.value) << ", \"source\": " << json_string(r.source)
         << ", \"node\": " << json_string(r.node) << ", \"reason\": " << json_string(r.reason) << "}";
     }
+    o << "], \"loop_slots\": [";
+    bool first_slot = true;
+    for (const auto& r : g.regions)
+      for (const auto& c : r.carried) {
+        o << (first_slot ? "" : ", ") << "{\"node\": " << json_string(r.node) << ", \"value\": " << json_string(c.name)
+          << ", \"bytes\": " << c.size << ", \"home\": " << json_string(home_name(c.home)) << ", \"offsets\": [";
+        if (c.home == SlotHome::TwoSlots) o << c.slot0 << ", " << c.slot1;
+        else if (c.home == SlotHome::OneSlot) o << c.slot0;
+        o << "], \"writer_step\": " << c.writer << "}";
+        first_slot = false;
+      }
     o << "], \"buffers\": [";
     for (size_t bi = 0; bi < g.buffers.size(); ++bi) {
       const auto& b = g.buffers[bi];

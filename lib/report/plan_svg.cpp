@@ -270,7 +270,8 @@ class Painter {
       captions.push_back({cx + 2, tag_y, cw - 4, y_of(base) + h - tag_y, {caption, role}});
     }
     for (const auto& c : r.carried) {
-      const bool shared = c.slot0 == c.slot1;
+      if (c.home == SlotHome::NodeOutput) continue;  // no bytes of the region: it is the Loop's output
+      const bool shared = c.home == SlotHome::OneSlot;
       for (int s = 0; s < (shared ? 1 : 2); ++s) {
         const uint64_t rel = s == 0 ? c.slot0 : c.slot1;
         // std::string(...) + ...: `"literal" + std::string&&` trips GCC 12's -Wrestrict (a false positive).
@@ -280,7 +281,8 @@ class Painter {
         const double y = y_of(base + rel), sh = std::max(static_cast<double>(c.size) * yscale_, kMinRect);
         rect(x, y, w, sh, "class=\"slot\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"",
              name + "\n" + std::to_string(c.size) + " bytes at offset " + std::to_string(base + rel) + " (region +" +
-                 std::to_string(rel) + ")\ncarried value of " + r.node + ": iteration k writes slot k%2");
+                 std::to_string(rel) + ")\ncarried value of " + r.node +
+                 (shared ? std::string(": one slot (the counter, or updated in place)") : std::string(": iteration k writes slot k%2")));
         tag(x, y + (sh - tag_h) / 2, w, sh, {name, brief, slot}, true);
       }
     }

@@ -130,7 +130,13 @@ void bind_plan(CompiledModel::Impl& m) {
       const uint64_t base = gp.base_offset + gp.buffers[static_cast<size_t>(r.buffer)].offset;
       NodeExec& ne = node_at(r.step);
       ne.slots.assign(r.carried.size(), {});
-      for (const CarriedSlots& c : r.carried) ne.slots[static_cast<size_t>(c.slot)] = {{base + c.slot0, base + c.slot1}, c.size};
+      const ControlFlowPorts ports(*ne.node);
+      for (const CarriedSlots& c : r.carried) {
+        // A Loop's carried value j is its output j.
+        const Port p = ports.body_input(ports.body_input_of_slot(c.slot));
+        const int32_t in_output = c.home == SlotHome::NodeOutput ? static_cast<int32_t>(p.index) : -1;
+        ne.slots[static_cast<size_t>(c.slot)] = {{base + c.slot0, base + c.slot1}, c.size, in_output};
+      }
     }
   }
 }

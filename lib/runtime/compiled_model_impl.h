@@ -19,6 +19,7 @@ namespace memplan {
 struct LoopSlots {
   uint64_t slot[2] = {0, 0};  // absolute arena offsets
   uint64_t size = 0;
+  int32_t in_output = -1;     // the node output whose bytes are the slot (loop state in place), else -1
 };
 
 struct NodeExec {

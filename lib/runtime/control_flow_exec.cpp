@@ -1,8 +1,9 @@
 // If, Loop and Scan at run time. Subgraph inputs and outputs are bound by pointer: a branch or
 // body output made by one of its own nodes is written straight into the parent's buffer, a loop
-// slot (iteration k writes slot k%2 and reads slot (k-1)%2) or a slice of a scan output. Other
-// outputs (constants, pass-through inputs) are copied once. Which node port meets which subgraph
-// port is ControlFlowPorts' answer (lib/ir/control_flow_ports.h). Nothing here allocates.
+// slot (iteration k writes slot k%2 and reads slot (k-1)%2; one slot, or the Loop's output, for a
+// value updated in place) or a slice of a scan output. Other outputs (constants, pass-through
+// inputs) are copied once. Which node port meets which subgraph port is ControlFlowPorts' answer
+// (lib/ir/control_flow_ports.h). Nothing here allocates.
 #include <cstring>
 
 #include "memplan/error.h"
@@ -52,15 +53,22 @@ class BodyRun {
     return port >= 0 && static_cast<size_t>(port) < ne_.outputs.size() ? ne_.outputs[static_cast<size_t>(port)] : -1;
   }
   const LoopSlots& slots(int32_t slot) const { return ne_.slots[static_cast<size_t>(slot)]; }
-  // Slot `which` (0 or 1) of `slot`, shaped like `like`.
+  // Slot `which` (0 or 1) of `slot`: after the body frame, or the Loop's own output (loop state
+  // in place, where both are the same bytes).
+  std::byte* slot_data(int32_t slot, int which) {
+    const LoopSlots& ls = slots(slot);
+    return ls.in_output >= 0 ? s_.view(node_output(ls.in_output)).data : s_.arena + ls.slot[which];
+  }
+  // Slot `which` of `slot`, shaped like `like`.
   rt::TensorView slot_view(int32_t slot, int which, const rt::TensorView& like) {
-    rt::TensorView v = s_.slot_view(slots(slot).slot[which], like);
+    rt::TensorView v = like;
+    v.data = slot_data(slot, which);
     v.capacity = slots(slot).size;
     return v;
   }
   // Points a bound body output at slot `which` of `slot`.
   void bind_to_slot(rt::TensorView& out, int32_t slot, int which) {
-    out.data = s_.arena + slots(slot).slot[which];
+    out.data = slot_data(slot, which);
     out.capacity = slots(slot).size;
   }
   bool bound(size_t body_output) const { return ge_.outputs_bound[body_output] != 0; }
@@ -122,7 +130,7 @@ class LoopRun : BodyRun {
       bind_outputs(k);
       s_.run_graph(body_);
       copy_outputs(k);
-      cond = read_bool(rt::TensorView{s_.arena + slots(kConditionSlot).slot[cur]});
+      cond = read_bool(rt::TensorView{slot_data(kConditionSlot, cur)});
     }
     finish(k);
   }
@@ -132,9 +140,9 @@ class LoopRun : BodyRun {
 
   // Iteration 0 reads its condition from slot 1 (it writes slot 0); the counter has one slot.
   void start(bool cond) {
-    s_.arena[slots(kConditionSlot).slot[1]] = std::byte{cond ? uint8_t{1} : uint8_t{0}};
+    *slot_data(kConditionSlot, 1) = std::byte{cond ? uint8_t{1} : uint8_t{0}};
     rt::TensorView& counter = inner(body_.inputs[0]);
-    counter.data = s_.arena + slots(kCounterSlot).slot[0];
+    counter.data = slot_data(kCounterSlot, 0);
     counter.capacity = 8;
     // A scan output whose length only the loop decides is dynamic: it grows as iterations append.
     for (size_t i = 0; i < ports_.scan_outputs(body_.outputs.size()); ++i) grow(node_output_of_scan(i), 0);
@@ -154,7 +162,7 @@ class LoopRun : BodyRun {
       const Port p = ports_.body_input(b);
       rt::TensorView& in = inner(body_.inputs[b]);
       if (p.kind == Port::Kind::Condition) {
-        in.data = s_.arena + slots(p.slot).slot[prev];
+        in.data = slot_data(p.slot, prev);
         in.capacity = 1;
         continue;
       }
@@ -192,7 +200,7 @@ class LoopRun : BodyRun {
       if (node_output(static_cast<int32_t>(j)) < 0) continue;
       const int32_t slot = ports_.slot_of_carried(j);
       const rt::TensorView& init = node_input(static_cast<int32_t>(ports_.first_carried_input() + j));
-      rt::TensorView src = k == 0 ? init : s_.slot_view(slots(slot).slot[(k - 1) % 2], init);
+      rt::TensorView src = k == 0 ? init : slot_view(slot, static_cast<int>((k - 1) % 2), init);
       if (k > 0) {
         const rt::TensorView& last = inner(body_.outputs[static_cast<size_t>(ports_.body_output_of_slot(slot))]);
         src.rank = last.rank;
@@ -266,7 +274,7 @@ class ScanRun : BodyRun {
     const int prev = 1 - static_cast<int>(t % 2);
     for (size_t j = 0; j < ports_.carried(); ++j) {
       const rt::TensorView init = item(state_input(j), b);
-      inner(body_.inputs[j]) = t == 0 ? init : s_.slot_view(slots(ports_.slot_of_carried(j)).slot[prev], init);
+      inner(body_.inputs[j]) = t == 0 ? init : slot_view(ports_.slot_of_carried(j), prev, init);
     }
     for (size_t i = 0; i < ports_.scan_inputs(); ++i) {
       const rt::TensorView whole = item(scan_input(i), b);
@@ -294,7 +302,7 @@ class ScanRun : BodyRun {
       const int32_t id = node_output(static_cast<int32_t>(j));
       if (id < 0) continue;
       const rt::TensorView init = item(state_input(j), b);
-      const rt::TensorView src = steps_ == 0 ? init : s_.slot_view(slots(ports_.slot_of_carried(j)).slot[(steps_ - 1) % 2], init);
+      const rt::TensorView src = steps_ == 0 ? init : slot_view(ports_.slot_of_carried(j), static_cast<int>((steps_ - 1) % 2), init);
       if (!batched_) {
         s_.copy_into(s_.view(id), src, n_, "final state");
       } else {
@@ -311,12 +319,6 @@ class ScanRun : BodyRun {
 };
 
 }  // namespace
-
-rt::TensorView Session::Impl::slot_view(uint64_t offset, const rt::TensorView& like) {
-  rt::TensorView v = like;
-  v.data = arena + offset;
-  return v;
-}
 
 void Session::Impl::copy_into(rt::TensorView& dst, const rt::TensorView& src, const Node& node, const char* what) {
   const uint64_t bytes = src.byte_size();

@@ -37,7 +37,6 @@ struct Session::Impl {
 
   void mark_input(const Value* v, bool zero_copy);
   rt::TensorView& view(int32_t id) { return views[static_cast<size_t>(id)]; }
-  rt::TensorView slot_view(uint64_t offset, const rt::TensorView& like);
   // Copies src's bytes and shape into dst (which must have the capacity); names `what` on overflow.
   void copy_into(rt::TensorView& dst, const rt::TensorView& src, const Node& node, const char* what);
 

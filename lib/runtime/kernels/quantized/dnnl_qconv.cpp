@@ -52,13 +52,17 @@ dnnl::memory::desc row_major(const Dims& d, dt type) {
   return dnnl::memory::desc(d, type, tags[d.size() - 1]);
 }
 
+}  // namespace
+
 // u8 x s8 products summed in pairs saturate at 16 bits without VNNI (vpmaddubsw): only VNNI's
 // vpdpbusd gives ONNX's exact int32 sums.
-bool cpu_has_vnni() {
+bool int8_products_exact() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   auto has = [isa](dnnl_cpu_isa_t want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
   return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
 }
+
+namespace {
 
 const Value* present(const Node& n, size_t i) { return input_at(n, i); }
 
@@ -100,7 +104,7 @@ class Builder {
   Builder(const Node& n, const KernelEnv& env, Layout l) : n_(n), env_(env), l_(l), at_(where(n, env)) {}
 
   std::unique_ptr<Kernel> build() {
-    if (!env_.dnnl || !cpu_has_vnni() || !read_shapes() || !read_weights() || !read_output()) return nullptr;
+    if (!env_.dnnl || !int8_products_exact() || !read_shapes() || !read_weights() || !read_output()) return nullptr;
     const dnnl::primitive_attr attr = make_attr();
     std::optional<dnnl::convolution_forward::primitive_desc> pd = make_pd(attr);
     if (!pd) return nullptr;

@@ -13,6 +13,10 @@ namespace memplan::rt::quant {
 // output zero point not constant, channel-blocked activations, a CPU without VNNI (whose u8 x s8
 // products saturate in 16 bits), or no oneDNN implementation.
 std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env);
+
+// True when this CPU (as DNNL_MAX_CPU_ISA limits it) sums u8 x s8 products exactly (VNNI), so
+// the two makers above can return a kernel at all.
+bool int8_products_exact();
 std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env);
 
 }  // namespace memplan::rt::quant
