@@ -22,16 +22,6 @@ using plan::Storage;
 
 Peak main_peak(const MemoryPlan& plan) { return plan.graphs.empty() ? Peak{} : plan::peak_of(plan.graphs[0]); }
 
-const char* alias_name(AliasKind k) {
-  switch (k) {
-    case AliasKind::View: return "view";
-    case AliasKind::InPlace: return "in place";
-    case AliasKind::ConcatSlice: return "concat slice";
-    case AliasKind::Concat: return "concatenated in place";
-    case AliasKind::None: break;
-  }
-  return "own";
-}
 
 const char* home_name(SlotHome h) {
   switch (h) {
@@ -76,6 +66,17 @@ uint64_t scratchpad_bytes(const MemoryPlan& plan) {
 }
 
 }  // namespace
+
+const char* alias_name(AliasKind k) {
+  switch (k) {
+    case AliasKind::View: return "view";
+    case AliasKind::InPlace: return "in place";
+    case AliasKind::ConcatSlice: return "concat slice";
+    case AliasKind::Concat: return "concatenated in place";
+    case AliasKind::None: break;
+  }
+  return "own";
+}
 
 std::string plan_peak_summary(const MemoryPlan& plan, size_t most_buffers) {
   const Peak peak = main_peak(plan);

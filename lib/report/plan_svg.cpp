@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string_view>
 #include <vector>
+
+#include "report/plan_report.h"
 
 namespace memplan {
 namespace {
@@ -199,8 +202,14 @@ class Painter {
   void draw_graph(const GraphPlan& g, double x0, double x1, uint64_t base, int depth, double floor) {
     const double sx = (x1 - x0) / steps_of(g);
     const std::string where = graph_name(g);
+    // A storage group: its members drawn over the root's bytes in the root's color, then one
+    // outline around all of them (the bytes the planner placed for the group).
+    auto root_of = [&](const PlannedBuffer& b) -> const PlannedBuffer* {
+      return b.group >= 0 && static_cast<size_t>(b.group) < g.buffers.size() ? &g.buffers[static_cast<size_t>(b.group)] : nullptr;
+    };
     for (size_t i = 0; i < g.buffers.size(); ++i) {
       const PlannedBuffer& b = g.buffers[i];
+      const PlannedBuffer* root = root_of(b);
       const int first = std::max(b.first, 0), last = std::max(b.last, first);
       const double x = x0 + first * sx, w = std::max((last + 1 - first) * sx, kMinRect);
       const double y = y_of(base + b.offset), h = std::max(static_cast<double>(b.size) * yscale_, kMinRect);
@@ -214,9 +223,10 @@ class Painter {
       if (b.kind != BufferKind::Region) {
         const bool scratch = b.kind == BufferKind::Scratchpad;
         rect(x, y, w, h,
-             std::string("class=\"buf\" fill=\"") + color(b.label()) + "\" stroke=\"#333\" stroke-width=\"0.5\"" +
-                 (scratch ? " stroke-dasharray=\"3 2\"" : ""),
-             title);
+             std::string("class=\"buf\" fill=\"") + color(root ? root->label() : b.label()) +
+                 "\" stroke=\"#333\" stroke-width=\"0.5\"" + (scratch ? " stroke-dasharray=\"3 2\"" : "") +
+                 (root ? " data-group=\"" + esc(root->label()) + "\"" : std::string()),
+             root ? title + "\nshares the bytes of " + root->label() + " (" + alias_name(b.alias) + ")" : title);
         label(x, y, w, h, {b.label() + " (" + human(b.size) + ")", b.label()}, floor);
         continue;
       }
@@ -224,6 +234,30 @@ class Painter {
       for (const Region& r : g.regions)
         if (r.buffer == static_cast<int32_t>(i) && depth < kMaxDepth) draw_region(r, g, x, w, base + b.offset, h, depth, floor);
       rect(x, y, w, h, "class=\"outline\" fill=\"none\" stroke=\"#000\" stroke-width=\"1.5\"");
+    }
+    draw_groups(g, x0, sx, base, root_of);
+  }
+
+  template <typename RootOf>
+  void draw_groups(const GraphPlan& g, double x0, double sx, uint64_t base, const RootOf& root_of) {
+    struct Span {
+      int first, last;
+      std::string members;
+    };
+    std::map<const PlannedBuffer*, Span> groups;
+    for (const PlannedBuffer& b : g.buffers)
+      if (const PlannedBuffer* root = root_of(b)) {
+        Span& sp = groups.try_emplace(root, Span{std::max(root->first, 0), std::max(root->last, root->first), ""}).first->second;
+        sp.first = std::min(sp.first, std::max(b.first, 0));
+        sp.last = std::max(sp.last, b.last);
+        sp.members += (sp.members.empty() ? "" : ", ") + b.label() + " (" + alias_name(b.alias) + ")";
+      }
+    for (const auto& [root, sp] : groups) {
+      const double x = x0 + sp.first * sx, w = std::max((sp.last + 1 - sp.first) * sx, kMinRect);
+      rect(x, y_of(base + root->offset), w, std::max(static_cast<double>(root->size) * yscale_, kMinRect),
+           "class=\"group\" fill=\"none\" stroke=\"#1f4fbf\" stroke-width=\"1.5\"",
+           "storage group of " + root->label() + "\n" + std::to_string(root->size) + " bytes, steps " +
+               std::to_string(sp.first) + ".." + std::to_string(sp.last) + "\nshared with " + sp.members);
     }
   }
 
@@ -303,6 +337,7 @@ class Painter {
     item("class=\"legend\" fill=\"#f6f6f6\" stroke=\"#000\" stroke-width=\"1.5\"", "control-flow region");
     item("class=\"legend\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 2\"", "subgraph frame (If: then | else)");
     item("class=\"legend\" fill=\"url(#hatch)\" stroke=\"#333\" stroke-width=\"0.5\"", "loop-carried slot");
+    item("class=\"legend\" fill=\"none\" stroke=\"#1f4fbf\" stroke-width=\"1.5\"", "storage group");
     text(10, y + 18, "hover a rectangle for name, bytes, offset and steps; labels are drawn only where they fit",
          "fill=\"#555\"");
   }

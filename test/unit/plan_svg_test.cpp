@@ -441,3 +441,38 @@ TEST_CASE("plan_svg of an empty plan is still a document", "[svg]") {
   CHECK(root.name == "svg");
   CHECK(buffer_rects(root).empty());
 }
+
+TEST_CASE("plan_svg draws a storage group as one outline over its root, members in the root's color", "[svg]") {
+  Plan p;
+  p.arena_bytes = 2048;
+  GraphPlan& main = p.graphs.emplace_back();
+  main.path = "main";
+  main.num_steps = 3;
+  main.frame_bytes = 2048;
+  add(main, "x", BufferKind::Tensor, 1024, 0, 0, 1);
+  add(main, "relu", BufferKind::Tensor, 1024, 0, 1, 2);  // written over x
+  add(main, "other", BufferKind::Tensor, 1024, 1024, 0, 2);
+  main.buffers[1].group = 0;
+  main.buffers[1].alias = memplan::AliasKind::InPlace;
+  const std::string svg = memplan::plan_svg(p);
+  Element root;
+  REQUIRE_NOTHROW(root = parse(svg));
+  const auto rects = buffer_rects(root);
+  const Element& x = *rects.at("x")[0];
+  const Element& relu = *rects.at("relu")[0];
+  CHECK(relu.attrs.at("fill") == x.attrs.at("fill"));
+  CHECK(rects.at("other")[0]->attrs.at("fill") != x.attrs.at("fill"));
+  CHECK(relu.attrs.at("data-group") == "x");
+  CHECK(title_of(relu).find("shares the bytes of x (in place)") != std::string::npos);
+  std::vector<const Element*> groups;
+  for (const Element* r : all(root, "rect"))
+    if (cls(*r) == "group") groups.push_back(r);
+  REQUIRE(groups.size() == 1);
+  CHECK(first_line(title_of(*groups[0])) == "storage group of x");
+  CHECK(title_of(*groups[0]).find("steps 0..2\nshared with relu (in place)") != std::string::npos);
+  // The outline spans the group's steps: from x's first to relu's last, at x's bytes.
+  CHECK(attr(*groups[0], "x") == Approx(attr(x, "x")));
+  CHECK(attr(*groups[0], "x") + attr(*groups[0], "width") == Approx(attr(relu, "x") + attr(relu, "width")));
+  CHECK(attr(*groups[0], "y") == Approx(attr(x, "y")));
+  CHECK(xmllint_accepts(svg));
+}
