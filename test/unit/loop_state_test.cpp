@@ -15,6 +15,7 @@
 #include "plan/verifier.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
+#include "support/typed_plans.h"
 
 using namespace memplan;
 using namespace memplan::test;
@@ -59,19 +60,7 @@ ModelBuilder loop_model(const std::vector<std::string>& carried, const std::vect
   return b;
 }
 
-Model imported(const ModelBuilder& b) {
-  Model m = b.import();
-  prepare_model(m, {});
-  return m;
-}
-
-MemoryPlan plan_of(const Model& m) {
-  PlanOptions o;
-  o.aliasing = typed_rules;
-  MemoryPlan p = plan_memory(m, o);
-  verify_plan(m, p);
-  return p;
-}
+MemoryPlan plan_of(const Model& m) { return typed_plan(m, typed_rules); }
 
 const Region& loop_region(const MemoryPlan& p) {
   REQUIRE(p.graphs[0].regions.size() == 1);
@@ -112,7 +101,7 @@ bool rejected(const Model& m, const MemoryPlan& p) {
 
 TEST_CASE("a carried value the body updates in place lives in the Loop's output: the region holds no slot for it",
           "[loop-state]") {
-  const Model m = imported(loop_model({"x"}, {{"Add", {"x_in", "one"}, "x_out"}}, {"y"}));
+  const Model m = prepared(loop_model({"x"}, {{"Add", {"x_in", "one"}, "x_out"}}, {"y"}));
   const MemoryPlan p = plan_of(m);
   const CarriedSlots& x = slot_of(p, "x_in");
   CHECK(x.home == SlotHome::NodeOutput);
@@ -129,7 +118,7 @@ TEST_CASE("a carried value the body updates in place lives in the Loop's output:
 }
 
 TEST_CASE("a carried value whose Loop output is omitted is updated in place in one slot", "[loop-state]") {
-  const Model m = imported(loop_model({"x", "w"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Add", {"w_in", "one"}, "w_out"}},
+  const Model m = prepared(loop_model({"x", "w"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Add", {"w_in", "one"}, "w_out"}},
                                       {"", "y"}));
   const MemoryPlan p = plan_of(m);
   const CarriedSlots& x = slot_of(p, "x_in");
@@ -142,7 +131,7 @@ TEST_CASE("a carried value whose Loop output is omitted is updated in place in o
 TEST_CASE("a carried value read after its update keeps two slots, and the refusal names the reader", "[loop-state]") {
   // x_out = x_in + 1 at step 1, then Relu reads x_in at step 2: the Add may not write over it.
   // r_out is made by that Relu, whose kernel writes over x_in, not r_in.
-  const Model m = imported(loop_model({"x", "r"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Relu", {"x_in"}, "r_out"}},
+  const Model m = prepared(loop_model({"x", "r"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Relu", {"x_in"}, "r_out"}},
                                       {"y", "z"}));
   const MemoryPlan p = plan_of(m);
   const CarriedSlots& x = slot_of(p, "x_in");
@@ -156,7 +145,7 @@ TEST_CASE("a carried value read after its update keeps two slots, and the refusa
 
 TEST_CASE("a carried value whose update no in-place kernel makes, or that the body returns as is, keeps two slots",
           "[loop-state]") {
-  const Model m = imported(loop_model({"x", "v"}, {{"Mul", {"x_in", "one"}, "x_out"}, {"Identity", {"v_in"}, "v_out"}},
+  const Model m = prepared(loop_model({"x", "v"}, {{"Mul", {"x_in", "one"}, "x_out"}, {"Identity", {"v_in"}, "v_out"}},
                                       {"y", "z"}));
   const MemoryPlan p = plan_of(m);
   CHECK(slot_of(p, "x_in").home == SlotHome::TwoSlots);
@@ -167,7 +156,7 @@ TEST_CASE("a carried value whose update no in-place kernel makes, or that the bo
 TEST_CASE("the verifier rejects loop state planted in place where a later node still reads it, or in an output the Loop lacks",
           "[loop-state][verifier]") {
   {
-    const Model m = imported(loop_model({"x", "r"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Relu", {"x_in"}, "r_out"}},
+    const Model m = prepared(loop_model({"x", "r"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Relu", {"x_in"}, "r_out"}},
                                         {"y", "z"}));
     MemoryPlan p = plan_of(m);
     CarriedSlots& x = slot_of(p, "x_in");
@@ -177,7 +166,7 @@ TEST_CASE("the verifier rejects loop state planted in place where a later node s
     CHECK(rejected(m, p));
   }
   {
-    const Model m = imported(loop_model({"x", "w"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Add", {"w_in", "one"}, "w_out"}},
+    const Model m = prepared(loop_model({"x", "w"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Add", {"w_in", "one"}, "w_out"}},
                                         {"", "y"}));
     MemoryPlan p = plan_of(m);
     CarriedSlots& x = slot_of(p, "x_in");
@@ -196,7 +185,7 @@ TEST_CASE("the verifier rejects loop state planted in place where a later node s
 }
 
 TEST_CASE("plan files keep where loop state lives and which body step updates it", "[loop-state][plan-file]") {
-  const Model m = imported(loop_model({"x", "w"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Add", {"w_in", "one"}, "w_out"}},
+  const Model m = prepared(loop_model({"x", "w"}, {{"Add", {"x_in", "one"}, "x_out"}, {"Add", {"w_in", "one"}, "w_out"}},
                                       {"", "y"}));
   MemoryPlan p = plan_of(m);
   p.model_sha256 = m.sha256;

@@ -15,6 +15,7 @@
 #include "plan/verifier.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
+#include "support/typed_plans.h"
 
 using namespace memplan;
 using namespace memplan::test;
@@ -47,18 +48,10 @@ Model chain(const std::vector<Node4>& nodes, const std::vector<std::string>& out
   add_initializer(b.graph(), tensor_i64("shape", {2}, {1, 16}));
   for (const Node4& n : nodes) add_node(b.graph(), n.op, n.inputs, {n.output}, n.name);
   for (const std::string& o : outputs) add_output(b.graph(), o, elem::kFloat, {1, 16});
-  Model m = b.import();
-  prepare_model(m, {});
-  return m;
+  return prepared(b);
 }
 
-MemoryPlan plan_of(const Model& m) {
-  PlanOptions o;
-  o.aliasing = typed_rules;
-  MemoryPlan p = plan_memory(m, o);
-  verify_plan(m, p);  // every plan a test looks at is also one the verifier accepts
-  return p;
-}
+MemoryPlan plan_of(const Model& m) { return typed_plan(m, typed_rules); }
 
 const PlannedBuffer& buffer(const MemoryPlan& p, const std::string& name) {
   for (const auto& b : p.graphs[0].buffers)

@@ -1,0 +1,28 @@
+// Hand-built models planned with alias rules the test types in (instead of the kernels'), so a
+// test pins down what the planner does with each rule. Every plan a test looks at is also one the
+// verifier accepts.
+#pragma once
+
+#include "pipeline/compile_pipeline.h"
+#include "plan/planner.h"
+#include "plan/verifier.h"
+#include "support/model_builder.h"
+
+namespace memplan::test {
+
+// Imported and prepared (shapes, folding) as the pipeline does before planning.
+inline Model prepared(const ModelBuilder& b) {
+  Model m = b.import();
+  prepare_model(m, {});
+  return m;
+}
+
+inline MemoryPlan typed_plan(const Model& m, const plan::AliasRules& rules) {
+  PlanOptions o;
+  o.aliasing = rules;
+  MemoryPlan p = plan_memory(m, o);
+  verify_plan(m, p);
+  return p;
+}
+
+}  // namespace memplan::test
