@@ -280,11 +280,15 @@ class ConvBuilder {
         }
       } while (p.next_impl());
     };
-    try {
-      consider(pd_.src_desc(), dst_md_);
-      consider(x_md_, y_md_);
-    } catch (const dnnl::error&) {
-      return;  // no such configuration: the chosen kernel stays the only one
+    // For the given layouts, the chosen ones, and oneDNN's own choice (a blocked kernel whose
+    // staged copies of the activations can cost less than a GEMM's im2col buffer).
+    for (const auto& [src, dst] : {std::pair{pd_.src_desc(), dst_md_}, std::pair{x_md_, y_md_},
+                                   std::pair{any_md(s_.x), any_md(s_.y)}}) {
+      try {
+        consider(src, dst);
+      } catch (const dnnl::error&) {
+        // no such configuration: the others may still have one
+      }
     }
     if (!best) return;
     const auto chosen = pd_;
