@@ -1,7 +1,5 @@
 #include "pipeline/compile_pipeline.h"
 
-#include "ir/control_flow_ports.h"
-
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -100,8 +98,7 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
         const Graph& body = *g.nodes[static_cast<size_t>(r.step)]->subgraph("body");
         const Node& w = *body.nodes[static_cast<size_t>(cs.writer)];
         const Value* in = body.inputs[ControlFlowPorts(*body.owner).body_input_of_slot(cs.slot)];
-        const plan::NodeAliasing a = c.kernels.aliasing(w);
-        if (std::none_of(a.in_place.begin(), a.in_place.end(), [&](size_t i) { return i < w.inputs.size() && w.inputs[i] == in; }))
+        if (!c.kernels.aliasing(w).may_write_over(w, in))
           fail(plan_path + ": the plan updates loop state '" + in->name + "' in place in " + w.describe() +
                ", which its kernel on this machine cannot do; compile it again");
       }

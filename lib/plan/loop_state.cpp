@@ -16,10 +16,7 @@ std::string refusal(const Graph& body, const CarriedValue& c, const Node* w, con
   if (!is_bound_output(body, out)) return "the body output is copied into the slot, not written there";
   if (in->is_graph_output) return "the body also returns '" + in->name + "' itself";
   if (out->capacity_bytes > c.size) return "'" + out->name + "' may be larger than '" + in->name + "'";
-  const NodeAliasing a = rules(*w);
-  const bool may = std::any_of(a.in_place.begin(), a.in_place.end(),
-                               [&](size_t i) { return i < w->inputs.size() && w->inputs[i] == in; });
-  if (!may) return "the kernel of '" + w->name + "' (" + w->op_type + ") cannot write its output over '" + in->name + "'";
+  if (!rules(*w).may_write_over(*w, in)) return "the kernel of '" + w->name + "' (" + w->op_type + ") cannot write its output over '" + in->name + "'";
   if (std::count(w->inputs.begin(), w->inputs.end(), in) != 1 ||
       std::count(w->implicit_inputs.begin(), w->implicit_inputs.end(), in) != 0)
     return "'" + w->name + "' reads '" + in->name + "' more than once";

@@ -23,6 +23,13 @@ struct NodeAliasing {
   int view_of = -1;               // output 0 is this input's bytes, unchanged (no write)
   std::vector<size_t> in_place;   // inputs output 0 may be written over, in order of preference
   bool concat = false;            // output 0 is the inputs end to end (a Concat whose outer dims are 1)
+
+  // True when `n` (whose aliasing this is) may write output 0 over its input `x`.
+  bool may_write_over(const Node& n, const Value* x) const {
+    for (size_t i : in_place)
+      if (i < n.inputs.size() && n.inputs[i] == x) return true;
+    return false;
+  }
 };
 
 struct GroupOptions {

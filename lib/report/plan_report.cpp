@@ -22,7 +22,6 @@ using plan::Storage;
 
 Peak main_peak(const MemoryPlan& plan) { return plan.graphs.empty() ? Peak{} : plan::peak_of(plan.graphs[0]); }
 
-
 const char* home_name(SlotHome h) {
   switch (h) {
     case SlotHome::OneSlot: return "one slot";
