@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "runtime/dnnl_context.h"
+
 namespace memplan {
 
 namespace {
@@ -214,8 +216,8 @@ int preferred_channel_block() {
     const std::string v = env;
     if (v == "0" || v == "8" || v == "16") return std::stoi(v);
   }
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx2")) return 8;
+  if (rt::dnnl_runs_isa(dnnl_cpu_isa_avx512_core)) return 16;
+  if (rt::dnnl_runs_isa(dnnl_cpu_isa_avx2)) return 8;
   return 0;
 }
 

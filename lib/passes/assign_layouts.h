@@ -17,7 +17,7 @@ namespace memplan {
 // or 0 (keep everything plain). Returns how many values are blocked.
 int assign_layouts(Model& model, int preferred_block);
 
-// 16 where the CPU has AVX-512, 8 with AVX2, else 0; the environment variable
+// 16 where oneDNN runs AVX-512 (DNNL_MAX_CPU_ISA may lower it), 8 with AVX2, else 0; the environment variable
 // MEMPLAN_CHANNEL_BLOCK=0|8|16 overrides it (0 keeps every tensor plain, to compare).
 int preferred_channel_block();
 

@@ -13,4 +13,11 @@ struct DnnlContext {
   int threads = 1;  // OpenMP threads the kernels made with this context were made for (run_threads.h)
 };
 
+// True when oneDNN runs at least `isa` on this CPU, as DNNL_MAX_CPU_ISA may limit it (the CPU's own
+// flags would overstate it).
+inline bool dnnl_runs_isa(dnnl_cpu_isa_t isa) {
+  const auto effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (effective & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
+}
+
 }  // namespace memplan::rt

@@ -19,7 +19,6 @@
 #include "memplan/memplan.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
-#include "runtime/kernels/quantized/dnnl_qconv.h"
 
 namespace fs = std::filesystem;
 using namespace memplan;
@@ -92,10 +91,10 @@ struct Tally {
 
 // Thread t drives sessions t and t + kThreads in turn; run r of session k feeds data set
 // (k + r) % sets, so a session that saw another's data or state would differ from the reference.
-void drive(int t, int runs, std::vector<std::unique_ptr<Session>>& sessions, const CompiledModel& model,
+void drive(int t, std::vector<std::unique_ptr<Session>>& sessions, const CompiledModel& model,
            const std::vector<DataSet>& sets, const std::vector<Outputs>& want, Tally& tally) {
   try {
-    for (int r = 0; r < runs; ++r)
+    for (int r = 0; r < kRuns; ++r)
       for (int k = t; k < kSessions; k += kThreads) {
         const size_t d = static_cast<size_t>(k + r) % sets.size();
         if (run_once(*sessions[static_cast<size_t>(k)], model, sets[d]) != want[d]) ++tally.mismatches;
@@ -133,22 +132,17 @@ TEST_CASE("sessions of one model run concurrently and match a single session bit
     }
     if (sets.size() > 1) CHECK(want[0] != want[1]);  // the data sets tell sessions apart
 
-    // Without VNNI the int8 convolutions run memplan's plain loops (rt::quant::int8_products_exact):
-    // no oneDNN state for sessions to share, and about 200 times slower, which the sanitizer build
-    // would multiply again. A few runs each still cross every session with every data set.
-    const bool loops = std::string(name).rfind("quant/", 0) == 0 && !rt::quant::int8_products_exact();
-    const int runs = loops ? 4 : kRuns;
     std::vector<std::unique_ptr<Session>> sessions;
     for (int k = 0; k < kSessions; ++k) sessions.push_back(std::make_unique<Session>(model, fixed_threads()));
     Tally tally;
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t)
-      threads.emplace_back(drive, t, runs, std::ref(sessions), std::cref(*model), std::cref(sets), std::cref(want),
+      threads.emplace_back(drive, t, std::ref(sessions), std::cref(*model), std::cref(sets), std::cref(want),
                            std::ref(tally));
     for (std::thread& th : threads) th.join();
     INFO("first error: " << tally.first_error);
     CHECK(tally.errors.load() == 0);
-    CHECK(tally.runs.load() == kSessions * runs);
+    CHECK(tally.runs.load() == kSessions * kRuns);
     CHECK(tally.mismatches.load() == 0);
   }
 }

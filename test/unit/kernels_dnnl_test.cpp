@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <dnnl.hpp>
+
 #include "memplan/error.h"
 #include "support/kernel_harness.h"
 
@@ -724,6 +726,9 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
       {"avg, include pad", "AveragePool", {2, 1, 5, 5}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false, true), false, {2, 1, 3, 3}},
       {"avg, ceil_mode, exclude pad", "AveragePool", {1, 2, 6, 6}, pool({3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false, false), true, {1, 2, 3, 3}},
       {"avg, ceil_mode, include pad", "AveragePool", {1, 2, 7, 7}, pool({3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, false, true), true, {1, 2, 4, 4}},
+      // 16 channels: below AVX-512, pooled channel-blocked (and the include-pad rescaling after it)
+      {"avg, ceil_mode, include pad, 16 channels", "AveragePool", {1, 16, 7, 7}, pool({3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, false, true), true, {1, 16, 4, 4}},
+      {"max, pads, 16 channels", "MaxPool", {1, 16, 5, 5}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, false), false, {1, 16, 3, 3}},
   };
   for (const Case& t : cases) {
     SECTION(t.name) {
@@ -741,6 +746,39 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
       require_close(c.result_as<float>(0), naive_pool2d(x, t.xd, t.p, t.yd[2], t.yd[3]));
     }
   }
+}
+
+TEST_CASE("a plain pooling oneDNN has no jit kernel for runs channel-blocked, with the same values", "[kernels][dnnl][isa]") {
+  // squeezenet's first MaxPool, smaller: 64 channels, 3x3 stride 2. Below AVX-512 (ctest runs this
+  // again under DNNL_MAX_CPU_ISA=AVX2) oneDNN pools plain NCHW only in C++, about 20 times slower.
+  const Dims xd{1, 64, 15, 15}, yd{1, 64, 7, 7};
+  Pool2d p;
+  p.kernel = {3, 3};
+  p.strides = {2, 2};
+  p.dilations = {1, 1};
+  p.pads = {0, 0, 0, 0};
+  p.max = true;
+  const Floats x = random_floats(count(xd), 61);
+  KernelCase c("MaxPool");
+  c.input("X", F32, xd, x);
+  c.output("Y", F32, yd);
+  c.attr("kernel_shape", p.kernel);
+  c.attr("strides", p.strides);
+  REQUIRE(c.run());
+  require_close(c.result_as<float>(0), naive_pool2d(x, xd, p, yd[2], yd[3]));
+  // What oneDNN offers for the plain tensors: staged copies exactly where that is not jit code.
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  auto plain = [](const Dims& d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw); };
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, plain(xd), plain(yd),
+                                   {2, 2}, {3, 3}, {0, 0}, {0, 0}, {0, 0});
+  dnnl::primitive_attr user;
+  user.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::pooling_v2_forward::primitive_desc pd(d, user, eng);
+  const bool plain_is_jit = std::string(pd.impl_info_str()).rfind("jit", 0) == 0;
+  INFO("oneDNN's plain pooling is jit code: " << plain_is_jit);
+  const uint64_t staged = (count(xd) + count(yd)) * sizeof(float);
+  if (plain_is_jit) CHECK(c.kernel()->scratchpad_bytes() == pd.scratchpad_desc().get_size());
+  else CHECK(c.kernel()->scratchpad_bytes() >= staged);
 }
 
 TEST_CASE("MaxPool auto_pad SAME_UPPER", "[kernels][dnnl]") {

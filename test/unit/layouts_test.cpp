@@ -10,6 +10,7 @@
 #include "memplan/memplan.h"
 #include "passes/assign_layouts.h"
 #include "pipeline/compile_pipeline.h"
+#include "runtime/dnnl_context.h"
 #include "support/model_builder.h"
 #include "support/numeric.h"
 
@@ -228,4 +229,13 @@ TEST_CASE("layouts: a small-group convolution with a fused Add matches a plain r
     const float* y = static_cast<const float*>(s.output("y").data);
     for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
   }
+}
+
+TEST_CASE("layouts: the channel block follows the ISA oneDNN runs, not the CPU's own flags", "[layouts][isa]") {
+  // ctest runs this again under DNNL_MAX_CPU_ISA=AVX2: on an AVX-512 CPU, blocks of 16 would then
+  // meet AVX2 kernels, which run 8.
+  if (std::getenv("MEMPLAN_CHANNEL_BLOCK")) return;  // the override, tested by the layouts above
+  const int want = rt::dnnl_runs_isa(dnnl_cpu_isa_avx512_core) ? 16 : rt::dnnl_runs_isa(dnnl_cpu_isa_avx2) ? 8 : 0;
+  CHECK(preferred_channel_block() == want);
+  if (const char* isa = std::getenv("DNNL_MAX_CPU_ISA"); isa && std::string(isa) == "AVX2") CHECK(want <= 8);
 }

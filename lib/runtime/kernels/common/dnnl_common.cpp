@@ -228,9 +228,8 @@ void PrimitiveKernel::bind_output(int arg, size_t output_index, const dnnl::memo
   slots_.push_back({md, true, output_index, md.get_size()});
 }
 
-void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
-                                  const dnnl::memory::desc& want, int preload_input) {
-  if (user == want) return output ? bind_output(arg, index, user) : bind_input(arg, index, user);
+PrimitiveKernel::Staged& PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
+                                                      const dnnl::memory::desc& want, int preload_input) {
   if (!primitive_) fail_internal(where_ + ": staged tensors are bound after set_primitive");
   Staged st;
   st.user = user;
@@ -249,16 +248,29 @@ void PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl
   staged_bytes_ = st.offset + want.get_size() - scratchpad_bytes_;
   args_.push_back({Arg::From::Staged, arg, staged_.size()});
   staged_.push_back(std::move(st));
+  return staged_.back();
 }
 
 void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user,
                                         const dnnl::memory::desc& want) {
+  if (user == want) return bind_input(arg, input_index, user);
   bind_staged(arg, false, input_index, user, want, -1);
 }
 
 void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user,
                                          const dnnl::memory::desc& want, int preload_input) {
+  if (user == want) return bind_output(arg, output_index, user);
   bind_staged(arg, true, output_index, user, want, preload_input);
+}
+
+void PrimitiveKernel::bind_input_shifted(int arg, size_t input_index, const dnnl::memory::desc& user,
+                                         const dnnl::memory::desc& want, int32_t zp, int zp_input) {
+  if (want.data_type() != dnnl::memory::data_type::f32 || user == want)
+    fail_internal(where_ + ": a shifted input is staged as float32");
+  Staged& st = bind_staged(arg, false, input_index, user, want, -1);
+  st.shifted = true;
+  st.zp = zp;
+  st.zp_input = zp_input;
 }
 
 void PrimitiveKernel::bind_memory(int arg, dnnl::memory m) {
@@ -375,7 +387,7 @@ void PrimitiveKernel::point_staged(State& s, const KernelArgs& args) const {
   }
 }
 
-void PrimitiveKernel::reorder_staged(State& s, dnnl_stream* stream, bool outputs) const {
+void PrimitiveKernel::reorder_staged(State& s, dnnl_stream* stream, bool outputs, const KernelArgs& args) const {
   for (size_t i = 0; i < staged_.size(); ++i) {
     const Staged& st = staged_[i];
     State::StagedMems& mems = s.staged[i];
@@ -389,7 +401,29 @@ void PrimitiveKernel::reorder_staged(State& s, dnnl_stream* stream, bool outputs
                                        {DNNL_ARG_TO, st.output ? mems.user.get() : mems.staged.get()}};
     if (dnnl_primitive_execute(st.reorder.get(), stream, 2, reorder_args) != dnnl_success)
       fail_internal(where_ + ": a oneDNN reorder failed");
+    if (st.shifted) {
+      if (dnnl_stream_wait(stream) != dnnl_success) fail_internal(where_ + ": a oneDNN reorder failed");
+      shift_staged(st, args);
+    }
   }
+}
+
+// Every float of the staged buffer, padding included: padded channels meet zero weights, and the
+// convolution's spatial padding reads as zero, i.e. as the zero point, as ONNX wants.
+void PrimitiveKernel::shift_staged(const Staged& st, const KernelArgs& args) const {
+  int32_t zp = st.zp;
+  if (st.zp_input >= 0) {
+    const auto i = static_cast<size_t>(st.zp_input);
+    const TensorView* z = i < args.inputs.size() ? &args.inputs[i] : nullptr;
+    if (!z || !z->data || z->element_count() != 1 || (z->dtype != DType::Uint8 && z->dtype != DType::Int8))
+      fail(where_ + ": the zero point must be one uint8 or int8 value");
+    zp = z->dtype == DType::Uint8 ? *z->as<const uint8_t>() : *z->as<const int8_t>();
+  }
+  if (zp == 0) return;
+  const float shift = static_cast<float>(zp);
+  float* data = reinterpret_cast<float*>(args.scratchpad + st.offset);
+  const size_t count = st.want.get_size() / sizeof(float);
+  for (size_t k = 0; k < count; ++k) data[k] -= shift;
 }
 
 bool PrimitiveKernel::reads_at_run_time(size_t input) const {
@@ -410,7 +444,7 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   dnnl_stream* stream = args.stream ? args.stream : ctx_->stream.get();
   point_slots(*s, args);
   point_staged(*s, args);
-  reorder_staged(*s, stream, false);
+  reorder_staged(*s, stream, false, args);
   before_execute(args);
   // The primitive made for the thread count of this run (Session sets it; oneDNN would otherwise
   // run the count a primitive was made for).
@@ -422,7 +456,7 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   dnnl_status_t st = dnnl_primitive_execute(prim, stream, static_cast<int>(s->exec_args.size()), s->exec_args.data());
   if (st == dnnl_success) st = dnnl_stream_wait(stream);
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
-  reorder_staged(*s, stream, true);
+  reorder_staged(*s, stream, true, args);
   after_execute(args);
 }
 

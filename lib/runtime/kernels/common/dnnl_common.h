@@ -117,6 +117,11 @@ class PrimitiveKernel : public Kernel {
   // output), for primitives that accumulate into their destination (a Conv's fused Add).
   void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
                           int preload_input = -1);
+  // A staged float32 input less a zero point: want = user - zero point, the constant `zp` or, with
+  // `zp_input` >= 0, that input's one 8-bit value, read on each run. (oneDNN 2.6's reorder has
+  // source zero points, but its jit reorder drops them on larger tensors: the kernel subtracts.)
+  void bind_input_shifted(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                          int32_t zp, int zp_input);
 
   DnnlContext& ctx() const { return *ctx_; }
   const std::string& where() const { return where_; }
@@ -140,6 +145,10 @@ class PrimitiveKernel : public Kernel {
     bool output = false;
     int preload = -1;  // output: the input copied (reordered) into the staged buffer first
     dnnl::primitive preload_reorder;
+    // Shifted inputs (bind_input_shifted): the zero point, or the input holding it.
+    bool shifted = false;
+    int32_t zp = 0;
+    int zp_input = -1;
     size_t index = 0;
     uint64_t user_bytes = 0, offset = 0;  // offset into the scratchpad
   };
@@ -150,11 +159,12 @@ class PrimitiveKernel : public Kernel {
     size_t index = 0;  // into slots_, staged_ or owned_
   };
   struct State;
-  void bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
-                   int preload_input);
+  Staged& bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
+                      const dnnl::memory::desc& want, int preload_input);
   void point_slots(State& s, const KernelArgs& args) const;
   void point_staged(State& s, const KernelArgs& args) const;  // staged memories at their tensors and scratchpad
-  void reorder_staged(State& s, dnnl_stream* stream, bool outputs) const;
+  void reorder_staged(State& s, dnnl_stream* stream, bool outputs, const KernelArgs& args) const;
+  void shift_staged(const Staged& st, const KernelArgs& args) const;
   // The primitive made again for the calling thread's OpenMP thread count, with the same memory
   // layouts and a scratchpad no larger (fails, naming the fix, when oneDNN has none).
   dnnl::primitive primitive_for_current_threads() const;

@@ -12,8 +12,17 @@
 //                           destination zero point, the int32 bias added before scaling (as ONNX).
 // oneDNN picks the activation layouts (channels-last for int8): plain tensors are reordered into
 // the kernel's scratchpad and out of it on each run (PrimitiveKernel's staged tensors).
+//
+// Without VNNI, oneDNN's int8 products saturate, so the same sums run as a float32 convolution:
+// the source reordered to float32 less its zero point, the weights
+// minus theirs as float32, and the int32 bias as float32. Each partial sum is then an integer of
+// magnitude at most max|x - x_zp| * sum|w - w_zp| + |bias|; where that is at most 2^24 for every
+// output channel (checked at load, from the weights) float32 holds each one exactly, so the sums
+// are ONNX's int32 ones, bit for bit, and the epilogue runs as post-ops in the order above. Past
+// 2^24 the kernel is not made and the loops run.
 #include "runtime/kernels/quantized/dnnl_qconv.h"
 
+#include <cstdlib>
 #include <limits>
 
 #include "ir/fused_activation.h"
@@ -57,9 +66,7 @@ dnnl::memory::desc row_major(const Dims& d, dt type) {
 // u8 x s8 products summed in pairs saturate at 16 bits without VNNI (vpmaddubsw): only VNNI's
 // vpdpbusd gives ONNX's exact int32 sums.
 bool int8_products_exact() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  auto has = [isa](dnnl_cpu_isa_t want) { return (isa & static_cast<unsigned>(want)) == static_cast<unsigned>(want); };
-  return has(dnnl_cpu_isa_avx512_core_vnni) || has(dnnl_cpu_isa_avx2_vnni);
+  return dnnl_runs_isa(dnnl_cpu_isa_avx512_core_vnni) || dnnl_runs_isa(dnnl_cpu_isa_avx2_vnni);
 }
 
 namespace {
@@ -104,7 +111,9 @@ class Builder {
   Builder(const Node& n, const KernelEnv& env, Layout l) : n_(n), env_(env), l_(l), at_(where(n, env)) {}
 
   std::unique_ptr<Kernel> build() {
-    if (!env_.dnnl || !int8_products_exact() || !read_shapes() || !read_weights() || !read_output()) return nullptr;
+    if (!env_.dnnl || !read_shapes() || !read_weights() || !read_output()) return nullptr;
+    float_ = !int8_products_exact();
+    if (float_ && !float_sums_exact()) return nullptr;
     const dnnl::primitive_attr attr = make_attr();
     std::optional<dnnl::convolution_forward::primitive_desc> pd = make_pd(attr);
     if (!pd) return nullptr;
@@ -219,29 +228,56 @@ class Builder {
     return true;
   }
 
+  // Every partial sum of the float32 convolution is an integer no larger than
+  // max|x - x_zp| * sum|w - w_zp| + |bias| of its output channel: exact while that is <= 2^24.
+  bool float_sums_exact() const {
+    const int64_t lo = src_dt_ == dt::u8 ? 0 : -128, hi = lo + 255;
+    const int64_t x_max = runtime_src_zp_ ? 255 : std::max<int64_t>(const_src_zp_ - lo, hi - const_src_zp_);
+    const size_t per = weights_.size() / static_cast<size_t>(m_);
+    for (size_t m = 0; m < static_cast<size_t>(m_); ++m) {
+      int64_t sum = 0;
+      for (size_t k = 0; k < per; ++k) sum += std::abs(static_cast<int64_t>(weights_[m * per + k]));
+      const int64_t bias = qbias_.empty() ? 0 : std::abs(static_cast<int64_t>(qbias_[m]));
+      if (x_max * sum + bias > (int64_t{1} << 24)) return false;
+    }
+    return true;
+  }
+
+  // A binary post-op whose operand is a constant (`values`) or, with `runtime` > 0, the fused
+  // scale input of that many values, read where it lies in the arena.
+  void append_binary(dnnl::post_ops& po, dnnl::algorithm alg, std::vector<float> values, int64_t runtime = 0) {
+    const int64_t count = runtime > 0 ? runtime : static_cast<int64_t>(values.size());
+    binaries_.push_back({po.len(), std::move(values), runtime});
+    po.append_binary(alg, channel_md(count));
+  }
+
   dnnl::primitive_attr make_attr() {
     dnnl::primitive_attr attr = dnnl_kernels::user_scratchpad_attr();
-    if (runtime_src_zp_ || const_src_zp_ != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::post_ops po;
+    const auto relu = [&po] { po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); };
+    // oneDNN 2.6 has no output scales on a float32 convolution: the float form multiplies in a
+    // binary post-op, the same single rounding.
+    if (!float_ && (runtime_src_zp_ || const_src_zp_ != 0)) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     if (l_.qlinear) {
       bool same = true;
       for (float s : oscales_) same = same && s == oscales_[0];
       if (same) oscales_.resize(1);
-      attr.set_output_scales(oscales_.size() == 1 ? 0 : 2, oscales_);
-      if (dst_zp_ != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+      if (float_) append_binary(po, dnnl::algorithm::binary_mul, oscales_);
+      else attr.set_output_scales(oscales_.size() == 1 ? 0 : 2, oscales_);
       // Before the destination zero point is added: Relu of the real value.
-      if (relu_) {
-        dnnl::post_ops po;
-        po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-        attr.set_post_ops(po);
-      }
+      if (relu_) relu();
+      // The float form adds the zero point before the output's reorder rounds and saturates, as
+      // oneDNN's int8 convolution does.
+      if (dst_zp_ != 0 && float_) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, static_cast<float>(dst_zp_));
+      if (dst_zp_ != 0 && !float_) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
     } else if (dequantized_) {
-      if (!w_scale_.empty()) attr.set_output_scales(w_scale_.size() == 1 ? 0 : 2, w_scale_);
-      dnnl::post_ops po;
-      if (runtime_scale_ > 0) po.append_binary(dnnl::algorithm::binary_mul, channel_md(runtime_scale_));
-      if (!bias_.empty()) po.append_binary(dnnl::algorithm::binary_add, channel_md(m_));
-      if (relu_) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
-      attr.set_post_ops(po);
+      if (!w_scale_.empty() && float_) append_binary(po, dnnl::algorithm::binary_mul, w_scale_);
+      else if (!w_scale_.empty()) attr.set_output_scales(w_scale_.size() == 1 ? 0 : 2, w_scale_);
+      if (runtime_scale_ > 0) append_binary(po, dnnl::algorithm::binary_mul, {}, runtime_scale_);
+      if (!bias_.empty()) append_binary(po, dnnl::algorithm::binary_add, bias_);
+      if (relu_) relu();
     }
+    attr.set_post_ops(po);
     return attr;
   }
 
@@ -252,17 +288,20 @@ class Builder {
     return row_major(d, dt::f32);
   }
 
+  // The output's type in ONNX; the primitive's tensors are float32 in the float form.
   dt dst_type() const { return l_.qlinear ? dst_dt_ : dequantized_ ? dt::f32 : dt::s32; }
+  dt sum_type(dt int8_form) const { return float_ ? dt::f32 : int8_form; }
 
   std::optional<dnnl::convolution_forward::primitive_desc> make_pd(const dnnl::primitive_attr& attr) const {
     using fwd = dnnl::convolution_forward;
     const auto any = tag::any;
-    dnnl::memory::desc src(xd_, src_dt_, any), wei(wdims_, dt::s8, any), dst(yd_, dst_type(), any);
+    dnnl::memory::desc src(xd_, sum_type(src_dt_), any), wei(wdims_, sum_type(dt::s8), any),
+        dst(yd_, sum_type(dst_type()), any);
     const Dims dil = dnnl_kernels::dnnl_dilations(win_);
     try {
       if (!qbias_.empty()) {
         fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei,
-                    dnnl::memory::desc({m_}, dt::s32, tag::a), dst, win_.strides, dil, win_.pads_begin, win_.pads_end);
+                    dnnl::memory::desc({m_}, sum_type(dt::s32), tag::a), dst, win_.strides, dil, win_.pads_begin, win_.pads_end);
         return fwd::primitive_desc(d, attr, env_.dnnl->engine);
       }
       fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, dst, win_.strides,
@@ -277,36 +316,51 @@ class Builder {
     auto k = std::make_unique<Int8ConvKernel>(n_, env_, runtime_src_zp_ ? static_cast<int>(l_.x_zp) : -1);
     k->set_primitive(pd);
     auto& ctx = k->ctx();
-    k->bind_input_staged(DNNL_ARG_SRC, l_.x, row_major(xd_, src_dt_), pd.src_desc());
-    k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(weights_.data(), weights_.size(),
-                                                                    row_major(wdims_, dt::s8), pd.weights_desc(), ctx,
-                                                                    at_ + ": int8 weights"));
-    const dnnl::memory::desc one_s32({1}, dt::s32, tag::a);
-    // A run-time zero point (an 8-bit tensor) is reordered to the int32 oneDNN reads, each run, into
-    // the session's scratchpad: nothing of the shared kernel is written while it runs.
-    if (runtime_src_zp_) {
-      const DType zt = n_.inputs[l_.x_zp]->type.dtype;
-      k->bind_input_staged(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, l_.x_zp,
-                           dnnl::memory::desc({1}, zt == DType::Uint8 ? dt::u8 : dt::s8, tag::a), one_s32);
+    const dnnl::memory::desc one_s32({1}, dt::s32, tag::a), zp_user({1}, src_dt_, tag::a);
+    const int zp_input = runtime_src_zp_ ? static_cast<int>(l_.x_zp) : -1;
+    if (float_ && (runtime_src_zp_ || const_src_zp_ != 0)) {
+      // Staged as float32, less the source zero point.
+      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, row_major(xd_, src_dt_), pd.src_desc(), const_src_zp_, zp_input);
+    } else {
+      k->bind_input_staged(DNNL_ARG_SRC, l_.x, row_major(xd_, src_dt_), pd.src_desc());
     }
-    else if (const_src_zp_ != 0)
-      k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                     dnnl_kernels::reordered_memory(&const_src_zp_, sizeof(int32_t), one_s32, one_s32, ctx, at_));
+    if (float_) {
+      const std::vector<float> w(weights_.begin(), weights_.end());
+      k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(w.data(), w.size() * sizeof(float),
+                                                                      row_major(wdims_, dt::f32), pd.weights_desc(),
+                                                                      ctx, at_ + ": weights"));
+    } else {
+      k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(weights_.data(), weights_.size(),
+                                                                      row_major(wdims_, dt::s8), pd.weights_desc(),
+                                                                      ctx, at_ + ": int8 weights"));
+      // A run-time zero point (an 8-bit tensor) is reordered to the int32 oneDNN reads, each run,
+      // into the session's scratchpad: nothing of the shared kernel is written while it runs.
+      if (runtime_src_zp_)
+        k->bind_input_staged(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, l_.x_zp, zp_user, one_s32);
+      else if (const_src_zp_ != 0)
+        k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                       dnnl_kernels::reordered_memory(&const_src_zp_, sizeof(int32_t), one_s32, one_s32, ctx, at_));
+    }
     if (l_.qlinear) {
-      if (!qbias_.empty())
-        k->bind_memory(DNNL_ARG_BIAS, dnnl_kernels::reordered_memory(qbias_.data(), qbias_.size() * sizeof(int32_t),
+      if (!qbias_.empty()) {
+        const std::vector<float> as_float(qbias_.begin(), qbias_.end());
+        const void* bias = float_ ? static_cast<const void*>(as_float.data()) : qbias_.data();
+        k->bind_memory(DNNL_ARG_BIAS, dnnl_kernels::reordered_memory(bias, qbias_.size() * sizeof(int32_t),
                                                                      pd.bias_desc(), pd.bias_desc(), ctx, at_));
-      if (dst_zp_ != 0)
+      }
+      if (dst_zp_ != 0 && !float_)
         k->bind_memory(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST,
                        dnnl_kernels::reordered_memory(&dst_zp_, sizeof(int32_t), one_s32, one_s32, ctx, at_));
-    } else if (dequantized_) {
-      // A run-time scale, a tensor of the arena, is the first binary post-op's operand.
-      if (runtime_scale_ > 0)
-        k->bind_input(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, kDequantScaleInput, channel_md(runtime_scale_));
-      const dnnl::memory::desc ch = channel_md(m_);
-      if (!bias_.empty())
-        k->bind_memory(DNNL_ARG_ATTR_MULTIPLE_POST_OP(runtime_scale_ > 0 ? 1 : 0) | DNNL_ARG_SRC_1,
-                       dnnl_kernels::reordered_memory(bias_.data(), bias_.size() * sizeof(float), ch, ch, ctx, at_));
+    }
+    for (const Binary& b : binaries_) {
+      const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(b.index) | DNNL_ARG_SRC_1;
+      // A run-time scale, a tensor of the arena, is read where it lies.
+      if (b.runtime > 0) {
+        k->bind_input(arg, kDequantScaleInput, channel_md(b.runtime));
+        continue;
+      }
+      const dnnl::memory::desc md = channel_md(static_cast<int64_t>(b.values.size()));
+      k->bind_memory(arg, dnnl_kernels::reordered_memory(b.values.data(), b.values.size() * sizeof(float), md, md, ctx, at_));
     }
     k->bind_output_staged(DNNL_ARG_DST, 0, row_major(yd_, dst_type()), pd.dst_desc());
     return k;
@@ -326,6 +380,13 @@ class Builder {
   int32_t const_src_zp_ = 0, dst_zp_ = 0;
   std::vector<float> w_scale_, bias_, oscales_;
   std::vector<int32_t> qbias_;
+  bool float_ = false;  // the sums in float32 (no VNNI)
+  struct Binary {
+    int index;                  // in the post-op chain
+    std::vector<float> values;  // a constant operand
+    int64_t runtime;            // > 0: the run-time scale input, of this many values
+  };
+  std::vector<Binary> binaries_;
 };
 
 }  // namespace

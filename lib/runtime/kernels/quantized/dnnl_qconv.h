@@ -10,13 +10,14 @@ namespace memplan::rt::quant {
 
 // Null when oneDNN cannot run the node exactly (the caller then uses its plain loops): weights or
 // their zero points not constant, weights minus zero point outside int8, QLinearConv's scales or
-// output zero point not constant, channel-blocked activations, a CPU without VNNI (whose u8 x s8
-// products saturate in 16 bits), or no oneDNN implementation.
+// output zero point not constant, channel-blocked activations, no oneDNN implementation, or, on a
+// CPU without VNNI (whose u8 x s8 products saturate in 16 bits, so the sums run in float32), an
+// output channel whose sums could pass 2^24.
 std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env);
-
-// True when this CPU (as DNNL_MAX_CPU_ISA limits it) sums u8 x s8 products exactly (VNNI), so
-// the two makers above can return a kernel at all.
-bool int8_products_exact();
 std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env);
+
+// True when this CPU (as DNNL_MAX_CPU_ISA limits it) sums u8 x s8 products exactly (VNNI): the
+// two makers above run oneDNN's int8 convolution; otherwise its float32 one.
+bool int8_products_exact();
 
 }  // namespace memplan::rt::quant

@@ -1,8 +1,9 @@
 // ConvInteger (int32 output, or float32 with the fused dequantizing epilogue of
 // ir/fused_dequantize.h) and QLinearConv (requantized 8-bit output) on uint8 / int8, 1-D to 3-D,
-// grouped. oneDNN's int8 convolution runs them where it can (dnnl_qconv.cpp says when); the rest
-// here as plain loops with int32 accumulators: non-constant weights or weight zero points, weights
-// minus zero point outside int8, QLinearConv's non-constant scales, CPUs without VNNI. Padding
+// grouped. oneDNN's convolution runs them where it can (dnnl_qconv.cpp says when: int8 with VNNI,
+// float32 with exact sums without); the rest here as plain loops with int32 accumulators:
+// non-constant weights or weight zero points, weights minus zero point outside int8, QLinearConv's
+// non-constant scales, sums past 2^24 without VNNI. Padding
 // reads as the zero point, i.e. contributes nothing. The window geometry is read like Conv's
 // (dnnl_common's read_window / resolve_forward_pads).
 #include <algorithm>
