@@ -54,10 +54,12 @@ struct Value {
   // memory but a buffer the session allocates, and grows, outside the arena (TensorFlow Lite's
   // dynamic tensors). Every node that reads or writes it makes its kernel at run time.
   bool dynamic = false;
-  // 0: plain row-major. 8 or 16: a float32 NCHW activation stored channel-blocked, as oneDNN's
-  // nChw8c / nChw16c ([N][C/b][H][W][b]); only when b divides C, so the bytes are as many as
-  // plain (assign_layouts decides; the oneDNN kernels read it).
+  // 0: plain row-major. 8 or 16: an NCHW activation stored channel-blocked, as oneDNN's nChw8c /
+  // nChw16c ([N][C/b][H][W][b]); only when b divides C, so the bytes are as many as plain.
+  // kChannelsLast: stored NHWC. assign_layouts (float32) and assign_int8_layouts (8-bit values
+  // between QLinearConvs) decide; the oneDNN kernels read it.
   int channel_block = 0;
+  static constexpr int kChannelsLast = -1;
 
   bool is_constant() const { return constant != nullptr; }
 };

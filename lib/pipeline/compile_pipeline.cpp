@@ -15,10 +15,12 @@
 #include "passes/fuse_conv.h"
 #include "passes/fuse_quantized.h"
 #include "passes/inline_if.h"
+#include "passes/int8_layouts.h"
 #include "pipeline/lean_kernels.h"
 #include "plan/verifier.h"
 #include "report/plan_report.h"
 #include "runtime/constant_evaluator.h"
+#include "runtime/kernels/quantized/dnnl_qconv.h"
 
 namespace memplan {
 namespace {
@@ -139,6 +141,12 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("quantized fusions removed {} nodes", fuse_quantized(model));
   const int blocked = assign_layouts(model, preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
+  // Without VNNI the int8 convolutions run oneDNN's float32 kernels, which read channel-blocked.
+  rt::DnnlContext dnnl;
+  const rt::KernelEnv env{&dnnl, model.path};
+  const int int8 = assign_int8_layouts(model, rt::quant::int8_products_exact() ? Value::kChannelsLast : preferred_channel_block(),
+                                       [&env](const Node& n) { return rt::quant::dnnl_runs_qlinear_conv(n, env); });
+  spdlog::debug("{} int8 tensors between QLinearConvs in their layout", int8);
 }
 
 Model prepare_model(const std::string& path, const ShapeOptions& shapes) {

@@ -24,6 +24,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "ir/fused_activation.h"
 #include "ir/fused_dequantize.h"
@@ -59,6 +60,19 @@ bool to_dnnl_type(DType t, dt& out) {
 dnnl::memory::desc row_major(const Dims& d, dt type) {
   static constexpr tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
   return dnnl::memory::desc(d, type, tags[d.size() - 1]);
+}
+
+// An activation in the layout its Value::channel_block names (passes/int8_layouts.h).
+dnnl::memory::desc activation_desc(const Dims& d, dt type, int layout) {
+  if (layout == Value::kChannelsLast) return dnnl::memory::desc(d, type, tag::nhwc);
+  if (layout == 8) return dnnl::memory::desc(d, type, tag::nChw8c);
+  if (layout == 16) return dnnl::memory::desc(d, type, tag::nChw16c);
+  return row_major(d, type);
+}
+
+bool layout_fits(const Value* v) {
+  const int b = v->channel_block;
+  return b == 0 || (v->type.dims.size() == 4 && (b == Value::kChannelsLast || b == 8 || b == 16));
 }
 
 }  // namespace
@@ -111,13 +125,21 @@ class Builder {
   Builder(const Node& n, const KernelEnv& env, Layout l) : n_(n), env_(env), l_(l), at_(where(n, env)) {}
 
   std::unique_ptr<Kernel> build() {
-    if (!env_.dnnl || !read_shapes() || !read_weights() || !read_output()) return nullptr;
+    std::optional<dnnl::convolution_forward::primitive_desc> pd = describe();
+    return pd ? bind(*pd) : nullptr;
+  }
+
+  // The primitive the kernel would run, without reordering its weights; none: the loops.
+  std::optional<dnnl::convolution_forward::primitive_desc> describe() {
+    if (!env_.dnnl || !read_shapes() || !read_weights() || !read_output()) return std::nullopt;
     float_ = !int8_products_exact();
-    if (float_ && !float_sums_exact()) return nullptr;
+    if (float_ && !float_sums_exact()) return std::nullopt;
     const dnnl::primitive_attr attr = make_attr();
-    std::optional<dnnl::convolution_forward::primitive_desc> pd = make_pd(attr);
-    if (!pd) return nullptr;
-    return bind(*pd);
+    // The activations' own layouts where the pass chose them (the kernel it expects reads them
+    // as they are), else oneDNN's choice, staged; the latter if oneDNN has no kernel for the former.
+    std::optional<dnnl::convolution_forward::primitive_desc> pd;
+    if (x_layout_ != 0 || y_layout_ != 0) pd = make_pd(attr, true);
+    return pd ? pd : make_pd(attr, false);
   }
 
  private:
@@ -126,8 +148,10 @@ class Builder {
     const Value* w = present(n_, l_.w);
     const Value* y = output_at(n_, 0);
     if (!x || !w || !y || !x->type.is_static() || x->shape_varies || !y->type.is_static() || y->shape_varies ||
-        !w->constant || x->channel_block != 0 || y->channel_block != 0)
+        !w->constant || !layout_fits(x) || !layout_fits(y))
       return false;
+    x_layout_ = x->channel_block;
+    y_layout_ = y->channel_block;
     if (!to_dnnl_type(x->type.dtype, src_dt_) || (src_dt_ != dt::u8 && src_dt_ != dt::s8)) return false;
     xd_ = x->type.static_dims();
     yd_ = y->type.static_dims();
@@ -292,21 +316,30 @@ class Builder {
   dt dst_type() const { return l_.qlinear ? dst_dt_ : dequantized_ ? dt::f32 : dt::s32; }
   dt sum_type(dt int8_form) const { return float_ ? dt::f32 : int8_form; }
 
-  std::optional<dnnl::convolution_forward::primitive_desc> make_pd(const dnnl::primitive_attr& attr) const {
+  // `own_layouts`: the source and destination in the activations' layouts (not plain ones), so
+  // that they need no staging, and not by oneDNN's reference (C++) kernels; else oneDNN's choice.
+  std::optional<dnnl::convolution_forward::primitive_desc> make_pd(const dnnl::primitive_attr& attr,
+                                                                   bool own_layouts) const {
     using fwd = dnnl::convolution_forward;
     const auto any = tag::any;
     dnnl::memory::desc src(xd_, sum_type(src_dt_), any), wei(wdims_, sum_type(dt::s8), any),
         dst(yd_, sum_type(dst_type()), any);
+    if (own_layouts && x_layout_ != 0) src = activation_desc(xd_, sum_type(src_dt_), x_layout_);
+    if (own_layouts && y_layout_ != 0) dst = activation_desc(yd_, sum_type(dst_type()), y_layout_);
+    const auto usable = [own_layouts](fwd::primitive_desc pd) -> std::optional<fwd::primitive_desc> {
+      if (own_layouts && std::string(pd.impl_info_str()).find("ref") != std::string::npos) return std::nullopt;
+      return pd;
+    };
     const Dims dil = dnnl_kernels::dnnl_dilations(win_);
     try {
       if (!qbias_.empty()) {
         fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei,
                     dnnl::memory::desc({m_}, sum_type(dt::s32), tag::a), dst, win_.strides, dil, win_.pads_begin, win_.pads_end);
-        return fwd::primitive_desc(d, attr, env_.dnnl->engine);
+        return usable(fwd::primitive_desc(d, attr, env_.dnnl->engine));
       }
       fwd::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, wei, dst, win_.strides,
                   dil, win_.pads_begin, win_.pads_end);
-      return fwd::primitive_desc(d, attr, env_.dnnl->engine);
+      return usable(fwd::primitive_desc(d, attr, env_.dnnl->engine));
     } catch (const dnnl::error&) {
       return std::nullopt;  // no implementation: the loops
     }
@@ -320,9 +353,9 @@ class Builder {
     const int zp_input = runtime_src_zp_ ? static_cast<int>(l_.x_zp) : -1;
     if (float_ && (runtime_src_zp_ || const_src_zp_ != 0)) {
       // Staged as float32, less the source zero point.
-      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, row_major(xd_, src_dt_), pd.src_desc(), const_src_zp_, zp_input);
+      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, activation_desc(xd_, src_dt_, x_layout_), pd.src_desc(), const_src_zp_, zp_input);
     } else {
-      k->bind_input_staged(DNNL_ARG_SRC, l_.x, row_major(xd_, src_dt_), pd.src_desc());
+      k->bind_input_staged(DNNL_ARG_SRC, l_.x, activation_desc(xd_, src_dt_, x_layout_), pd.src_desc());
     }
     if (float_) {
       const std::vector<float> w(weights_.begin(), weights_.end());
@@ -362,7 +395,7 @@ class Builder {
       const dnnl::memory::desc md = channel_md(static_cast<int64_t>(b.values.size()));
       k->bind_memory(arg, dnnl_kernels::reordered_memory(b.values.data(), b.values.size() * sizeof(float), md, md, ctx, at_));
     }
-    k->bind_output_staged(DNNL_ARG_DST, 0, row_major(yd_, dst_type()), pd.dst_desc());
+    k->bind_output_staged(DNNL_ARG_DST, 0, activation_desc(yd_, dst_type(), y_layout_), pd.dst_desc());
     return k;
   }
 
@@ -381,6 +414,7 @@ class Builder {
   std::vector<float> w_scale_, bias_, oscales_;
   std::vector<int32_t> qbias_;
   bool float_ = false;  // the sums in float32 (no VNNI)
+  int x_layout_ = 0, y_layout_ = 0;  // Value::channel_block of the source and the output
   struct Binary {
     int index;                  // in the post-op chain
     std::vector<float> values;  // a constant operand
@@ -393,5 +427,6 @@ class Builder {
 
 std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env) { return Builder(n, env, kInteger).build(); }
 std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env) { return Builder(n, env, kQLinear).build(); }
+bool dnnl_runs_qlinear_conv(const Node& n, const KernelEnv& env) { return Builder(n, env, kQLinear).describe().has_value(); }
 
 }  // namespace memplan::rt::quant

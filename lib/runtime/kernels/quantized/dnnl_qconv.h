@@ -15,6 +15,9 @@ namespace memplan::rt::quant {
 // output channel whose sums could pass 2^24.
 std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env);
 std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env);
+// Whether make_dnnl_qlinear_conv makes a kernel for the node, whatever its activations' layouts
+// (passes/int8_layouts.h asks before it chooses them). Reorders no weights.
+bool dnnl_runs_qlinear_conv(const Node& n, const KernelEnv& env);
 
 // True when this CPU (as DNNL_MAX_CPU_ISA limits it) sums u8 x s8 products exactly (VNNI): the
 // two makers above run oneDNN's int8 convolution; otherwise its float32 one.

@@ -210,6 +210,9 @@ std::unique_ptr<Kernel> make_qconv(const Node& n, const KernelEnv& env, Layout l
     fail_at(at, "the output must be int32");
   }
   if (std::unique_ptr<Kernel> k = l.y_zp >= 0 ? make_dnnl_qlinear_conv(n, env) : make_dnnl_conv_integer(n, env)) return k;
+  // passes/int8_layouts chooses other layouts only where oneDNN's kernel runs: the loops index NCHW.
+  if (n.inputs[l.x]->channel_block != 0 || n.outputs[0]->channel_block != 0)
+    fail_internal(at + ": its activations are not plain, but oneDNN has no kernel for it");
   return std::make_unique<QConvKernel>(at, l, g, out, dequantized, *act == FusedActivation::Relu);
 }
 
