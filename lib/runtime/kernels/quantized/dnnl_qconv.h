@@ -10,7 +10,7 @@ namespace memplan::rt::quant {
 
 // Null when oneDNN cannot run the node exactly (the caller then uses its plain loops): weights or
 // their zero points not constant, weights minus zero point outside int8, QLinearConv's scales or
-// output zero point not constant, channel-blocked activations, no oneDNN implementation, or, on a
+// output zero point not constant, no oneDNN implementation, or, on a
 // CPU without VNNI (whose u8 x s8 products saturate in 16 bits, so the sums run in float32), an
 // output channel whose sums could pass 2^24.
 std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env);
