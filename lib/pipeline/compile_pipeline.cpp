@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "ir/control_flow_ports.h"
@@ -142,10 +143,14 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   const int blocked = assign_layouts(model, preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
   // Without VNNI the int8 convolutions run oneDNN's float32 kernels, which read channel-blocked.
-  rt::DnnlContext dnnl;
-  const rt::KernelEnv env{&dnnl, model.path};
-  const int int8 = assign_int8_layouts(model, rt::quant::int8_products_exact() ? Value::kChannelsLast : preferred_channel_block(),
-                                       [&env](const Node& n) { return rt::quant::dnnl_runs_qlinear_conv(n, env); });
+  // (A oneDNN engine to ask them, made only for a model that has a QLinearConv.)
+  std::optional<rt::DnnlContext> dnnl;
+  const auto runs_on_onednn = [&](const Node& n) {
+    if (!dnnl) dnnl.emplace();
+    return rt::quant::dnnl_runs_qlinear_conv(n, rt::KernelEnv{&*dnnl, model.path});
+  };
+  const int int8 = assign_int8_layouts(
+      model, rt::quant::int8_products_exact() ? Value::kChannelsLast : preferred_channel_block(), runs_on_onednn);
   spdlog::debug("{} int8 tensors between QLinearConvs in their layout", int8);
 }
 

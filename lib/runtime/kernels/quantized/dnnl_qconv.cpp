@@ -14,8 +14,8 @@
 // the kernel's scratchpad and out of it on each run (PrimitiveKernel's staged tensors).
 //
 // Without VNNI, oneDNN's int8 products saturate, so the same sums run as a float32 convolution:
-// the source reordered to float32 less its zero point, the weights
-// minus theirs as float32, and the int32 bias as float32. Each partial sum is then an integer of
+// the source reordered to float32 less its zero point, the weights less theirs as float32, and
+// the int32 bias as float32. Each partial sum is then an integer of
 // magnitude at most max|x - x_zp| * sum|w - w_zp| + |bias|; where that is at most 2^24 for every
 // output channel (checked at load, from the weights) float32 holds each one exactly, so the sums
 // are ONNX's int32 ones, bit for bit, and the epilogue runs as post-ops in the order above. Past
@@ -378,7 +378,7 @@ class Builder {
       if (!qbias_.empty()) {
         const std::vector<float> as_float(qbias_.begin(), qbias_.end());
         const void* bias = float_ ? static_cast<const void*>(as_float.data()) : qbias_.data();
-        k->bind_memory(DNNL_ARG_BIAS, dnnl_kernels::reordered_memory(bias, qbias_.size() * sizeof(int32_t),
+        k->bind_memory(DNNL_ARG_BIAS, dnnl_kernels::reordered_memory(bias, qbias_.size() * 4,  // int32 or float
                                                                      pd.bias_desc(), pd.bias_desc(), ctx, at_));
       }
       if (dst_zp_ != 0 && !float_)
