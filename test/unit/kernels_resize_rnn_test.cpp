@@ -4,7 +4,9 @@
 // recurrent ones from the ONNX equations written out below.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -148,6 +150,52 @@ TEST_CASE("Resize linear interpolates every resized dimension", "[kernels][resiz
   build(k, {"linear", "align_corners", {2, 2, 2}, x, {1.5f, 1, 1}, {}, {}, false, {3, 2, 2}});
   REQUIRE(k.run());
   require_close(k.result_as<float>(0), {0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7});
+}
+
+namespace {
+
+// ONNX's linear Resize of a [planes, ih, iw] stack to [planes, oh, ow] in double, in the order the
+// kernel sums (rows' taps outside, columns' inside): the kernel's fast paths must give these bits.
+Floats linear_reference(const Floats& x, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                        const std::string& coord) {
+  auto taps = [&](int64_t o, int64_t in, int64_t out) {
+    const double scale = static_cast<double>(out) / static_cast<double>(in);
+    double s = (static_cast<double>(o) + 0.5) / scale - 0.5;
+    if (coord == "align_corners") s = static_cast<double>(o) * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    const double base = std::floor(s), frac = s - base;
+    const int64_t i0 = std::clamp<int64_t>(static_cast<int64_t>(base), 0, in - 1);
+    const int64_t i1 = std::clamp<int64_t>(static_cast<int64_t>(base) + 1, 0, in - 1);
+    return std::tuple{i0, i1, 1 - frac, frac};
+  };
+  Floats y;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t r = 0; r < oh; ++r)
+      for (int64_t c = 0; c < ow; ++c) {
+        const auto [r0, r1, wr0, wr1] = taps(r, ih, oh);
+        const auto [c0, c1, wc0, wc1] = taps(c, iw, ow);
+        auto at = [&](int64_t i, int64_t j) { return static_cast<double>(x[static_cast<size_t>((p * ih + i) * iw + j)]); };
+        double sum = 0;
+        sum += wr0 * wc0 * at(r0, c0);
+        sum += wr0 * wc1 * at(r0, c1);
+        sum += wr1 * wc0 * at(r1, c0);
+        sum += wr1 * wc1 * at(r1, c1);
+        y.push_back(static_cast<float>(sum));
+      }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Resize linear by 2 (a decoder's upsampling) gives ONNX's formula bit for bit", "[kernels][resize-rnn]") {
+  const std::string coord = GENERATE(std::string("half_pixel"), std::string("align_corners"));
+  const int64_t planes = 3, ih = 5, iw = 9;
+  Floats x(static_cast<size_t>(planes * ih * iw));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.7f) * 10.f + 0.1f * static_cast<float>(i);
+  INFO(coord);  // half_pixel takes the doubling path; align_corners's taps do not repeat, the general one
+  KernelCase k("Resize", 13);
+  build(k, {"linear", coord, {1, planes, ih, iw}, x, {1, 1, 2, 2}, {}, {}, false, {1, planes, 2 * ih, 2 * iw}});
+  REQUIRE(k.run());
+  CHECK(k.result_as<float>(0) == linear_reference(x, planes, ih, iw, 2 * ih, 2 * iw, coord));
 }
 
 namespace {

@@ -291,6 +291,56 @@ class ResizeKernel final : public Kernel {
     }
   }
 
+  // Linear upsampling by exactly 2 (the decoders of segmentation nets): output columns 2k + 1 and
+  // 2k + 2 both read input columns k and k + 1, with one pair of weights for the odd columns and
+  // one for the even, so the row needs no gather and vectorizes.
+  static bool doubling(const Pair* pairs, int64_t iw, int64_t ow) {
+    if (ow != 2 * iw || iw < 2) return false;
+    for (int64_t c = 1; c + 1 < ow; ++c) {
+      const Pair& t = pairs[c];
+      const Pair& like = pairs[c % 2 ? 1 : 2];
+      const int64_t k = (c - 1) / 2;
+      if (t.i0 != k || t.i1 != k + 1 || t.w0 != like.w0 || t.w1 != like.w1) return false;
+    }
+    return true;
+  }
+
+  // One (bi)linear output element from rows r0 and r1: element()'s products and sums, unrolled.
+  static float linear_pair(const float* r0, const float* r1, const Taps& ty, const Pair& t) {
+    double sum = 0;
+    sum += ty.w[0] * t.w0 * static_cast<double>(r0[t.i0]);
+    sum += ty.w[0] * t.w1 * static_cast<double>(r0[t.i1]);
+    sum += ty.w[1] * t.w0 * static_cast<double>(r1[t.i0]);
+    sum += ty.w[1] * t.w1 * static_cast<double>(r1[t.i1]);
+    return static_cast<float>(sum);
+  }
+
+  // One output row of doubling() columns: linear_pair's products and sums.
+  static void upsample_row_by_2(const float* r0, const float* r1, const Taps& ty, const Pair* pairs, int64_t iw,
+                                float* dst) {
+    dst[0] = linear_pair(r0, r1, ty, pairs[0]);
+    dst[2 * iw - 1] = linear_pair(r0, r1, ty, pairs[2 * iw - 1]);
+    const double odd00 = ty.w[0] * pairs[1].w0, odd01 = ty.w[0] * pairs[1].w1, odd10 = ty.w[1] * pairs[1].w0,
+                 odd11 = ty.w[1] * pairs[1].w1;
+    const double even00 = ty.w[0] * pairs[2].w0, even01 = ty.w[0] * pairs[2].w1, even10 = ty.w[1] * pairs[2].w0,
+                 even11 = ty.w[1] * pairs[2].w1;
+#pragma omp simd
+    for (int64_t k = 0; k < iw - 1; ++k) {
+      const double a = r0[k], b = r0[k + 1], c = r1[k], d = r1[k + 1];
+      double odd = 0, even = 0;
+      odd += odd00 * a;
+      odd += odd01 * b;
+      odd += odd10 * c;
+      odd += odd11 * d;
+      even += even00 * a;
+      even += even01 * b;
+      even += even10 * c;
+      even += even11 * d;
+      dst[2 * k + 1] = static_cast<float>(odd);
+      dst[2 * k + 2] = static_cast<float>(even);
+    }
+  }
+
   // The common case (an image upsampled or downsampled in its last two dims, any mode but
   // tf_crop_and_resize) without the general walk's per-element tap computation: each output row's
   // taps once per row, each column's once per run (in the scratchpad). The same products and sums
@@ -318,22 +368,19 @@ class ResizeKernel final : public Kernel {
       cols = reinterpret_cast<Taps*>(scratchpad);
       for (int64_t c = 0; c < ow; ++c) cols[c] = taps_for(p_, axes[r - 1], c);
     }
+    const bool doubles = pairs && doubling(pairs, iw, ow);
     for (uint64_t p = 0; p < planes; ++p) {
       const float* plane = src + p * static_cast<uint64_t>(ih * iw);
       for (int64_t y = 0; y < oh; ++y, dst += ow) {
         const Taps ty = taps_for(p_, axes[r - 2], y);
+        if (ty.n == 2 && doubles) {
+          upsample_row_by_2(plane + ty.idx[0] * iw, plane + ty.idx[1] * iw, ty, pairs, iw, dst);
+          continue;
+        }
         if (ty.n == 2 && pairs) {  // (bi)linear: the same sums unrolled, over compact column taps
           const float* r0 = plane + ty.idx[0] * iw;
           const float* r1 = plane + ty.idx[1] * iw;
-          for (int64_t c = 0; c < ow; ++c) {
-            const Pair& t = pairs[c];
-            double sum = 0;
-            sum += ty.w[0] * t.w0 * static_cast<double>(r0[t.i0]);
-            sum += ty.w[0] * t.w1 * static_cast<double>(r0[t.i1]);
-            sum += ty.w[1] * t.w0 * static_cast<double>(r1[t.i0]);
-            sum += ty.w[1] * t.w1 * static_cast<double>(r1[t.i1]);
-            dst[c] = static_cast<float>(sum);
-          }
+          for (int64_t c = 0; c < ow; ++c) dst[c] = linear_pair(r0, r1, ty, pairs[c]);
           continue;
         }
         for (int64_t c = 0; c < ow; ++c) {
