@@ -11,6 +11,7 @@
 
 #include "ir/fused_activation.h"
 #include "ir/fused_dequantize.h"
+#include "runtime/constant_evaluator.h"
 
 namespace memplan {
 namespace {
@@ -218,7 +219,13 @@ bool fuse_qdq_conv(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) 
   return true;
 }
 
-// A Conv the QDQ fusion left as float whose weights are still DequantizeLinear(constants) (kept
+// Input 1 of `n` has at most `count` elements.
+bool weights_at_most(const Node& n, uint64_t count) {
+  const Value* w = n.inputs.size() > 1 ? n.inputs[1] : nullptr;
+  return w && w->type.is_static() && checked_element_count(w->type.static_dims(), n.describe()) <= count;
+}
+
+// A Conv (or Gemm) the QDQ fusions left as float whose weights are still DequantizeLinear(constants) (kept
 // from constant folding for the fusion): the float weights become a constant, computed as the
 // DequantizeLinear kernel does, float(q - zero_point) * scale, so the Conv's oneDNN kernel
 // reorders them once instead of the model dequantizing them on every run.
@@ -253,6 +260,135 @@ void fold_weight_dequantize(Graph& g, Node& conv) {
   conv.inputs[1] = constant_value(g, conv.name + "_dequantized_W", w, q.dims);
 }
 
+// A value of static type `dtype` [dims] (no constant).
+Value* typed_value(Graph& g, const std::string& name, DType dtype, const std::vector<int64_t>& dims) {
+  Value* v = g.add_value(name);
+  v->type.dtype = dtype;
+  v->type.has_rank = true;
+  uint64_t bytes = dtype_size(dtype);
+  for (int64_t d : dims) {
+    v->type.dims.push_back(Dim{d, {}});
+    bytes *= static_cast<uint64_t>(d);  // (dims of a value shape inference fixed: no overflow)
+  }
+  v->capacity_bytes = bytes;
+  v->capacity_known = true;
+  return v;
+}
+
+// A constant of raw bytes, type `dtype` [dims].
+Value* raw_constant(Graph& g, const std::string& name, DType dtype, const std::vector<int64_t>& dims,
+                    std::vector<std::byte> bytes) {
+  Value* v = typed_value(g, name, dtype, dims);
+  auto t = std::make_shared<Tensor>();
+  t->dtype = dtype;
+  t->dims = dims;
+  t->bytes = std::move(bytes);
+  v->constant = std::move(t);
+  return v;
+}
+
+// A Reshape of `x` to `y`'s static shape, as a new node named `name` (kernels run it as a view).
+std::unique_ptr<Node> reshape_node(Graph& g, const Node& like, const std::string& name, Value* x, Value* y) {
+  const std::vector<int64_t> dims = y->type.static_dims();
+  std::vector<std::byte> bytes(dims.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), dims.data(), bytes.size());
+  auto n = std::make_unique<Node>();
+  n->name = name;
+  n->op_type = "Reshape";
+  n->opset = std::max<int64_t>(like.opset, 14);
+  n->graph = &g;
+  n->inputs = {x, raw_constant(g, name + "_shape", DType::Int64, {static_cast<int64_t>(dims.size())}, std::move(bytes))};
+  n->outputs = {y};
+  y->producer = n.get();
+  return n;
+}
+
+// New nodes to place before or after a node once the pass's walk is over.
+struct Insertion {
+  std::unique_ptr<Node> node;
+  Node* anchor;
+  bool after;
+};
+
+// DequantizeLinear(xq [M, K]) -> Gemm(., DequantizeLinear(int8 W), float C) (a QDQ classifier, no
+// QuantizeLinear after it)  ==>  Reshape(xq -> [M, K, 1, 1]) -> ConvInteger (dequantized, 1x1) ->
+// Reshape(-> [M, N]): float(acc[m, n]) * (x_scale * w_scale[n]) + C[n], the int8 product ONNX
+// Runtime runs for it, on oneDNN's int8 (or exact float32) convolution with its epilogue fused.
+// The float Gemm it replaces needed W dequantized into the arena on every run (mobilenet_v2's
+// classifier: 5.1 MB, the arena's peak). Scales and zero points must be constants, x's per
+// tensor, W's per tensor or per output column.
+bool fuse_qdq_gemm(Graph& g, Node& gemm, std::vector<Insertion>& insertions) {
+  if (gemm.inputs.size() < 2 || gemm.inputs.size() > 3 || gemm.outputs.size() != 1 || !gemm.outputs[0]) return false;
+  if (gemm.attr_float("alpha", 1.f) != 1.f || gemm.attr_float("beta", 1.f) != 1.f || gemm.attr_int("transA", 0) != 0)
+    return false;
+  const bool trans_b = gemm.attr_int("transB", 0) != 0;
+  Node* dqx = gemm.inputs[0] ? gemm.inputs[0]->producer : nullptr;
+  Node* dqw = gemm.inputs[1] ? gemm.inputs[1]->producer : nullptr;
+  for (Node* n : {dqx, dqw})
+    if (!is_op(n, "DequantizeLinear", 3) || n->graph != &g) return false;
+  Value* y = gemm.outputs[0];
+  Value* xq = dqx->inputs[0];
+  double xs = 0, xz = 0;
+  if (!scalar_constant(dqx->inputs[1], xs) || !scalar_constant(dqx->inputs[2], xz) || !(xs > 0) || !xq ||
+      !is_8bit(xq->type.dtype) || dqx->inputs[2]->type.dtype != xq->type.dtype || !xq->type.is_static() ||
+      xq->shape_varies || xq->type.dims.size() != 2 || !y->type.is_static() || y->shape_varies || y->is_graph_input)
+    return false;
+  const Value* wq = dqw->inputs[0];
+  if (!wq || !wq->constant || wq->constant->dtype != DType::Int8 || wq->constant->dims.size() != 2) return false;
+  const int64_t rows = xq->type.dims[0].value, depth = xq->type.dims[1].value;
+  const int64_t n_out = wq->constant->dims[trans_b ? 0 : 1];
+  if (wq->constant->dims[trans_b ? 1 : 0] != depth || y->type.static_dims() != std::vector<int64_t>{rows, n_out})
+    return false;
+  const Value* ws = dqw->inputs[1];
+  const Value* wz = dqw->inputs[2];
+  if (!ws || !ws->constant || ws->constant->dtype != DType::Float32 || !wz || !wz->constant ||
+      wz->constant->dtype != DType::Int8)
+    return false;
+  const uint64_t nscale = ws->constant->element_count();
+  // Per output column: W's axis of N (0 transposed, 1 as is).
+  if ((nscale != 1 && static_cast<int64_t>(nscale) != n_out) || wz->constant->element_count() != nscale ||
+      (nscale > 1 && dqw->attr_int("axis", 1) != (trans_b ? 0 : 1)))
+    return false;
+  std::vector<float> bias;
+  if (gemm.inputs.size() == 3 && gemm.inputs[2]) {
+    const Value* c = gemm.inputs[2];
+    if (!c->constant || c->constant->dtype != DType::Float32 || static_cast<int64_t>(c->constant->element_count()) != n_out ||
+        c->constant->dims.empty() || c->constant->dims.back() != n_out)
+      return false;  // a per-row or full C is not a per-channel bias
+    for (uint64_t i = 0; i < c->constant->element_count(); ++i) bias.push_back(static_cast<float>(c->constant->float_at(i)));
+  }
+  // W as ConvInteger's [N, K, 1, 1]; the scales x_scale * w_scale[n], one float multiplication.
+  std::vector<std::byte> w(static_cast<size_t>(n_out * depth));
+  for (int64_t n = 0; n < n_out; ++n)
+    for (int64_t k = 0; k < depth; ++k) {
+      const auto at = static_cast<uint64_t>(trans_b ? n * depth + k : k * n_out + n);
+      w[static_cast<size_t>(n * depth + k)] = static_cast<std::byte>(static_cast<int8_t>(wq->constant->int_at(at)));
+    }
+  std::vector<float> scale(nscale);
+  for (uint64_t i = 0; i < nscale; ++i) scale[i] = static_cast<float>(xs) * static_cast<float>(ws->constant->float_at(i));
+
+  const std::string& base = gemm.name;
+  Value* x4 = typed_value(g, base + "_x_1x1", xq->type.dtype, {rows, depth, 1, 1});
+  Value* y4 = typed_value(g, base + "_y_1x1", DType::Float32, {rows, n_out, 1, 1});
+  insertions.push_back({reshape_node(g, gemm, base + "_to_1x1", xq, x4), &gemm, false});
+  insertions.push_back({reshape_node(g, gemm, base + "_from_1x1", y4, y), &gemm, true});
+  gemm.op_type = "ConvInteger";
+  gemm.opset = 10;
+  gemm.attributes.clear();
+  Attribute a;
+  a.name = kDequantizedAttr;
+  a.kind = Attribute::Kind::Int;
+  a.i = 1;
+  gemm.attributes.push_back(a);
+  gemm.inputs = {x4, raw_constant(g, base + "_W_1x1", DType::Int8, {n_out, depth, 1, 1}, std::move(w)), dqx->inputs[2],
+                 dqw->inputs[2], constant_value(g, base + "_scale", scale),
+                 bias.empty() ? nullptr : constant_value(g, base + "_bias", bias)};
+  if (bias.empty()) gemm.inputs.pop_back();
+  gemm.outputs = {y4};
+  y4->producer = &gemm;
+  return true;
+}
+
 }  // namespace
 
 int fuse_quantized(Model& model) {
@@ -269,6 +405,16 @@ int fuse_quantized(Model& model) {
     for (auto& n : g.nodes)
       if (!dead.count(n.get()) && n->op_type == "Conv" && n->domain.empty() && !n->outputs.empty() && n->outputs[0])
         if (!fuse_qdq_conv(g, *n, dead)) fold_weight_dequantize(g, *n);
+    std::vector<Insertion> insertions;
+    for (auto& n : g.nodes)
+      if (n->op_type == "Gemm" && n->domain.empty() && !fuse_qdq_gemm(g, *n, insertions) &&
+          weights_at_most(*n, kMaxKernelFoldedElements))
+        fold_weight_dequantize(g, *n);  // as constant folding would have, had it not kept them
+    for (Insertion& ins : insertions) {
+      auto at = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const auto& p) { return p.get() == ins.anchor; });
+      g.nodes.insert(ins.after ? at + 1 : at, std::move(ins.node));
+    }
+    removed -= static_cast<int>(insertions.size());
     removed += static_cast<int>(dead.size());
     std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
     for (auto [node, before] : hoists) {

@@ -58,15 +58,17 @@ bool is_random(const std::string& op) {
 
 namespace {
 
-// A DequantizeLinear of a Conv's weights stays a node: passes/fuse_quantized needs the int8
-// weights to run the Conv as an int8 convolution (static QDQ models), and folds them itself when
+// A DequantizeLinear of a Conv's or a Gemm's weights stays a node: passes/fuse_quantized needs the
+// int8 weights to run the op as an int8 convolution (static QDQ models), and folds them itself when
 // it cannot.
 bool keeps_quantized_weights(const Node& n) {
   if (n.op_type != "DequantizeLinear" || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] ||
       n.outputs[0]->is_graph_output || n.outputs[0]->consumers.empty())
     return false;
   for (const Node* c : n.outputs[0]->consumers)
-    if (c->op_type != "Conv" || !c->domain.empty() || c->inputs.size() < 2 || c->inputs[1] != n.outputs[0]) return false;
+    if ((c->op_type != "Conv" && c->op_type != "Gemm") || !c->domain.empty() || c->inputs.size() < 2 ||
+        c->inputs[1] != n.outputs[0])
+      return false;
   return true;
 }
 

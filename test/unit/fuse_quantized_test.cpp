@@ -170,3 +170,90 @@ TEST_CASE("QDQ around a Conv (weights as DequantizeLinear of int8) becomes one Q
   }
   CHECK(steps <= got.size() / 20);
 }
+
+namespace {
+
+constexpr int64_t kRows = 2, kDepth = 64, kCols = 16;
+
+// DequantizeLinear(xq, a uint8 input) -> Gemm(., DequantizeLinear(int8 W, per-column scales and
+// zero points), float C) -> y: a QDQ classifier. `trans_b`: W is [N, K] (else [K, N]); `alpha`
+// other than 1 keeps the float Gemm. `test` names the file apart from other test cases'.
+std::string write_qdq_gemm(bool trans_b, float alpha, const std::string& test) {
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<int> wd(-127, 127);
+  std::vector<int8_t> w(kDepth * kCols);
+  for (int8_t& v : w) v = static_cast<int8_t>(wd(rng));
+  std::vector<float> ws, b;
+  std::vector<int8_t> wz;
+  for (int64_t n = 0; n < kCols; ++n) {
+    ws.push_back(0.001f * static_cast<float>(n + 1));
+    wz.push_back(static_cast<int8_t>(n % 3 - 1));
+    b.push_back(0.25f * static_cast<float>(n) - 1.f);
+  }
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "xq", onnx::TensorProto::UINT8, {kRows, kDepth});
+  add_initializer(g, tensor_f32("xs", {}, {0.05f}));
+  add_initializer(g, tensor_u8("xz", {}, {3}));
+  add_initializer(g, tensor_i8("wq", trans_b ? std::vector<int64_t>{kCols, kDepth} : std::vector<int64_t>{kDepth, kCols}, w));
+  add_initializer(g, tensor_f32("ws", {kCols}, ws));
+  add_initializer(g, tensor_i8("wz", {kCols}, wz));
+  add_initializer(g, tensor_f32("b", {kCols}, b));
+  add_node(g, "DequantizeLinear", {"xq", "xs", "xz"}, {"xf"}, "dqx");
+  attr_int(add_node(g, "DequantizeLinear", {"wq", "ws", "wz"}, {"wf"}, "dqw"), "axis", trans_b ? 0 : 1);
+  auto* gemm = add_node(g, "Gemm", {"xf", "wf", "b"}, {"y"}, "gemm");
+  attr_int(gemm, "transB", trans_b ? 1 : 0);
+  attr_float(gemm, "alpha", alpha);
+  add_output(g, "y", elem::kFloat, {kRows, kCols});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("fuse_qdq_gemm_" + test + std::to_string(trans_b) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("a QDQ Gemm becomes a dequantized 1x1 ConvInteger with the int8 sums, W no longer dequantized per run", "[passes][fusion][quantized]") {
+  const bool trans_b = GENERATE(true, false);
+  INFO("transB " << trans_b);
+  const std::string path = write_qdq_gemm(trans_b, 1.f, "fused");
+  Model ir = prepare_model(path, {});
+  std::vector<std::string> ops;
+  for (const auto& n : ir.main->nodes) ops.push_back(n->op_type);
+  CHECK(ops == std::vector<std::string>{"Reshape", "ConvInteger", "Reshape"});
+
+  // y[m, n] = float(sum_k (xq - 3) * (w - wz[n])) * (0.05f * ws[n]) + b[n]: the int8 product with
+  // ONNX Runtime's dequantizing epilogue, bit for bit.
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> xd(0, 255);
+  std::vector<uint8_t> xq(kRows * kDepth);
+  for (uint8_t& v : xq) v = static_cast<uint8_t>(xd(rng));
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  s.set_input("xq", kUint8, std::vector<int64_t>{kRows, kDepth}, xq.data(), xq.size());
+  s.run();
+  std::vector<float> got(kRows * kCols);
+  std::memcpy(got.data(), s.output("y").data, got.size() * sizeof(float));
+  std::mt19937 wrng(21);
+  std::uniform_int_distribution<int> wd(-127, 127);
+  std::vector<int> w(kDepth * kCols);
+  for (int& v : w) v = wd(wrng);
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t n = 0; n < kCols; ++n) {
+      int32_t acc = 0;
+      for (int64_t k = 0; k < kDepth; ++k) {
+        const int wv = w[static_cast<size_t>(trans_b ? n * kDepth + k : k * kCols + n)];
+        acc += (xq[static_cast<size_t>(r * kDepth + k)] - 3) * (wv - static_cast<int>(n % 3 - 1));
+      }
+      const float scale = 0.05f * (0.001f * static_cast<float>(n + 1));
+      const float want = static_cast<float>(acc) * scale + (0.25f * static_cast<float>(n) - 1.f);
+      CHECK(got[static_cast<size_t>(r * kCols + n)] == want);
+    }
+}
+
+TEST_CASE("a QDQ Gemm with alpha other than 1 stays a float Gemm", "[passes][fusion][quantized]") {
+  Model ir = prepare_model(write_qdq_gemm(true, 0.5f, "alpha"), {});
+  bool gemm = false;
+  for (const auto& n : ir.main->nodes) gemm = gemm || n->op_type == "Gemm";
+  CHECK(gemm);
+}
