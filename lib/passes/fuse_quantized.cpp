@@ -337,7 +337,9 @@ bool fuse_qdq_gemm(Graph& g, Node& gemm, std::vector<Insertion>& insertions) {
   if (!wq || !wq->constant || wq->constant->dtype != DType::Int8 || wq->constant->dims.size() != 2) return false;
   const int64_t rows = xq->type.dims[0].value, depth = xq->type.dims[1].value;
   const int64_t n_out = wq->constant->dims[trans_b ? 0 : 1];
-  if (wq->constant->dims[trans_b ? 1 : 0] != depth || y->type.static_dims() != std::vector<int64_t>{rows, n_out})
+  // (ConvInteger sums at most 2^15 products of up to 255 * 255 in int32.)
+  if (wq->constant->dims[trans_b ? 1 : 0] != depth || y->type.static_dims() != std::vector<int64_t>{rows, n_out} ||
+      depth > (int64_t{1} << 15))
     return false;
   const Value* ws = dqw->inputs[1];
   const Value* wz = dqw->inputs[2];
