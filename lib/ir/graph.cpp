@@ -98,9 +98,16 @@ std::unique_ptr<Value> Graph::release_value(Value* v) {
   return out;
 }
 
+std::string Graph::fresh_name(const std::string& base) const {
+  std::string name = base;
+  for (int k = 1; by_name_.count(name); ++k) name = base + "_" + std::to_string(k);
+  return name;
+}
+
+Value* Graph::add_fresh_value(const std::string& base) { return add_value(fresh_name(base)); }
+
 Value* Graph::adopt_value(std::unique_ptr<Value> v) {
-  std::string base = v->name;
-  for (int k = 1; by_name_.count(v->name); ++k) v->name = base + "_" + std::to_string(k);
+  v->name = fresh_name(v->name);
   v->graph = this;
   Value* raw = v.get();
   by_name_.emplace(raw->name, raw);

@@ -118,6 +118,8 @@ struct Graph {
   Value* find_local(const std::string& name) const;  // this scope only
   Value* lookup(const std::string& name) const;      // this scope, then enclosing ones
   Value* add_value(const std::string& name);         // throws if the scope already defines it
+  // A value the passes make: `base`, or "<base>_<k>" when the model already uses that name.
+  Value* add_fresh_value(const std::string& base);
   // Moves a value out of this scope (the caller keeps it alive or lets it go).
   std::unique_ptr<Value> release_value(Value* v);
   // Takes a value from another scope; renames it "<name>_<k>" if this scope has the name.
@@ -125,6 +127,7 @@ struct Graph {
   std::string path() const;  // "main/If 'if0'.then_branch/..." for messages
 
  private:
+  std::string fresh_name(const std::string& base) const;  // base, or "<base>_<k>" not yet defined
   std::unordered_map<std::string, Value*> by_name_;
 };
 

@@ -216,9 +216,7 @@ int preferred_channel_block() {
     const std::string v = env;
     if (v == "0" || v == "8" || v == "16") return std::stoi(v);
   }
-  if (rt::dnnl_runs_isa(dnnl_cpu_isa_avx512_core)) return 16;
-  if (rt::dnnl_runs_isa(dnnl_cpu_isa_avx2)) return 8;
-  return 0;
+  return rt::dnnl_channel_block();
 }
 
 }  // namespace memplan

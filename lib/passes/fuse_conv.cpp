@@ -82,7 +82,7 @@ void fold_scale_shift(Graph& g, Node& bn, std::unordered_set<const Node*>& dead)
   }
   if (!folded) return;
   for (auto [k, values, suffix] : {std::tuple{1, &scale, "_scaled_scale"}, std::tuple{2, &shift, "_scaled_B"}}) {
-    Value* p = g.add_value(bn.name + suffix);
+    Value* p = g.add_fresh_value(bn.name + suffix);
     p->constant = f32_tensor({channels}, *values);
     p->type = bn.inputs[static_cast<size_t>(k)]->type;
     p->type.dims = {Dim{channels, {}}};
@@ -117,10 +117,10 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
     for (size_t i = 0; i < per_channel; ++i) weights[static_cast<size_t>(c) * per_channel + i] *= s;
     bias[c] = (bias[c] - mean[c]) * s + beta[c];
   }
-  Value* new_w = g.add_value(conv.name + "_bn_folded_W");
+  Value* new_w = g.add_fresh_value(conv.name + "_bn_folded_W");
   new_w->constant = f32_tensor(w->constant->dims, weights);
   new_w->type = w->type;
-  Value* new_b = g.add_value(conv.name + "_bn_folded_B");
+  Value* new_b = g.add_fresh_value(conv.name + "_bn_folded_B");
   new_b->constant = f32_tensor({channels}, bias);
   new_b->type.dtype = DType::Float32;
   new_b->type.has_rank = true;

@@ -49,7 +49,7 @@ bool per_channel_type(const Value* v, int64_t channels, size_t rank) {
 
 // A float32 constant of shape `dims` (default: 1-D).
 Value* constant_value(Graph& g, const std::string& name, const std::vector<float>& v, std::vector<int64_t> dims = {}) {
-  Value* p = g.add_value(name);
+  Value* p = g.add_fresh_value(name);
   auto t = std::make_shared<Tensor>();
   t->dtype = DType::Float32;
   t->dims = dims.empty() ? std::vector<int64_t>{static_cast<int64_t>(v.size())} : std::move(dims);
@@ -201,7 +201,7 @@ bool fuse_qdq_conv(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) 
       const int32_t i = static_cast<int32_t>(v);
       std::memcpy(t->bytes.data() + m * 4, &i, 4);
     }
-    bq = g.add_value(conv.name + "_qdq_bias");
+    bq = g.add_fresh_value(conv.name + "_qdq_bias");
     bq->constant = std::move(t);
     bq->type.dtype = DType::Int32;
     bq->type.has_rank = true;
@@ -262,7 +262,7 @@ void fold_weight_dequantize(Graph& g, Node& conv) {
 
 // A value of static type `dtype` [dims] (no constant).
 Value* typed_value(Graph& g, const std::string& name, DType dtype, const std::vector<int64_t>& dims) {
-  Value* v = g.add_value(name);
+  Value* v = g.add_fresh_value(name);
   v->type.dtype = dtype;
   v->type.has_rank = true;
   uint64_t bytes = dtype_size(dtype);
@@ -331,7 +331,7 @@ bool fuse_qdq_gemm(Graph& g, Node& gemm, std::vector<Insertion>& insertions) {
   double xs = 0, xz = 0;
   if (!scalar_constant(dqx->inputs[1], xs) || !scalar_constant(dqx->inputs[2], xz) || !(xs > 0) || !xq ||
       !is_8bit(xq->type.dtype) || dqx->inputs[2]->type.dtype != xq->type.dtype || !xq->type.is_static() ||
-      xq->shape_varies || xq->type.dims.size() != 2 || !y->type.is_static() || y->shape_varies || y->is_graph_input)
+      xq->shape_varies || xq->type.dims.size() != 2 || !y->type.is_static() || y->shape_varies)
     return false;
   const Value* wq = dqw->inputs[0];
   if (!wq || !wq->constant || wq->constant->dtype != DType::Int8 || wq->constant->dims.size() != 2) return false;

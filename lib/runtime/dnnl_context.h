@@ -20,4 +20,11 @@ inline bool dnnl_runs_isa(dnnl_cpu_isa_t isa) {
   return (effective & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
 }
 
+// The channel block of oneDNN's blocked kernels for that ISA: 16 (AVX-512), 8 (AVX2), else 0.
+inline int dnnl_channel_block() {
+  if (dnnl_runs_isa(dnnl_cpu_isa_avx512_core)) return 16;
+  if (dnnl_runs_isa(dnnl_cpu_isa_avx2)) return 8;
+  return 0;
+}
+
 }  // namespace memplan::rt

@@ -35,8 +35,8 @@ struct ConvBnAct {
     fill(var, O);
     for (float& v : var) v = std::abs(v) + 0.1f;
   }
-  // act: "Relu" or "Clip" (to [-0.5, 0.5]).
-  std::string write(const std::string& act) const {
+  // act: "Relu" or "Clip" (to [-0.5, 0.5]); `bn_out` names the BatchNormalization's output.
+  std::string write(const std::string& act, const std::string& bn_out = "n") const {
     ModelBuilder m;
     auto& g = m.graph();
     add_input(g, "x", elem::kFloat, {1, C, H, H});
@@ -47,16 +47,16 @@ struct ConvBnAct {
     add_initializer(g, tensor_f32("mean", {O}, mean));
     add_initializer(g, tensor_f32("var", {O}, var));
     attr_ints(add_node(g, "Conv", {"x", "w", "b"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
-    add_node(g, "BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"n"}, "bn");
+    add_node(g, "BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {bn_out}, "bn");
     if (act == "Clip") {
       add_initializer(g, tensor_f32("lo", {}, {-0.5f}));
       add_initializer(g, tensor_f32("hi", {}, {0.5f}));
-      add_node(g, "Clip", {"n", "lo", "hi"}, {"y"}, "act");
+      add_node(g, "Clip", {bn_out, "lo", "hi"}, {"y"}, "act");
     } else {
-      add_node(g, act, {"n"}, {"y"}, "act");
+      add_node(g, act, {bn_out}, {"y"}, "act");
     }
     add_output(g, "y", elem::kFloat, {1, O, H, H});
-    const std::string path = (std::filesystem::temp_directory_path() / ("fuse_" + act + ".onnx")).string();
+    const std::string path = (std::filesystem::temp_directory_path() / ("fuse_" + act + bn_out + ".onnx")).string();
     std::ofstream(path, std::ios::binary) << m.bytes();
     return path;
   }
@@ -100,6 +100,22 @@ TEST_CASE("Conv + BatchNormalization + Relu/Clip become one Conv with the same a
           REQUIRE(std::abs(y[(o * m.H + i) * m.H + j] - want) <= 1e-4f + 1e-3f * std::abs(want));
         }
   }
+}
+
+TEST_CASE("a folded constant takes a fresh name where the model already uses the one it would take", "[passes][fusion]") {
+  // The folded weights would be "conv_bn_folded_W", the name the model gives the BatchNormalization's output.
+  ConvBnAct m;
+  const std::string path = m.write("Relu", "conv_bn_folded_W");
+  Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->inputs[1]->name == "conv_bn_folded_W_1");
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
+  s.run();
+  const float* y = static_cast<const float*>(s.output("y").data);
+  const float want = m.expected(1, 2, 3, "Relu");
+  CHECK(std::abs(y[(1 * m.H + 2) * m.H + 3] - want) <= 1e-4f + 1e-3f * std::abs(want));
 }
 
 TEST_CASE("a Conv whose output is also read elsewhere is not fused", "[passes][fusion]") {

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "ir/fused_activation.h"
-#include "passes/assign_layouts.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/norm/factories.h"
@@ -141,7 +140,7 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
   // slower (squeezenet's first MaxPool: 13 ms against 0.6 ms). A plain tensor the layout pass left
   // (a quantized convolution's output, say) is then pooled channel-blocked, staged through the
   // scratchpad, with the plain kernel kept as the leaner choice for kernel selection.
-  const int block = preferred_channel_block();
+  const int block = dnnl_channel_block();
   const bool slow_plain = std::string(pd.impl_info_str()).rfind("jit", 0) != 0;
   if (slow_plain && block > 0 && x.size() == 4 && x[1] % block == 0 && input_at(node, 0)->channel_block == 0 &&
       output_at(node, 0)->channel_block == 0) {
