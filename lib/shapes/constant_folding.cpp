@@ -361,6 +361,8 @@ std::optional<Tensor> fold_single(const Node& n, const std::vector<const Tensor*
 std::optional<std::vector<Tensor>> fold_node(const Node& n) {
   if (!n.domain.empty() || n.is_control_flow()) return std::nullopt;
   const Value* first = n.inputs.empty() ? nullptr : n.inputs[0];
+  // (One output per folded node: a hostile Shape with two would have make_constants index past.)
+  if (n.outputs.size() != 1) return std::nullopt;
   if ((n.op_type == "Shape" || n.op_type == "Size") && first && first->type.is_static()) {
     std::vector<int64_t> dims = first->type.static_dims();
     if (n.op_type == "Size") {
@@ -380,7 +382,7 @@ std::optional<std::vector<Tensor>> fold_node(const Node& n) {
     if (v && v->constant->element_count() > kMaxFoldedElements && n.op_type != "Identity") return std::nullopt;
     in.push_back(v ? v->constant.get() : nullptr);
   }
-  if (n.outputs.size() != 1 || in.empty()) return std::nullopt;
+  if (in.empty()) return std::nullopt;
   std::optional<Tensor> out = fold_single(n, in);
   if (!out) return std::nullopt;
   return std::vector<Tensor>{std::move(*out)};

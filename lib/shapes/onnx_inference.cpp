@@ -257,6 +257,10 @@ void infer_through_body(Node& node, const std::string& file) {
 
 bool has_onnx_schema(const Node& node) { return schema_of(node) != nullptr; }
 
+void check_schema_arity(const Node& node, const std::string& file) {
+  if (const onnx::OpSchema* schema = schema_of(node)) check_arity(node, *schema, file);
+}
+
 bool has_function_body(const Node& node) {
   const onnx::OpSchema* schema = schema_of(node);
   return schema && (schema->HasFunction() || schema->HasContextDependentFunction());

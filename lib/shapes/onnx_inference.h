@@ -14,6 +14,10 @@ namespace memplan {
 // True when ONNX 1.12 has a schema for the node's op at its opset.
 bool has_onnx_schema(const Node& node);
 
+// Fails, naming the node, when it has more or fewer inputs or outputs than its ONNX schema allows,
+// or omits a required input: folding and the kernels bind them by position.
+void check_schema_arity(const Node& node, const std::string& file);
+
 // True when ONNX 1.12 defines the node's op, at the node's opset, by a function body: a fixed
 // one (GreaterOrEqual, HardSwish, ...) or one built for the node's attributes and input types
 // (Softmax-13, LayerNormalization, ...).

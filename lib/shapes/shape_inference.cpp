@@ -160,6 +160,7 @@ class ShapeInference {
     }
     for (const Value* in : n.inputs)
       if (in && in->type.dtype == DType::Undefined) return;  // downstream of an unknown op
+    check_schema_arity(n, model_.path);
     if (auto folded = fold_node(n)) {
       make_constants(n, *folded);
       return;
@@ -172,6 +173,9 @@ class ShapeInference {
 
   // The node's outputs become constants; the node itself is dropped at the end of its graph.
   static void make_constants(Node& n, std::vector<Tensor>& folded) {
+    if (folded.size() != n.outputs.size())
+      fail_internal(n.describe() + ": folded to " + std::to_string(folded.size()) + " values for " +
+                    std::to_string(n.outputs.size()) + " outputs");
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       Value* out = n.outputs[k];
       if (!out) continue;

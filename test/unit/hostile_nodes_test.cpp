@@ -121,3 +121,12 @@ TEST_CASE("hostile nodes: a Session refusing a tensor of too high a rank frees i
     CHECK_THAT(e.what(), Catch::Contains("tensor 'y' has rank 91"));
   }
 }
+
+TEST_CASE("hostile nodes: a Shape with two outputs (found by fuzz_onnx: folding indexed past its one result)", "[hostile]") {
+  ModelBuilder b("hostile", 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {D(1), D(3)});
+  add_node(g, "Shape", {"x"}, {"s", "t"}, "shape");
+  add_output_unranked(g, "s", elem::kInt64);
+  refused(b, {"Shape node 'shape'"});
+}
