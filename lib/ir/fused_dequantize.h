@@ -21,3 +21,18 @@ inline constexpr const char* kDequantizedAttr = "memplan_dequantized";
 inline constexpr size_t kDequantScaleInput = 4, kDequantBiasInput = 5;
 
 }  // namespace memplan
+
+namespace memplan {
+
+// DequantizeLinear(x, x_scale, x_zp) -> QuantizeLinear(y_scale, y_zp), per tensor with constant
+// scales and zero points (an input of a QDQ Concat quantized unlike its output), becomes one
+// QuantizeLinear with the 8-bit x as its input and
+//   memplan_requantize   int 1
+//   inputs 3, 4          x_scale, x_zp
+//   y = QuantizeLinear(DequantizeLinear(x)) element by element, by the two kernels' own row
+// loops, so the same bytes. Element by element is layout-free: the value may be stored in any
+// layout (passes/int8_layouts).
+inline constexpr const char* kRequantizeAttr = "memplan_requantize";
+inline constexpr size_t kRequantizeScaleInput = 3, kRequantizeZeroInput = 4;
+
+}  // namespace memplan

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,6 +16,13 @@
 
 namespace memplan {
 namespace {
+
+// New nodes to place before or after a node once the pass's walk is over.
+struct Insertion {
+  std::unique_ptr<Node> node;
+  Node* anchor;
+  bool after;
+};
 
 bool is_op(const Node* n, const char* op, size_t inputs) {
   return n && n->op_type == op && n->domain.empty() && n->inputs.size() == inputs && n->outputs.size() == 1 &&
@@ -60,6 +68,15 @@ Value* constant_value(Graph& g, const std::string& name, const std::vector<float
   p->type.has_rank = true;
   for (int64_t d : p->constant->dims) p->type.dims.push_back(Dim{d, {}});
   return p;
+}
+
+// The int attribute `name` = 1 (the fused forms of ir/fused_dequantize.h).
+void set_flag(Node& n, const char* name) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::Int;
+  a.i = 1;
+  n.attributes.push_back(a);
 }
 
 // ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] [-> Relu]  ==>  ConvInteger (dequantized).
@@ -129,11 +146,7 @@ bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
       const_scale.empty() ? scale : constant_value(g, conv.name + "_dequant_scale", const_scale);
   conv.inputs[kDequantBiasInput] = bias.empty() ? nullptr : constant_value(g, conv.name + "_dequant_bias", bias);
   if (hoist) hoists.emplace_back(hoist, &conv);
-  Attribute a;
-  a.name = kDequantizedAttr;
-  a.kind = Attribute::Kind::Int;
-  a.i = 1;
-  conv.attributes.push_back(a);
+  set_flag(conv, kDequantizedAttr);
   if (relu) set_fused_activation(conv, FusedActivation::Relu);
   conv.outputs[0] = last->outputs[0];
   conv.outputs[0]->producer = &conv;
@@ -303,12 +316,94 @@ std::unique_ptr<Node> reshape_node(Graph& g, const Node& like, const std::string
   return n;
 }
 
-// New nodes to place before or after a node once the pass's walk is over.
-struct Insertion {
-  std::unique_ptr<Node> node;
-  Node* anchor;
-  bool after;
+// A per-tensor quantization: a scale and zero point that are one-value constants.
+struct Quantization {
+  double scale = 0, zero = 0;
+  DType type = DType::Undefined;  // the zero point's: the quantized data's
+  bool operator==(const Quantization&) const = default;
 };
+
+// The quantization of a DequantizeLinear or QuantizeLinear node of 3 inputs; nullopt unless its
+// scale is a finite normal positive float32 constant and its zero point an 8-bit constant. (A
+// normal scale keeps (q - z) * s / s within a rounding of q - z for every 8-bit q.)
+std::optional<Quantization> quantization_of(const Node* n, const char* op) {
+  if (!is_op(n, op, 3)) return std::nullopt;
+  Quantization q;
+  const Value* zp = n->inputs[2];
+  if (!scalar_constant(n->inputs[1], q.scale) || !scalar_constant(zp, q.zero) ||
+      n->inputs[1]->constant->dtype != DType::Float32 || !is_8bit(zp->constant->dtype) ||
+      !(q.scale >= std::numeric_limits<float>::min()) || !std::isfinite(q.scale))
+    return std::nullopt;
+  q.type = zp->constant->dtype;
+  return q;
+}
+
+// DequantizeLinear(xq, s, z) -> MaxPool -> QuantizeLinear(s, z)  ==>  MaxPool(xq) on the bytes.
+// Dequantizing is increasing (s > 0), so the largest dequantized value is the dequantized largest
+// byte, and quantizing it again with the same s and z gives that byte back: the same output,
+// without the float32 tensors (ONNX Runtime drops these pairs too).
+bool fuse_qdq_max_pool(Graph& g, Node& pool, std::unordered_set<const Node*>& dead) {
+  if (pool.outputs.size() != 1 || pool.inputs.size() != 1 || !pool.inputs[0] || !pool.outputs[0] ||
+      pool.attr_int("storage_order", 0) != 0)
+    return false;
+  Node* dq = pool.inputs[0]->producer;
+  Node* q = sole_consumer(pool.outputs[0]);
+  const std::optional<Quantization> in = quantization_of(dq, "DequantizeLinear"), out = quantization_of(q, "QuantizeLinear");
+  if (!in || !out || *in != *out || dq->graph != &g || !dq->inputs[0] || dq->inputs[0]->type.dtype != in->type)
+    return false;
+  Value* old_out = pool.outputs[0];
+  pool.inputs[0] = dq->inputs[0];
+  pool.outputs[0] = q->outputs[0];
+  pool.outputs[0]->producer = &pool;
+  dead.insert(q);
+  g.release_value(old_out);
+  return true;
+}
+
+// Concat(DequantizeLinear(x_i, s_i, z_i), ...) -> QuantizeLinear(s, z)  ==>  Concat(x_i'), with
+// x_i' = x_i where (s_i, z_i) is (s, z) (the round trip gives each byte back, as for MaxPool) and
+// x_i requantized from (s_i, z_i) to (s, z) where it is not (ir/fused_dequantize.h): the same
+// elementwise ops on each element, before the copy instead of after it, so the same bytes. The Concat then copies bytes,
+// or its producers write them in place, instead of float32 values (squeezenet's fire modules).
+bool fuse_qdq_concat(Graph& g, Node& concat, std::unordered_set<const Node*>& dead, std::vector<Insertion>& insertions) {
+  if (concat.outputs.size() != 1 || !concat.outputs[0] || concat.inputs.empty()) return false;
+  Node* q = sole_consumer(concat.outputs[0]);
+  const std::optional<Quantization> out = quantization_of(q, "QuantizeLinear");
+  if (!out) return false;
+  std::vector<Value*> bytes;
+  std::vector<std::unique_ptr<Node>> requantize;
+  for (Value* x : concat.inputs) {
+    Node* dq = x ? x->producer : nullptr;
+    const std::optional<Quantization> in = quantization_of(dq, "DequantizeLinear");
+    if (!in || dq->graph != &g || !dq->inputs[0] || dq->inputs[0]->type.dtype != in->type) return false;
+    if (*in == *out) {
+      bytes.push_back(dq->inputs[0]);
+      continue;
+    }
+    Value* xq = dq->inputs[0];
+    if (!xq->type.is_static() || xq->shape_varies) return false;
+    auto r = std::make_unique<Node>();
+    r->outputs = {typed_value(g, xq->name + "_requantized", out->type, xq->type.static_dims())};
+    r->name = r->outputs[0]->name;
+    r->op_type = "QuantizeLinear";
+    r->opset = q->opset;
+    r->graph = &g;
+    r->inputs = {xq, q->inputs[1], q->inputs[2], dq->inputs[1], dq->inputs[2]};
+    static_assert(kRequantizeScaleInput == 3 && kRequantizeZeroInput == 4);
+    set_flag(*r, kRequantizeAttr);
+    r->outputs[0]->producer = r.get();
+    bytes.push_back(r->outputs[0]);
+    requantize.push_back(std::move(r));
+  }
+  for (auto& r : requantize) insertions.push_back({std::move(r), &concat, false});
+  Value* old_out = concat.outputs[0];
+  concat.inputs = bytes;
+  concat.outputs[0] = q->outputs[0];
+  concat.outputs[0]->producer = &concat;
+  dead.insert(q);
+  g.release_value(old_out);
+  return true;
+}
 
 // DequantizeLinear(xq [M, K]) -> Gemm(., DequantizeLinear(int8 W), float C) (a QDQ classifier, no
 // QuantizeLinear after it)  ==>  Reshape(xq -> [M, K, 1, 1]) -> ConvInteger (dequantized, 1x1) ->
@@ -377,11 +472,7 @@ bool fuse_qdq_gemm(Graph& g, Node& gemm, std::vector<Insertion>& insertions) {
   gemm.op_type = "ConvInteger";
   gemm.opset = 10;
   gemm.attributes.clear();
-  Attribute a;
-  a.name = kDequantizedAttr;
-  a.kind = Attribute::Kind::Int;
-  a.i = 1;
-  gemm.attributes.push_back(a);
+  set_flag(gemm, kDequantizedAttr);
   gemm.inputs = {x4, raw_constant(g, base + "_W_1x1", DType::Int8, {n_out, depth, 1, 1}, std::move(w)), dqx->inputs[2],
                  dqw->inputs[2], constant_value(g, base + "_scale", scale),
                  bias.empty() ? nullptr : constant_value(g, base + "_bias", bias)};
@@ -408,6 +499,11 @@ int fuse_quantized(Model& model) {
       if (!dead.count(n.get()) && n->op_type == "Conv" && n->domain.empty() && !n->outputs.empty() && n->outputs[0])
         if (!fuse_qdq_conv(g, *n, dead)) fold_weight_dequantize(g, *n);
     std::vector<Insertion> insertions;
+    for (auto& n : g.nodes) {
+      if (dead.count(n.get()) || !n->domain.empty()) continue;
+      if (n->op_type == "MaxPool") fuse_qdq_max_pool(g, *n, dead);
+      else if (n->op_type == "Concat") fuse_qdq_concat(g, *n, dead, insertions);
+    }
     for (auto& n : g.nodes)
       if (n->op_type == "Gemm" && n->domain.empty() && !fuse_qdq_gemm(g, *n, insertions) &&
           weights_at_most(*n, kMaxKernelFoldedElements))

@@ -15,8 +15,10 @@ namespace memplan {
 // Sets Value::channel_block to `layout` (Value::kChannelsLast, or a block of 8 or 16 that divides
 // the channels) on every main-graph 4-D uint8/int8 value that a QLinearConv writes and only
 // QLinearConvs read, as their source, where `runs_on_onednn` says each of those nodes gets
-// oneDNN's kernel (memplan's own loops read plain tensors only). Graph outputs stay plain.
-// Returns how many values it set.
+// oneDNN's kernel (memplan's own loops read plain tensors only). Between them a value may pass
+// through 8-bit Concats, requantizing QuantizeLinears and, channels-last, MaxPools (the QDQ fire
+// modules and pools passes/fuse_quantized turned to bytes), whose data inputs and output then all
+// take the layout, or all stay plain. Graph outputs stay plain. Returns how many values it set.
 int assign_int8_layouts(Model& model, int layout, const std::function<bool(const Node&)>& runs_on_onednn);
 
 }  // namespace memplan

@@ -6,15 +6,21 @@
 #include <cstring>
 
 #include "ir/dtype.h"
+#include "runtime/kernels/common/elementwise_common.h"
 
 namespace memplan::rt::dnnl_kernels {
 
-void require_float32_static(const Node& node, const KernelEnv& env) {
+void require_float32_static(const Node& node, const KernelEnv& env) { require_static(node, env, {DType::Float32}); }
+
+void require_static(const Node& node, const KernelEnv& env, std::initializer_list<DType> types) {
   auto check = [&](const Value* v, const char* role) {
     if (!v) return;
-    if (v->type.dtype != DType::Float32)
-      fail_unsupported(where(node, env) + ": " + dtype_name(v->type.dtype) + " is not supported, only float32 (" +
-                       role + " '" + v->name + "')");
+    if (std::find(types.begin(), types.end(), v->type.dtype) == types.end()) {
+      std::string allowed;
+      for (DType t : types) allowed += (allowed.empty() ? "" : ", ") + dtype_name(t);
+      fail_unsupported(where(node, env) + ": " + dtype_name(v->type.dtype) + " is not supported, only " + allowed +
+                       " (" + role + " '" + v->name + "')");
+    }
     if (!v->type.is_static() || v->shape_varies)
       fail_unsupported(where(node, env) + ": " + role + " '" + v->name + "' has shape " + v->type.shape_string() +
                        "; the oneDNN kernels need static shapes");
@@ -41,30 +47,39 @@ std::string dims_string(const Dims& d) {
   return s + "]";
 }
 
-dnnl::memory::desc plain_md(const Dims& dims) {
-  Dims strides(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
-  return strided_md(dims, strides);
-}
+dnnl::memory::desc plain_md(const Dims& dims) { return layout_md(dims, dnnl::memory::data_type::f32, 0); }
 
 dnnl::memory::desc strided_md(const Dims& dims, const Dims& strides) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
-dnnl::memory::desc blocked_md(const Dims& dims, int block) {
+dnnl::memory::desc layout_md(const Dims& dims, dnnl::memory::data_type type, int layout) {
   using tag = dnnl::memory::format_tag;
-  if (block == 0) return plain_md(dims);
-  if (dims.size() != 4 || (block != 8 && block != 16) || dims[1] % block != 0)
-    fail_internal("a channel block of " + std::to_string(block) + " does not fit " + dims_string(dims));
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, block == 16 ? tag::nChw16c : tag::nChw8c);
+  if (layout == 0) {
+    Dims strides(dims.size(), 1);
+    for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * std::max<int64_t>(dims[i], 1);
+    return dnnl::memory::desc(dims, type, strides);
+  }
+  if (dims.size() == 4 && layout == Value::kChannelsLast) return dnnl::memory::desc(dims, type, tag::nhwc);
+  if (dims.size() != 4 || (layout != 8 && layout != 16) || dims[1] % layout != 0)
+    fail_internal("a layout of channel block " + std::to_string(layout) + " does not fit " + dims_string(dims));
+  return dnnl::memory::desc(dims, type, layout == 16 ? tag::nChw16c : tag::nChw8c);
 }
 
-dnnl::memory::desc activation_md(const Value* v) { return blocked_md(dims_of(v), v->channel_block); }
+dnnl::memory::desc blocked_md(const Dims& dims, int block) {
+  if (block == Value::kChannelsLast) fail_internal("a float32 tensor " + dims_string(dims) + " is never channels-last");
+  return layout_md(dims, dnnl::memory::data_type::f32, block);
+}
+
+dnnl::memory::desc activation_md(const Value* v) {
+  return layout_md(dims_of(v), elt::dnnl_type(v->type.dtype), v->channel_block);
+}
 
 dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x_value) {
-  if (y_value->channel_block) return blocked_md(y, y_value->channel_block);
+  const dnnl::memory::data_type type = elt::dnnl_type(y_value->type.dtype);
+  if (y_value->channel_block) return layout_md(y, type, y_value->channel_block);
   const bool one_pixel = y.size() == 4 && y[2] == 1 && y[3] == 1;
-  return one_pixel && x_value->channel_block ? blocked_md(y, x_value->channel_block) : plain_md(y);
+  return layout_md(y, type, one_pixel && x_value->channel_block > 0 ? x_value->channel_block : 0);
 }
 
 dnnl::memory::desc any_md(const Dims& dims) {

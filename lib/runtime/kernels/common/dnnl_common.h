@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ using Dims = dnnl::memory::dims;  // std::vector<int64_t>
 
 // Fails (Unsupported) unless every present input and output is float32 with a static shape.
 void require_float32_static(const Node& node, const KernelEnv& env);
+// The same, for the data types `types`.
+void require_static(const Node& node, const KernelEnv& env, std::initializer_list<DType> types);
 
 // The value's static dims (requires require_float32_static).
 Dims dims_of(const Value* v);
@@ -38,9 +41,12 @@ std::string dims_string(const Dims& d);  // "[1, 3, 224, 224]"
 dnnl::memory::desc plain_md(const Dims& dims);  // f32, row-major
 dnnl::memory::desc strided_md(const Dims& dims, const Dims& strides);
 dnnl::memory::desc any_md(const Dims& dims);    // f32, format_tag::any
-// `dims` (4-D) channel-blocked by `block` (8: nChw8c, 16: nChw16c; 0: plain).
+// `dims` of `type` in the layout a Value::channel_block names: 0 row-major (any rank); 8 or 16
+// nChw8c / nChw16c and Value::kChannelsLast NHWC (4-D; blocks whole).
+dnnl::memory::desc layout_md(const Dims& dims, dnnl::memory::data_type type, int layout);
+// `dims` (4-D) float32 channel-blocked by `block` (8: nChw8c, 16: nChw16c; 0: plain).
 dnnl::memory::desc blocked_md(const Dims& dims, int block);
-// An activation as the layout pass left it (Value::channel_block).
+// An activation as the layout passes left it (Value::channel_block), in its own data type.
 dnnl::memory::desc activation_md(const Value* v);
 // A pool's output: its own layout, or, when it is one pixel of a blocked input's channels, that
 // input's blocked layout (the same bytes as plain, and what oneDNN's fast pools want).

@@ -5,6 +5,7 @@
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/norm/factories.h"
 
@@ -79,7 +80,14 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
   check_arity(node, env, 1, 1, 1);
   if (is_max && output_at(node, 1)) return make_max_pool_with_indices(node, env);  // plain C++ (maxpool_indices.cpp)
   if (node.outputs.size() > (is_max ? 2u : 1u)) fail(at + ": has too many outputs");
-  require_float32_static(node, env);
+  // MaxPool takes 8-bit tensors too (opset 12; and passes/fuse_quantized's QDQ MaxPool): the
+  // maximum of bytes, exact in any type.
+  if (is_max) require_static(node, env, {DType::Float32, DType::Uint8, DType::Int8});
+  else require_float32_static(node, env);
+  const DType type = input_at(node, 0)->type.dtype;
+  if (output_at(node, 0)->type.dtype != type)
+    fail(at + ": output '" + output_at(node, 0)->name + "' is " + dtype_name(output_at(node, 0)->type.dtype) +
+         ", the input " + dtype_name(type));
   if (empty_output(node)) return std::make_unique<NoopKernel>();
   Dims x = dims_of(input_at(node, 0)), y = dims_of(output_at(node, 0));
   if (x.size() < 3 || x.size() > 5)
@@ -137,26 +145,28 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
     return std::make_unique<AvgPoolKernel>(node, env, y[0] * y[1], product(y, 2), fixes);
   };
   // Below AVX-512 oneDNN has no jit pooling on plain NCHW, and its C++ one is about 20 times
-  // slower (squeezenet's first MaxPool: 13 ms against 0.6 ms). A plain tensor the layout pass left
-  // (a quantized convolution's output, say) is then pooled channel-blocked, staged through the
-  // scratchpad, with the plain kernel kept as the leaner choice for kernel selection.
-  const int block = dnnl_channel_block();
+  // slower (squeezenet's first MaxPool: 13 ms against 0.6 ms); for 8-bit tensors it has jit code
+  // for NHWC only. A plain tensor the layout passes left (a quantized convolution's output, say)
+  // is then pooled channel-blocked (8-bit: channels-last), staged through the scratchpad, with the
+  // plain kernel kept as the leaner choice for kernel selection.
+  const int staged = type == DType::Float32 ? dnnl_channel_block() : Value::kChannelsLast;
   const bool slow_plain = std::string(pd.impl_info_str()).rfind("jit", 0) != 0;
-  if (slow_plain && block > 0 && x.size() == 4 && x[1] % block == 0 && input_at(node, 0)->channel_block == 0 &&
-      output_at(node, 0)->channel_block == 0) {
+  if (slow_plain && staged != 0 && x.size() == 4 && (staged < 0 || x[1] % staged == 0) &&
+      input_at(node, 0)->channel_block == 0 && output_at(node, 0)->channel_block == 0) {
     try {
-      const dnnl::memory::desc xb = blocked_md(x, block), yb = blocked_md(y, block);
-      auto blocked = pool_pd(xb, yb);
-      if (std::string(blocked.impl_info_str()).rfind("jit", 0) == 0) {
+      const dnnl::memory::data_type dt = elt::dnnl_type(type);
+      const dnnl::memory::desc xb = layout_md(x, dt, staged), yb = layout_md(y, dt, staged);
+      auto fast = pool_pd(xb, yb);
+      if (std::string(fast.impl_info_str()).rfind("jit", 0) == 0) {
         std::unique_ptr<PrimitiveKernel> k = make_kernel();
-        k->set_primitive(blocked);
+        k->set_primitive(fast);
         k->bind_input_staged(DNNL_ARG_SRC, 0, x_md, xb);
         k->bind_output_staged(DNNL_ARG_DST, 0, y_md, yb);
         k->set_leaner(src_to_dst(make_kernel(), pd, x_md, y_md));
         return k;
       }
     } catch (const dnnl::error&) {
-      // no blocked pooling for this window: the plain one
+      // no such pooling for this window: the plain one
     }
   }
   return src_to_dst(make_kernel(), pd, x_md, y_md);

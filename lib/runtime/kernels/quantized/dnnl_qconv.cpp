@@ -29,6 +29,7 @@
 #include "ir/fused_activation.h"
 #include "ir/fused_dequantize.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/kernel_common.h"
 
 namespace memplan::rt::quant {
@@ -46,29 +47,6 @@ struct Layout {
 };
 constexpr Layout kInteger{0, 1, 2, 3, false};
 constexpr Layout kQLinear{0, 3, 2, 5, true};
-
-bool to_dnnl_type(DType t, dt& out) {
-  switch (t) {
-    case DType::Uint8: out = dt::u8; return true;
-    case DType::Int8: out = dt::s8; return true;
-    case DType::Int32: out = dt::s32; return true;
-    case DType::Float32: out = dt::f32; return true;
-    default: return false;
-  }
-}
-
-dnnl::memory::desc row_major(const Dims& d, dt type) {
-  static constexpr tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
-  return dnnl::memory::desc(d, type, tags[d.size() - 1]);
-}
-
-// An activation in the layout its Value::channel_block names (passes/int8_layouts.h).
-dnnl::memory::desc activation_desc(const Dims& d, dt type, int layout) {
-  if (layout == Value::kChannelsLast) return dnnl::memory::desc(d, type, tag::nhwc);
-  if (layout == 8) return dnnl::memory::desc(d, type, tag::nChw8c);
-  if (layout == 16) return dnnl::memory::desc(d, type, tag::nChw16c);
-  return row_major(d, type);
-}
 
 bool layout_fits(const Value* v) {
   const int b = v->channel_block;
@@ -152,7 +130,8 @@ class Builder {
       return false;
     x_layout_ = x->channel_block;
     y_layout_ = y->channel_block;
-    if (!to_dnnl_type(x->type.dtype, src_dt_) || (src_dt_ != dt::u8 && src_dt_ != dt::s8)) return false;
+    src_dt_ = elt::dnnl_type(x->type.dtype);
+    if (src_dt_ != dt::u8 && src_dt_ != dt::s8) return false;
     xd_ = x->type.static_dims();
     yd_ = y->type.static_dims();
     wd_ = w->constant->dims;
@@ -229,7 +208,8 @@ class Builder {
       return (!b || !bias_.empty()) && (act == FusedActivation::None || relu_);
     }
     // QLinearConv: every scale, the output zero point and the bias must be constants.
-    if (!to_dnnl_type(out, dst_dt_) || (dst_dt_ != dt::u8 && dst_dt_ != dt::s8)) return false;
+    dst_dt_ = elt::dnnl_type(out);
+    if (dst_dt_ != dt::u8 && dst_dt_ != dt::s8) return false;
     const std::optional<FusedActivation> act = fused_activation(n_);
     relu_ = act == FusedActivation::Relu;  // (passes/fuse_quantized's QDQ fusion)
     if (act != FusedActivation::None && !relu_) return false;
@@ -328,8 +308,8 @@ class Builder {
     const auto any = tag::any;
     dnnl::memory::desc src(xd_, sum_type(src_dt_), any), wei(wdims_, sum_type(dt::s8), any),
         dst(yd_, sum_type(dst_type()), any);
-    if (own_layouts && x_layout_ != 0) src = activation_desc(xd_, sum_type(src_dt_), x_layout_);
-    if (own_layouts && y_layout_ != 0) dst = activation_desc(yd_, sum_type(dst_type()), y_layout_);
+    if (own_layouts && x_layout_ != 0) src = dnnl_kernels::layout_md(xd_, sum_type(src_dt_), x_layout_);
+    if (own_layouts && y_layout_ != 0) dst = dnnl_kernels::layout_md(yd_, sum_type(dst_type()), y_layout_);
     const auto usable = [own_layouts](fwd::primitive_desc pd) -> std::optional<fwd::primitive_desc> {
       if (own_layouts && std::string(pd.impl_info_str()).find("ref") != std::string::npos) return std::nullopt;
       return pd;
@@ -357,18 +337,18 @@ class Builder {
     const int zp_input = runtime_src_zp_ ? static_cast<int>(l_.x_zp) : -1;
     if (float_ && (runtime_src_zp_ || const_src_zp_ != 0)) {
       // Staged as float32, less the source zero point.
-      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, activation_desc(xd_, src_dt_, x_layout_), pd.src_desc(), const_src_zp_, zp_input);
+      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, dnnl_kernels::layout_md(xd_, src_dt_, x_layout_), pd.src_desc(), const_src_zp_, zp_input);
     } else {
-      k->bind_input_staged(DNNL_ARG_SRC, l_.x, activation_desc(xd_, src_dt_, x_layout_), pd.src_desc());
+      k->bind_input_staged(DNNL_ARG_SRC, l_.x, dnnl_kernels::layout_md(xd_, src_dt_, x_layout_), pd.src_desc());
     }
     if (float_) {
       const std::vector<float> w(weights_.begin(), weights_.end());
       k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(w.data(), w.size() * sizeof(float),
-                                                                      row_major(wdims_, dt::f32), pd.weights_desc(),
+                                                                      dnnl_kernels::layout_md(wdims_, dt::f32, 0), pd.weights_desc(),
                                                                       ctx, at_ + ": weights"));
     } else {
       k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(weights_.data(), weights_.size(),
-                                                                      row_major(wdims_, dt::s8), pd.weights_desc(),
+                                                                      dnnl_kernels::layout_md(wdims_, dt::s8, 0), pd.weights_desc(),
                                                                       ctx, at_ + ": int8 weights"));
       // A run-time zero point (an 8-bit tensor) is reordered to the int32 oneDNN reads, each run,
       // into the session's scratchpad: nothing of the shared kernel is written while it runs.
@@ -399,7 +379,7 @@ class Builder {
       const dnnl::memory::desc md = channel_md(static_cast<int64_t>(b.values.size()));
       k->bind_memory(arg, dnnl_kernels::reordered_memory(b.values.data(), b.values.size() * sizeof(float), md, md, ctx, at_));
     }
-    k->bind_output_staged(DNNL_ARG_DST, 0, activation_desc(yd_, dst_type(), y_layout_), pd.dst_desc());
+    k->bind_output_staged(DNNL_ARG_DST, 0, dnnl_kernels::layout_md(yd_, dst_type(), y_layout_), pd.dst_desc());
     return k;
   }
 

@@ -2,9 +2,11 @@
 // and DynamicQuantizeLinear, on uint8 / int8. Plain loops; scales and zero points are read at run
 // time, constant or not.
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <limits>
 
+#include "ir/fused_dequantize.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/quantized/factories.h"
 #include "runtime/kernels/quantized/quantize_common.h"
@@ -110,7 +112,57 @@ class QuantizeKernel final : public Kernel {
 
 }  // namespace
 
+namespace {
+
+// QuantizeLinear(DequantizeLinear(x)) per tensor (ir/fused_dequantize.h's memplan_requantize):
+// the unfused kernels' two vectorized row loops over a stretch of x at a time, through a float32
+// row on the stack instead of a tensor in the arena, so the same bytes.
+class RequantizeKernel final : public Kernel {
+ public:
+  RequantizeKernel(const Node& n, const std::string& at)
+      : where_(at), is_signed_(n.inputs[0]->type.dtype == DType::Int8) {
+    auto scalar = [&](size_t k, const char* what) {
+      const Value* v = input_at(n, k);
+      if (!v || !v->constant || v->constant->element_count() != 1)
+        fail_at(at, std::string(what) + " must be a one-value constant to requantize");
+      return v->constant->float_at(0);
+    };
+    y_scale_ = static_cast<float>(scalar(1, "the scale"));
+    y_zero_ = static_cast<int32_t>(scalar(2, "the zero point"));
+    x_scale_ = static_cast<float>(scalar(kRequantizeScaleInput, "the input's scale"));
+    x_zero_ = static_cast<int32_t>(scalar(kRequantizeZeroInput, "the input's zero point"));
+    quant_range(quant_type(n.outputs[0], at, "the output"), range_);
+  }
+
+  void run(const KernelArgs& a) override {
+    const TensorView& x = a.inputs[0];
+    shape::set_shape_like(a.outputs[0], x, where_);
+    const std::byte* in = x.data;
+    std::byte* out = a.outputs[0].data;
+    float row[1024];
+    for (uint64_t i = 0, n = x.element_count(); i < n; i += std::size(row)) {
+      const uint64_t k = std::min<uint64_t>(std::size(row), n - i);
+      dequantize_row(in + i, is_signed_, k, x_zero_, x_scale_, row);
+      quantize_row(row, k, y_scale_, y_zero_, range_.lo, range_.hi, out + i);
+    }
+  }
+
+ private:
+  std::string where_;
+  bool is_signed_;
+  float x_scale_ = 1, y_scale_ = 1;
+  int32_t x_zero_ = 0, y_zero_ = 0;
+  QRange range_;
+};
+
+}  // namespace
+
 std::unique_ptr<Kernel> make_quantize(const Node& n, const KernelEnv& env) {
+  if (n.attr_int(kRequantizeAttr, 0) != 0) {
+    const std::string at = check_arity(n, env, kRequantizeZeroInput + 1, kRequantizeZeroInput + 1);
+    quant_type(n.inputs[0], at, "the input");
+    return std::make_unique<RequantizeKernel>(n, at);
+  }
   const std::string at = check_arity(n, env, 2, 3);
   const DType x = n.inputs[0]->type.dtype;
   if (x != DType::Float32 && x != DType::Int32)

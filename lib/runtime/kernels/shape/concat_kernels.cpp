@@ -1,4 +1,6 @@
 // Concat of any fixed-size dtype: one memcpy per input per outer index, shapes read at run time.
+// Tensors stored channels-last (passes/int8_layouts: all of a Concat's or none) concatenate in
+// their stored order, NHWC, the logical axis mapped to its place there.
 #include <cstring>
 
 #include "runtime/kernels/common/elementwise_common.h"
@@ -11,7 +13,8 @@ class ConcatKernel final : public Kernel {
  public:
   ConcatKernel(const Node& n, const KernelEnv& env)
       : where_(where(n, env)), axis_(n.attr_int("axis", n.opset < 4 ? 1 : 0)),
-        esize_(dtype_size(n.outputs[0]->type.dtype)), end_to_end_(outer_dims_are_one(n)) {}
+        esize_(dtype_size(n.outputs[0]->type.dtype)), channels_last_(n.outputs[0]->channel_block == Value::kChannelsLast),
+        end_to_end_(!channels_last_ && outer_dims_are_one(n)) {}
 
   bool concatenates_end_to_end() const override { return end_to_end_; }
 
@@ -34,13 +37,21 @@ class ConcatKernel final : public Kernel {
     }
     TensorView& y = args.outputs[0];
     set_output_shape(y, out, where_);
+    int axis_stored = axis;
+    if (channels_last_) {  // outer and inner from the dims in stored order
+      if (rank != 4) fail_internal(where_ + ": a channels-last tensor of rank " + std::to_string(rank));
+      static constexpr int kStoredAt[] = {0, 3, 1, 2};  // NCHW axis -> its place in NHWC
+      axis_stored = kStoredAt[axis];
+      const int64_t c = out.dims[1];
+      out.dims[1] = out.dims[2], out.dims[2] = out.dims[3], out.dims[3] = c;
+    }
     uint64_t outer = 1, inner = esize_;
-    for (int d = 0; d < axis; ++d) outer *= static_cast<uint64_t>(out.dims[d]);
-    for (int d = axis + 1; d < rank; ++d) inner *= static_cast<uint64_t>(out.dims[d]);
+    for (int d = 0; d < axis_stored; ++d) outer *= static_cast<uint64_t>(out.dims[d]);
+    for (int d = axis_stored + 1; d < rank; ++d) inner *= static_cast<uint64_t>(out.dims[d]);
     std::byte* dst = y.data;
     for (uint64_t o = 0; o < outer; ++o)
       for (const TensorView& in : args.inputs) {
-        const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;
+        const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;  // (axis: the same extent)
         if (bytes == 0) continue;
         if (dst != in.data + o * bytes) std::memcpy(dst, in.data + o * bytes, bytes);  // else written in place
         dst += bytes;
@@ -67,6 +78,7 @@ class ConcatKernel final : public Kernel {
   std::string where_;
   int64_t axis_;
   uint64_t esize_;
+  bool channels_last_;
   bool end_to_end_;
 };
 
