@@ -1,6 +1,7 @@
-// The dequantizing epilogue a fusion pass (passes/fuse_quantized) folds into a ConvInteger, as the
-// node records it for the kernels (runtime/kernels/quantized/) that apply it: one definition for
-// the pass that writes it and the kernels that read it.
+// The dequantizing epilogue a fusion pass (passes/fuse_quantized) folds into a ConvInteger, and the
+// requantization it folds into a QuantizeLinear, as the nodes record them for the kernels
+// (runtime/kernels/quantized/) that apply them: one definition for the pass that writes them and
+// the kernels that read them.
 //
 // ConvInteger -> Cast(float) -> Mul(scale) [-> Add(bias)] [-> Relu], the layout of ONNX Runtime's
 // quantize_dynamic, becomes one ConvInteger with a float32 output and
@@ -19,10 +20,6 @@ namespace memplan {
 
 inline constexpr const char* kDequantizedAttr = "memplan_dequantized";
 inline constexpr size_t kDequantScaleInput = 4, kDequantBiasInput = 5;
-
-}  // namespace memplan
-
-namespace memplan {
 
 // DequantizeLinear(x, x_scale, x_zp) -> QuantizeLinear(y_scale, y_zp), per tensor with constant
 // scales and zero points (an input of a QDQ Concat quantized unlike its output), becomes one

@@ -338,6 +338,15 @@ std::optional<Quantization> quantization_of(const Node* n, const char* op) {
   return q;
 }
 
+// The 8-bit input of a DequantizeLinear of `g` whose quantization is per tensor (quantization_of),
+// and that quantization; null when it is not one.
+Value* dequantized_bytes(const Node* dq, const Graph& g, Quantization& q) {
+  const std::optional<Quantization> got = quantization_of(dq, "DequantizeLinear");
+  if (!got || dq->graph != &g || !dq->inputs[0] || dq->inputs[0]->type.dtype != got->type) return nullptr;
+  q = *got;
+  return dq->inputs[0];
+}
+
 // DequantizeLinear(xq, s, z) -> MaxPool -> QuantizeLinear(s, z)  ==>  MaxPool(xq) on the bytes.
 // Dequantizing is increasing (s > 0), so the largest dequantized value is the dequantized largest
 // byte, and quantizing it again with the same s and z gives that byte back: the same output,
@@ -346,13 +355,13 @@ bool fuse_qdq_max_pool(Graph& g, Node& pool, std::unordered_set<const Node*>& de
   if (pool.outputs.size() != 1 || pool.inputs.size() != 1 || !pool.inputs[0] || !pool.outputs[0] ||
       pool.attr_int("storage_order", 0) != 0)
     return false;
-  Node* dq = pool.inputs[0]->producer;
   Node* q = sole_consumer(pool.outputs[0]);
-  const std::optional<Quantization> in = quantization_of(dq, "DequantizeLinear"), out = quantization_of(q, "QuantizeLinear");
-  if (!in || !out || *in != *out || dq->graph != &g || !dq->inputs[0] || dq->inputs[0]->type.dtype != in->type)
-    return false;
+  const std::optional<Quantization> out = quantization_of(q, "QuantizeLinear");
+  Quantization in;
+  Value* xq = dequantized_bytes(pool.inputs[0]->producer, g, in);
+  if (!xq || !out || in != *out) return false;
   Value* old_out = pool.outputs[0];
-  pool.inputs[0] = dq->inputs[0];
+  pool.inputs[0] = xq;
   pool.outputs[0] = q->outputs[0];
   pool.outputs[0]->producer = &pool;
   dead.insert(q);
@@ -363,8 +372,9 @@ bool fuse_qdq_max_pool(Graph& g, Node& pool, std::unordered_set<const Node*>& de
 // Concat(DequantizeLinear(x_i, s_i, z_i), ...) -> QuantizeLinear(s, z)  ==>  Concat(x_i'), with
 // x_i' = x_i where (s_i, z_i) is (s, z) (the round trip gives each byte back, as for MaxPool) and
 // x_i requantized from (s_i, z_i) to (s, z) where it is not (ir/fused_dequantize.h): the same
-// elementwise ops on each element, before the copy instead of after it, so the same bytes. The Concat then copies bytes,
-// or its producers write them in place, instead of float32 values (squeezenet's fire modules).
+// elementwise ops on each element, before the copy instead of after it, so the same bytes. The
+// Concat then copies bytes, or its producers write them in place, instead of float32 values
+// (squeezenet's fire modules).
 bool fuse_qdq_concat(Graph& g, Node& concat, std::unordered_set<const Node*>& dead, std::vector<Insertion>& insertions) {
   if (concat.outputs.size() != 1 || !concat.outputs[0] || concat.inputs.empty()) return false;
   Node* q = sole_consumer(concat.outputs[0]);
@@ -374,13 +384,13 @@ bool fuse_qdq_concat(Graph& g, Node& concat, std::unordered_set<const Node*>& de
   std::vector<std::unique_ptr<Node>> requantize;
   for (Value* x : concat.inputs) {
     Node* dq = x ? x->producer : nullptr;
-    const std::optional<Quantization> in = quantization_of(dq, "DequantizeLinear");
-    if (!in || dq->graph != &g || !dq->inputs[0] || dq->inputs[0]->type.dtype != in->type) return false;
-    if (*in == *out) {
-      bytes.push_back(dq->inputs[0]);
+    Quantization in;
+    Value* xq = dequantized_bytes(dq, g, in);
+    if (!xq) return false;
+    if (in == *out) {
+      bytes.push_back(xq);
       continue;
     }
-    Value* xq = dq->inputs[0];
     if (!xq->type.is_static() || xq->shape_varies) return false;
     auto r = std::make_unique<Node>();
     r->outputs = {typed_value(g, xq->name + "_requantized", out->type, xq->type.static_dims())};

@@ -2,8 +2,8 @@
 // and DynamicQuantizeLinear, on uint8 / int8. Plain loops; scales and zero points are read at run
 // time, constant or not.
 #include <algorithm>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "ir/fused_dequantize.h"
@@ -109,10 +109,6 @@ class QuantizeKernel final : public Kernel {
   int64_t axis_attr_;
   QRange range_;
 };
-
-}  // namespace
-
-namespace {
 
 // QuantizeLinear(DequantizeLinear(x)) per tensor (ir/fused_dequantize.h's memplan_requantize):
 // the unfused kernels' two vectorized row loops over a stretch of x at a time, through a float32

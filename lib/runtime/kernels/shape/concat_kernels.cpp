@@ -88,10 +88,13 @@ std::unique_ptr<Kernel> make_concat(const Node& n, const KernelEnv& env) {
   const std::string at = check_arity(n, env, 1, SIZE_MAX);
   const DType dt = n.outputs[0]->type.dtype;
   if (dtype_size(dt) == 0) fail_unsupported(at + ": " + dtype_name(dt) + " tensors are not supported");
+  const bool channels_last = n.outputs[0]->channel_block == Value::kChannelsLast;
   for (const Value* v : n.inputs) {
     if (!v) fail(at + ": an input is missing");
     if (v->type.dtype != dt)
       fail(at + ": input '" + v->name + "' is " + dtype_name(v->type.dtype) + ", the output " + dtype_name(dt));
+    if ((v->channel_block == Value::kChannelsLast) != channels_last)
+      fail_internal(at + ": input '" + v->name + "' and the output are stored in different layouts");
   }
   if (n.opset >= 4 && !n.attr("axis")) fail(at + ": the axis attribute is required");
   return std::make_unique<ConcatKernel>(n, env);
