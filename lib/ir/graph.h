@@ -64,6 +64,11 @@ struct Value {
   bool is_constant() const { return constant != nullptr; }
 };
 
+// The prefix of the attributes memplan's own passes record on nodes (ir/fused_dequantize.h,
+// ir/unreachable_branch.h). The importer drops a model file's attributes of that prefix, so only
+// memplan writes them.
+inline constexpr const char* kReservedAttributePrefix = "memplan_";
+
 struct Attribute {
   enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Graphs, Other };
   std::string name;

@@ -124,6 +124,9 @@ class Importer {
         node.inputs.push_back(v);
       }
       for (const auto& ap : np.attribute()) {
+        // Names starting "memplan_" are what memplan's own passes record on nodes (fused forms,
+        // unreachable branches): a file's are unknown attributes, ignored like any other.
+        if (ap.name().rfind(kReservedAttributePrefix, 0) == 0) continue;
         Attribute a = attribute_from_proto(ap, dir_, where(g) + ": " + node.describe());
         if (a.kind == Attribute::Kind::Graph) a.graphs.push_back(import_subgraph(ap.g(), node, ap.name(), depth));
         if (a.kind == Attribute::Kind::Graphs)

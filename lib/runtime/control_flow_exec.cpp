@@ -6,6 +6,7 @@
 // (lib/ir/control_flow_ports.h). Nothing here allocates.
 #include <cstring>
 
+#include "ir/unreachable_branch.h"
 #include "memplan/error.h"
 #include "runtime/session_impl.h"
 
@@ -333,7 +334,11 @@ void Session::Impl::copy_into(rt::TensorView& dst, const rt::TensorView& src, co
 void Session::Impl::run_if(const NodeExec& ne) {
   const Node& n = *ne.node;
   static const std::string kThen = "then_branch", kElse = "else_branch";
-  const Graph& g = *n.subgraph(read_bool(view(ne.inputs[0])) ? kThen : kElse);
+  const bool take_then = read_bool(view(ne.inputs[0]));
+  if (const std::string* why = unreachable_branch_reason(n, take_then))
+    fail(m.model.path + ": " + n.describe() + ": its condition takes the " + (take_then ? kThen : kElse) +
+         ", which cannot run on these input shapes: " + *why);
+  const Graph& g = *n.subgraph(take_then ? kThen : kElse);
   const GraphExec& ge = m.graphs.at(&g);
   for (size_t k = 0; k < g.outputs.size(); ++k)
     if (ge.outputs_bound[k]) {  // bound only where the If has the output (lifetimes.h)

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
+#include "ir/unreachable_branch.h"
 #include "memplan/error.h"
 #include "runtime/dnnl_context.h"
 #include "runtime/kernel_registry.h"
@@ -83,7 +85,24 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   const ThreadScope threads(dnnl.threads);
   const auto& registry = rt::KernelRegistry::instance();
   std::map<std::string, std::vector<std::string>> missing;  // op -> node names
+  // If branches a kernel found cannot run on these shapes (ir/unreachable_branch.h), with why;
+  // the graphs inside them are passed over, and they are dropped once the walk is over.
+  struct Dropped {
+    IfBranch branch;
+    const Graph* graph;
+    Error why;
+  };
+  std::vector<Dropped> dropped;
+  const auto inside = [](const Graph& g, const Graph* scope) {
+    for (const Graph* cur = &g; cur; cur = cur->parent)
+      if (cur == scope) return true;
+    return false;
+  };
+  const auto inside_dropped = [&](const Graph& g) {
+    return std::any_of(dropped.begin(), dropped.end(), [&](const Dropped& d) { return inside(g, d.graph); });
+  };
   for_each_graph(*model.main, [&](Graph& g) {
+    if (inside_dropped(g)) return;
     for (const auto& n : g.nodes) {
       if (n->domain.empty() && (n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan")) {
         release.after(*n, nullptr);  // its subgraphs read what it passes them
@@ -116,11 +135,27 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
         release.after(*n, kernel.get());
         sel.kernels.emplace(n.get(), std::move(kernel));
       } catch (const Error& e) {
-        if (e.kind() != ErrorKind::Unsupported) throw;
-        sel.unsupported.push_back(e.what());
+        if (e.kind() == ErrorKind::Unsupported) {
+          sel.unsupported.push_back(e.what());
+          continue;
+        }
+        const std::optional<IfBranch> branch = enclosing_if_branch(g);
+        const bool other_dropped = branch && std::any_of(dropped.begin(), dropped.end(), [&](const Dropped& d) {
+                                     return d.branch.node == branch->node;
+                                   });
+        if (!branch || other_dropped || !branch_cannot_run(*branch, e)) throw;
+        dropped.push_back({*branch, branch->graph(), e});
+        break;
       }
     }
   });
+  // The walk visits a graph's nodes before the graphs nested in it and passes over dropped
+  // branches, so no dropped branch lies inside another.
+  for (const Dropped& d : dropped) {
+    std::erase_if(sel.kernels, [&](const auto& entry) { return inside(*entry.first->graph, d.graph); });
+    drop_branch(d.branch, model.path, d.why);
+  }
+  if (!dropped.empty()) rebuild_uses(*model.main);
   for (const auto& [op, nodes] : missing) {
     std::string entry = op + " x" + std::to_string(nodes.size()) + " (node '" + nodes[0] + "'" +
                         (nodes.size() > 1 ? ", ..." : "") + ")";

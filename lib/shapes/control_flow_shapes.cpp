@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ir/control_flow_ports.h"
+#include "ir/unreachable_branch.h"
 #include "memplan/error.h"
 #include "util/checked.h"
 
@@ -36,21 +37,42 @@ uint64_t bytes_of(const Value* v, const std::string& what) {
   return checked_mul(checked_element_count(v->type.static_dims(), what), dtype_size(v->type.dtype), what);
 }
 
+// Infers a branch; the error that says it cannot run on these shapes, if one does
+// (ir/unreachable_branch.h). Any other error fails the compile.
+std::optional<Error> infer_branch(const IfBranch& branch, const std::function<void(Graph&)>& infer) {
+  try {
+    infer(*branch.graph());
+  } catch (const Error& e) {
+    if (!branch_cannot_run(branch, e)) throw;
+    return e;
+  }
+  return std::nullopt;
+}
+
 void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
   Graph* then_g = n.subgraph("then_branch");
   Graph* else_g = n.subgraph("else_branch");
   if (!then_g || !else_g) fail(where(n, file) + ": If needs then_branch and else_branch");
   if (n.inputs.size() != 1 || !n.inputs[0])
     fail(where(n, file) + ": If takes one input, its condition; it has " + std::to_string(n.inputs.size()));
-  infer(*then_g);
-  infer(*else_g);
+  // The condition is known only at run time (an If whose condition folds is inlined before this):
+  // a branch that cannot run on these shapes is one its caller never takes with them. Both failing
+  // is the model's error.
+  const std::optional<Error> then_error = infer_branch({&n, true}, infer);
+  const std::optional<Error> else_error = infer_branch({&n, false}, infer);
+  if (then_error && else_error) throw *then_error;
   if (then_g->outputs.size() != n.outputs.size() || else_g->outputs.size() != n.outputs.size())
     fail(where(n, file) + ": branches return a different number of values than the If has outputs");
+  if (then_error) drop_branch({&n, true}, file, *then_error);
+  if (else_error) drop_branch({&n, false}, file, *else_error);
+  // A dropped branch (now, or when this If was inferred before) takes the other's types.
+  const Graph& live_then = unreachable_branch_reason(n, true) ? *else_g : *then_g;
+  const Graph& live_else = unreachable_branch_reason(n, false) ? *then_g : *else_g;
   for (size_t k = 0; k < n.outputs.size(); ++k) {
     Value* out = n.outputs[k];
     if (!out) continue;
-    const Value* a = then_g->outputs[k];
-    const Value* b = else_g->outputs[k];
+    const Value* a = live_then.outputs[k];
+    const Value* b = live_else.outputs[k];
     if (a->type.dtype != b->type.dtype)
       fail(where(n, file) + ": output '" + out->name + "' is " + dtype_name(a->type.dtype) + " in one branch and " +
            dtype_name(b->type.dtype) + " in the other");
