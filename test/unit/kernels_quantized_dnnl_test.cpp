@@ -1,6 +1,6 @@
 // ConvInteger and QLinearConv on oneDNN (quantized/dnnl_qconv.cpp) against a plain reference,
 // through the kernel registry: u8 and s8 sources, run-time and constant zero points, uint8 weights
-// with zero points (shifted to int8), per-channel scales, groups, strides and padding, the fused
+// with zero points (shifted to int8, or past int8 on the float32 form), per-channel scales, groups, strides and padding, the fused
 // dequantizing epilogue, and the configurations that stay on the loops. With VNNI these run
 // oneDNN's int8 convolution, without it (ctest runs this file again under DNNL_MAX_CPU_ISA=AVX2)
 // its float32 one: the same exact sums either way.
@@ -26,6 +26,9 @@ struct Case {
   std::vector<int> x, w;
   std::vector<int> w_zp;  // one, or M
   int x_zp = 0;
+  // Weights minus their zero points kept inside int8 (what oneDNN's int8 path takes); false:
+  // uint8 weights anywhere around their zero point (quantize_dynamic's), for the float32 form.
+  bool fit_int8 = true;
   int64_t OH() const { return (H + 2 * pad - K) / stride + 1; }
   int64_t OW() const { return (W + 2 * pad - K) / stride + 1; }
 
@@ -38,9 +41,9 @@ struct Case {
     w.resize(static_cast<size_t>(M * (C / group) * K * K));
     for (int& v : w) v = wd(rng);
     // Weights minus their zero points stay inside int8 (what oneDNN's path needs).
-    if (wt == DType::Uint8) for (int& z : w_zp) z = 128;
+    if (wt == DType::Uint8 && fit_int8) for (int& z : w_zp) z = 128;
     const int64_t per = (C / group) * K * K;
-    for (size_t i = 0; i < w.size() && !w_zp.empty(); ++i) {
+    for (size_t i = 0; i < w.size() && !w_zp.empty() && fit_int8; ++i) {
       const int z = w_zp[w_zp.size() == 1 ? 0 : i / static_cast<size_t>(per)];
       w[i] = std::clamp(w[i], z - 128, z + 127);
     }
@@ -92,7 +95,7 @@ bool on_onednn(KernelCase& k) { return k.kernel() && k.kernel()->scratchpad_byte
 
 TEST_CASE("ConvInteger on oneDNN matches the reference", "[kernels][quantized]") {
   Case c;
-  const int variant = GENERATE(0, 1, 2, 3, 4, 5, 6, 7);
+  const int variant = GENERATE(0, 1, 2, 3, 4, 5, 6, 7, 8);
   const bool x_zp_constant = GENERATE(false, true);
   switch (variant) {
     case 0: break;                                                        // u8 x s8, zero point of x only
@@ -103,6 +106,7 @@ TEST_CASE("ConvInteger on oneDNN matches the reference", "[kernels][quantized]")
     case 5: c.C = 32; c.M = 32; c.group = 32; c.H = c.W = 9; break;      // depthwise, blocked channels
     case 6: c.C = 32; c.M = 48; c.K = 1; c.pad = 0; break;               // 1x1, blocked channels
     case 7: c.C = 16; c.M = 96; c.K = 1; c.pad = 0; c.H = c.W = 28; break;
+    case 8: c.wt = DType::Uint8; c.w_zp = {40}; c.fit_int8 = false; break;  // u8 weights from -40 to 215 about it
   }
   c.fill(static_cast<unsigned>(variant * 2 + 1));
   INFO("variant " << variant << ", constant x_zp " << x_zp_constant);
@@ -193,11 +197,17 @@ TEST_CASE("QLinearConv on oneDNN requantizes like ONNX", "[kernels][quantized]")
 }
 
 TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loops", "[kernels][quantized]") {
-  SECTION("uint8 weights whose difference from the zero point leaves int8") {
+  SECTION("uint8 weights past int8 whose float32 sums could pass 2^24, with an int32 output") {
+    // w - 0 reaches 255 (no int8 kernel), over 256 channels of 3x3 (a sum may reach
+    // 255 * 255 * 2304, past float32's 2^24 integers).
     Case c;
     c.wt = DType::Uint8;
+    c.C = 256;
+    c.M = 2;
+    c.H = c.W = 4;
+    c.w_zp = {0};
+    c.fit_int8 = false;
     c.fill(3);
-    c.w_zp = {0};  // w - 0 reaches 255
     KernelCase k("ConvInteger", 10);
     c.add_inputs(k, false);
     k.output("y", DType::Int32, {c.N, c.M, c.OH(), c.OW()});
@@ -237,6 +247,34 @@ TEST_CASE("without VNNI, a ConvInteger whose float32 sums could pass 2^24 stays 
     const bool exact_in_float = channels == 32;
     CHECK(on_onednn(k) == (memplan::rt::quant::int8_products_exact() || exact_in_float));
     CHECK(k.result_as<int32_t>(0) == c.reference());
+  }
+}
+
+TEST_CASE("a dequantized ConvInteger whose float32 sums could pass 2^24 runs oneDNN's float32 form, rounding as a float "
+          "convolution", "[kernels][quantized]") {
+  // uint8 weights about a zero point of 30 (no int8 kernel) over 256 channels of 3x3: the
+  // output is float(sum) * scale, which a float32 convolution gives to within its rounding.
+  Case c;
+  c.wt = DType::Uint8;
+  c.C = 256;
+  c.M = 4;
+  c.H = c.W = 5;
+  c.w_zp = {30};
+  c.fit_int8 = false;
+  c.fill(23);
+  KernelCase k("ConvInteger", 10);
+  c.add_inputs(k, false);
+  k.input("scale", F32, {}, Floats{0.5f}, true);  // ir/fused_dequantize.h's input 4; no bias
+  k.attr(memplan::kDequantizedAttr, int64_t{1});
+  k.output("y", F32, {c.N, c.M, c.OH(), c.OW()});
+  REQUIRE(k.run());
+  CHECK(on_onednn(k));
+  const std::vector<int32_t> acc = c.reference();
+  const std::vector<float> y = k.result_as<float>(0);
+  REQUIRE(y.size() == acc.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double want = static_cast<double>(acc[i]) * 0.5;
+    CHECK(std::abs(y[i] - want) <= 1e-6 * 255.0 * 255.0 * 2304.0 * 0.5);
   }
 }
 

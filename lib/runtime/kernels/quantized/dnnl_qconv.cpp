@@ -13,13 +13,17 @@
 // oneDNN picks the activation layouts (channels-last for int8): plain tensors are reordered into
 // the kernel's scratchpad and out of it on each run (PrimitiveKernel's staged tensors).
 //
-// Without VNNI, oneDNN's int8 products saturate, so the same sums run as a float32 convolution:
+// Without VNNI, oneDNN's int8 products saturate, and weights less their zero point may not fit
+// int8 (uint8 weights); in either case the same sums run as a float32 convolution:
 // the source reordered to float32 less its zero point, the weights less theirs as float32, and
 // the int32 bias as float32. Each partial sum is then an integer of
 // magnitude at most max|x - x_zp| * sum|w - w_zp| + |bias|; where that is at most 2^24 for every
 // output channel (checked at load, from the weights) float32 holds each one exactly, so the sums
 // are ONNX's int32 ones, bit for bit, and the epilogue runs as post-ops in the order above. Past
-// 2^24 the kernel is not made and the loops run.
+// 2^24 a dequantized ConvInteger (float32 output, the value of its sum rounded to float32 anyway)
+// keeps the float32 form and rounds its partial sums as a float32 convolution does (IS-Net's
+// uint8 weights: 130 s an inference on the loops at 1024x1024); for any other output the kernel is
+// not made and the loops run.
 #include "runtime/kernels/quantized/dnnl_qconv.h"
 
 #include <cstdlib>
@@ -110,8 +114,11 @@ class Builder {
   // The primitive the kernel would run, without reordering its weights; none: the loops.
   std::optional<dnnl::convolution_forward::primitive_desc> describe() {
     if (!env_.dnnl || !read_shapes() || !read_weights() || !read_output()) return std::nullopt;
-    float_ = !int8_products_exact();
-    if (float_ && !float_sums_exact()) return std::nullopt;
+    float_ = !int8_products_exact() || !weights_fit_int8_;
+    // Past 2^24 the float32 sums round; a dequantized ConvInteger's output is the float32 value of
+    // its sum anyway (ONNX Runtime's Cast), so it keeps the float32 form, rounding as a float
+    // convolution does. An int32 or 8-bit output must be exact: the loops.
+    if (float_ && !float_sums_exact() && !dequantized_) return std::nullopt;
     const dnnl::primitive_attr attr = make_attr();
     // The activations' own layouts where the pass chose them (the kernel it expects reads them
     // as they are), else oneDNN's choice, staged; the latter if oneDNN has no kernel for the former.
@@ -152,8 +159,10 @@ class Builder {
     return true;
   }
 
-  // ONNX's weights minus their zero point, as int8 in oneDNN's [g,] o, i, k... order (the same
-  // bytes as ONNX's [M, C/g, k...]).
+  // ONNX's weights minus their zero point in oneDNN's [g,] o, i, k... order (the same bytes as
+  // ONNX's [M, C/g, k...]): int8 where every one fits (uint8 weights with zero point 128, int8
+  // ones with 0), else from -255 to 255 for the float32 form (ONNX Runtime's quantize_dynamic
+  // with uint8 weights and their own zero point: IS-Net's background remover).
   bool read_weights() {
     const Tensor& w = *present(n_, l_.w)->constant;
     if (w.dtype != DType::Uint8 && w.dtype != DType::Int8) return false;
@@ -168,8 +177,9 @@ class Builder {
     weights_.resize(count);
     for (uint64_t i = 0; i < count; ++i) {
       const int64_t v = w.int_at(i) - zeros[zeros.size() == 1 ? 0 : i / per];
-      if (v < -128 || v > 127) return false;
-      weights_[i] = static_cast<int8_t>(v);
+      if (v < -255 || v > 255) return false;  // a zero point outside the weights' type
+      weights_fit_int8_ = weights_fit_int8_ && v >= -128 && v <= 127;
+      weights_[i] = static_cast<int16_t>(v);
     }
     wdims_ = group_ > 1 ? Dims{group_, m_ / group_, wd_[1]} : Dims{m_, wd_[1]};
     wdims_.insert(wdims_.end(), wd_.begin() + 2, wd_.end());
@@ -347,7 +357,8 @@ class Builder {
                                                                       dnnl_kernels::layout_md(wdims_, dt::f32, 0), pd.weights_desc(),
                                                                       ctx, at_ + ": weights"));
     } else {
-      k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(weights_.data(), weights_.size(),
+      const std::vector<int8_t> w(weights_.begin(), weights_.end());
+      k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(w.data(), w.size(),
                                                                       dnnl_kernels::layout_md(wdims_, dt::s8, 0), pd.weights_desc(),
                                                                       ctx, at_ + ": int8 weights"));
       // A run-time zero point (an 8-bit tensor) is reordered to the int32 oneDNN reads, each run,
@@ -391,13 +402,14 @@ class Builder {
   int64_t group_ = 1, m_ = 0;
   dnnl_kernels::Window win_;
   dt src_dt_ = dt::u8, dst_dt_ = dt::u8;
-  std::vector<int8_t> weights_;
+  std::vector<int16_t> weights_;
+  bool weights_fit_int8_ = true;
   bool runtime_src_zp_ = false, dequantized_ = false, relu_ = false;
   int64_t runtime_scale_ = 0;  // values of a run-time scale (0: the scale is a constant)
   int32_t const_src_zp_ = 0, dst_zp_ = 0;
   std::vector<float> w_scale_, bias_, oscales_;
   std::vector<int32_t> qbias_;
-  bool float_ = false;  // the sums in float32 (no VNNI)
+  bool float_ = false;  // the sums in float32 (no VNNI, or weights that do not fit int8)
   int x_layout_ = 0, y_layout_ = 0;  // Value::channel_block of the source and the output
   struct Binary {
     int index;                  // in the post-op chain
