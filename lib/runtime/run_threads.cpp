@@ -87,11 +87,10 @@ int64_t now_ns() {
 int LoadAdaptiveThreads::next() const {
   if (full_ <= 1) return fixed_;
   if (runs_ < 2) return full_;  // run 0 untimed (it touches the arena first), run 1 timed
-  if (runs_ < 4) return 1;      // run 2 untimed (see end()), run 3 timed
+  if (runs_ < 4) return 1;      // run 2 untimed (see record()), run 3 timed
   if (!last_timed_) return last_;  // the run after a switch: the timed one of that count
-  const bool one_is_faster = average_ms_[0] < average_ms_[1];
-  const bool probe = runs_ % kProbeEvery == 0;
-  return one_is_faster != probe ? 1 : full_;
+  const int best = faster();
+  return probing() ? (best == 1 ? full_ : 1) : best;
 }
 
 void LoadAdaptiveThreads::begin(int threads) {
@@ -100,16 +99,25 @@ void LoadAdaptiveThreads::begin(int threads) {
 }
 
 void LoadAdaptiveThreads::end() {
+  if (full_ > 1) record(used_, static_cast<double>(now_ns() - started_ns_) / 1e6);
+}
+
+void LoadAdaptiveThreads::record(int threads, double ms) {
   if (full_ <= 1) return;
+  used_ = threads;
   // The first run after a switch is not timed: one thread right after all of them shares the
   // machine with their workers, which still spin (libgomp's wait) for a few milliseconds; all
   // threads right after one first wake workers that had gone to sleep.
   const bool timed = runs_ > 0 && used_ == last_;
   if (timed) {
-    const double ms = static_cast<double>(now_ns() - started_ns_) / 1e6;
     double& avg = average_ms_[used_ == 1 ? 0 : 1];
     // Half of each new run: a couple of runs follow a change of load.
     avg = avg < 0 ? ms : 0.5 * avg + 0.5 * ms;
+    // A probe's timed run ends it: the wait before the next doubles if the choice stands.
+    if (probing()) {
+      probe_wait_ = faster() == used_ ? kFirstProbeAfter : std::min(probe_wait_ * 2, kLongestProbeWait);
+      next_probe_ = runs_ + 1 + probe_wait_;
+    }
   }
   last_ = used_;
   last_timed_ = timed;

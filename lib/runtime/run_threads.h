@@ -49,26 +49,37 @@ class RequestedThreads {
 // core to another process stalls the others: on a machine whose other cores are busy, one thread
 // beats several (and a waiting OpenMP thread spins on the core the busy one needs). Which is
 // faster is measured, not guessed: the session times its first runs at both counts, then keeps a
-// moving average of its run times at each, runs the faster, and every 8th run tries the other
-// for two runs, timing the second (the first after a switch pays for it: the other count's
-// workers still spin, or must be woken), so it follows the machine's load both ways. Two clock
-// reads a run, no allocation.
+// moving average of its run times at each and runs the faster. Now and then it probes the other
+// count for two runs, timing the second (the first after a switch pays for it: the other count's
+// workers still spin, or must be woken), so it follows the machine's load both ways. A probe that
+// confirms the choice doubles the wait before the next (8 runs, then 16, ... up to 64: a steady
+// load costs a probe's slower runs ever more rarely); one that changes it starts again from 8.
+// Two clock reads a run, no allocation.
 class LoadAdaptiveThreads {
  public:
+  static constexpr uint64_t kFirstProbeAfter = 8, kLongestProbeWait = 64;
+
   // enabled = false: every run uses `threads`.
   LoadAdaptiveThreads(int threads, bool enabled) : full_(enabled ? threads : 1), fixed_(threads) {}
   int next() const;  // the coming run's count
+  // Around a run at `threads` (next()'s count): times it and records it.
   void begin(int threads);
   void end();
+  // What end() does with the run's time: exposed for tests, which give the times themselves.
+  void record(int threads, double ms);
 
  private:
-  static constexpr uint64_t kProbeEvery = 8;
+  int faster() const { return average_ms_[0] < average_ms_[1] ? 1 : full_; }
+  bool probing() const { return runs_ >= 4 && runs_ >= next_probe_; }
+
   int full_;   // the count to adapt from (1: no adapting)
   int fixed_;  // the count when not adapting
   int used_ = 1;
   int last_ = 0;            // the count of the previous run
   bool last_timed_ = false;  // whether the previous run was timed
   uint64_t runs_ = 0;
+  uint64_t probe_wait_ = kFirstProbeAfter;  // runs between the last probe and the next
+  uint64_t next_probe_ = kFirstProbeAfter;  // the run the next probe starts at
   double average_ms_[2] = {-1, -1};  // [0]: one thread, [1]: all; -1 until measured
   int64_t started_ns_ = 0;
 };

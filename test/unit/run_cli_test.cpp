@@ -378,3 +378,19 @@ TEST_CASE("run: the report says the threads per session: --threads, or 1 for a t
   REQUIRE(t.exit_code == 0);
   CHECK(json_number(t.out, "threads") == 1);
 }
+
+TEST_CASE("run: --fixed-threads runs every inference at --threads, the same bits each time", "[run-cli][concurrent]") {
+  TempDir a("run_fixed_a"), b("run_fixed_b");
+  std::vector<std::string> args = example_args(a.path);
+  args.insert(args.end(), {"--threads", "2", "--fixed-threads", "--repeat", "12", "--report", "json"});
+  Run first = run_cli(args);
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(json_number(first.out, "threads") == 2);
+  std::vector<std::string> again = example_args(b.path);
+  again.insert(again.end(), {"--threads", "2", "--fixed-threads"});
+  REQUIRE(run_cli(again).exit_code == 0);
+  CHECK(slurp(a / "output.npy") == slurp(b / "output.npy"));
+  // Not a flag of compile.
+  CHECK(run_cli({"compile", model("example"), "--fixed-threads"}).exit_code != 0);
+}

@@ -25,7 +25,7 @@ struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
   int threads = 0, sessions = 1, repeat = 1, warmup = 0;
-  bool check_memory = false, profile = false, no_share = false;
+  bool check_memory = false, profile = false, no_share = false, fixed_threads = false;
   std::string prefer = "balanced";
   uint64_t max_arena = 0;
   ShapeArgs shapes;
@@ -269,6 +269,9 @@ void register_run(CLI::App& app) {
       ->check(CLI::Range(1, 1000000));
   sub->add_option("--warmup", a->warmup, "Run this many untimed inferences first (not in the times or the profile)")
       ->check(CLI::Range(0, 1000000));
+  sub->add_flag("--fixed-threads", a->fixed_threads,
+                "Run every inference at the session's thread count, instead of one thread while other processes "
+                "hold the cores (bitwise-repeatable runs)");
   sub->add_flag("--check-memory", a->check_memory, "Guard mode: detect any buffer clobbered while live");
   sub->add_flag("--profile", a->profile, "Time every node (subgraphs included) and print the totals by op type")
       ->excludes(sessions);
@@ -283,7 +286,7 @@ void register_run(CLI::App& app) {
   add_action(sub, [a] {
     std::vector<InputFile> files;
     const std::shared_ptr<const CompiledModel> model = compiled_for(*a, files);
-    const SessionOptions options{a->check_memory, a->profile, session_threads(*a, *model)};
+    const SessionOptions options{a->check_memory, a->profile, session_threads(*a, *model), !a->fixed_threads};
     if (a->sessions == 1) {
       Session session(model, options);
       const Timings t = run_timed(*a, session, files);
