@@ -31,27 +31,26 @@ bool is_op(const Node* n, const char* op, size_t inputs) {
 
 Value* other_input(const Node& n, const Value* v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
 
-// The values of a float32 constant that broadcasts against [N, M, ...] (rank `rank`) along the
-// channel axis only: a scalar, [M, 1, 1], [1, M, 1, 1], ... One value, or M; empty otherwise.
-std::vector<float> channel_values(const Value* v, int64_t channels, size_t rank) {
+// The values of a float32 constant that broadcasts against a value of rank `rank` along its
+// channel axis `axis` only (1 for a convolution's [N, M, ...], the last for a MatMul's [..., N]): a
+// scalar, [M, 1, 1], [1, M, 1, 1], ... One value, or M; empty otherwise.
+std::vector<float> channel_values(const Value* v, int64_t channels, size_t rank, size_t axis) {
   if (!v || !v->constant || v->constant->dtype != DType::Float32 || v->constant->dims.size() > rank) return {};
   const std::vector<int64_t>& d = v->constant->dims;
-  for (size_t k = 0; k < d.size(); ++k) {
-    const size_t axis = rank - d.size() + k;
-    if (d[k] != 1 && !(axis == 1 && d[k] == channels)) return {};
-  }
+  for (size_t k = 0; k < d.size(); ++k)
+    if (d[k] != 1 && !(rank - d.size() + k == axis && d[k] == channels)) return {};
   std::vector<float> out(v->constant->element_count());
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(v->constant->float_at(i));
   return out;
 }
 
-// A float32 value of static shape that broadcasts against [N, M, ...] along the channel axis only.
-bool per_channel_type(const Value* v, int64_t channels, size_t rank) {
+// A float32 value of static shape that broadcasts along the channel axis only (as channel_values).
+bool per_channel_type(const Value* v, int64_t channels, size_t rank, size_t axis) {
   if (!v || v->shape_varies || v->type.dtype != DType::Float32 || !v->type.is_static()) return false;
   const std::vector<int64_t> d = v->type.static_dims();
   if (d.size() > rank) return false;
   for (size_t k = 0; k < d.size(); ++k)
-    if (d[k] != 1 && !(rank - d.size() + k == 1 && d[k] == channels)) return false;
+    if (d[k] != 1 && !(rank - d.size() + k == axis && d[k] == channels)) return false;
   return true;
 }
 
@@ -79,7 +78,8 @@ void set_flag(Node& n, const char* name) {
   n.attributes.push_back(a);
 }
 
-// ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] [-> Relu]  ==>  ConvInteger (dequantized).
+// ConvInteger -> Cast -> Mul(scale) [-> Add(bias)] [-> Relu]  ==>  ConvInteger (dequantized), and
+// the same after a MatMulInteger, whose channels are its output's last axis (the columns).
 bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
                      const std::unordered_map<const Node*, size_t>& position,
                      std::vector<std::pair<Node*, Node*>>& hoists) {
@@ -87,8 +87,10 @@ bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   Value* acc = conv.outputs[0];
   if (acc->type.dtype != DType::Int32 || !acc->type.is_static() || acc->shape_varies) return false;
   const std::vector<int64_t> dims = acc->type.static_dims();
-  if (dims.size() < 3) return false;
-  const int64_t channels = dims[1];
+  const bool matmul = conv.op_type == "MatMulInteger";
+  if (dims.size() < (matmul ? 2u : 3u)) return false;
+  const size_t axis = matmul ? dims.size() - 1 : 1;
+  const int64_t channels = dims[axis];
   Node* cast = sole_consumer(acc);
   if (!is_op(cast, "Cast", 1) || cast->attr_int("to", 0) != static_cast<int64_t>(DType::Float32)) return false;
   Node* mul = sole_consumer(cast->outputs[0]);
@@ -102,10 +104,10 @@ bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   // The scale: a constant, or a run-time tensor (quantize_dynamic's Mul(x_scale, w_scale)) that
   // broadcasts along the channel axis only.
   Value* scale = other_input(*mul, cast->outputs[0]);
-  std::vector<float> const_scale = channel_values(scale, channels, dims.size());
+  std::vector<float> const_scale = channel_values(scale, channels, dims.size(), axis);
   Node* hoist = nullptr;
   if (const_scale.empty()) {
-    if (!scale || scale->constant || !per_channel_type(scale, channels, dims.size())) return false;
+    if (!scale || scale->constant || !per_channel_type(scale, channels, dims.size(), axis)) return false;
     // The ConvInteger reads the scale at its own step. quantize_dynamic computes it after the
     // ConvInteger, from values that exist before: that node then moves up to just before it.
     Node* p = scale->producer;
@@ -123,7 +125,7 @@ bool fuse_dequantize(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   Node* last = mul;
   Node* add = sole_consumer(mul->outputs[0]);
   if (is_op(add, "Add", 2) && same_shape(add)) {
-    bias = channel_values(other_input(*add, mul->outputs[0]), channels, dims.size());
+    bias = channel_values(other_input(*add, mul->outputs[0]), channels, dims.size(), axis);
     if (!bias.empty()) {
       if (bias.size() == 1) bias.assign(static_cast<size_t>(channels), bias[0]);
       last = add;
@@ -492,6 +494,62 @@ bool fuse_qdq_gemm(Graph& g, Node& gemm, std::vector<Insertion>& insertions) {
   return true;
 }
 
+// MatMulInteger(A [..., M, K], constant B [K, N]) as the 1x1 ConvInteger it is, on oneDNN's int8
+// (or float32) convolution: R = (...) * M rows of K channels in, N channels out. Whether it applies
+// (checked before fuse_dequantize makes it a form only ConvInteger's kernel runs).
+bool matmul_integer_as_conv_applies(const Node& mm) {
+  if (mm.inputs.size() < 2 || mm.inputs.size() > 4 || mm.outputs.size() != 1 || !mm.outputs[0]) return false;
+  const Value* a = mm.inputs[0];
+  const Value* b = mm.inputs[1];
+  const Value* y = mm.outputs[0];
+  if (!a || !b || a->constant || !b->constant || !is_8bit(a->type.dtype) || !is_8bit(b->constant->dtype) ||
+      b->constant->dims.size() != 2 || !a->type.is_static() || a->shape_varies || a->type.dims.size() < 2 ||
+      !y->type.is_static() || y->shape_varies)
+    return false;
+  const int64_t depth = a->type.dims.back().value, n_out = b->constant->dims[1];
+  // (ConvInteger sums at most 2^15 products of up to 255 * 255 in int32.)
+  if (b->constant->dims[0] != depth || depth > (int64_t{1} << 15) || y->type.static_dims().back() != n_out) return false;
+  const Value* a_zp = mm.inputs.size() > 2 ? mm.inputs[2] : nullptr;
+  const Value* b_zp = mm.inputs.size() > 3 ? mm.inputs[3] : nullptr;
+  // ConvInteger's zero points: x's one value (a constant or not), W's one or one per output channel.
+  if (a_zp && (a_zp->type.dtype != a->type.dtype || !a_zp->type.is_static() || a_zp->shape_varies ||
+               checked_element_count(a_zp->type.static_dims(), mm.describe()) != 1))
+    return false;
+  if (b_zp && (!b_zp->constant || b_zp->constant->dtype != b->constant->dtype || b_zp->constant->dims.size() > 1 ||
+               (b_zp->constant->element_count() != 1 && static_cast<int64_t>(b_zp->constant->element_count()) != n_out)))
+    return false;
+  return true;
+}
+
+// Rewrites a MatMulInteger (plain, or dequantized by fuse_dequantize) for which
+// matmul_integer_as_conv_applies into Reshape(A -> [R, K, 1, 1]) -> ConvInteger(W = B transposed to
+// [N, K, 1, 1]) -> Reshape(-> [..., M, N]): the same sums, with the same epilogue.
+void matmul_integer_as_conv(Graph& g, Node& mm, std::vector<Insertion>& insertions) {
+  Value* a = mm.inputs[0];
+  const Tensor& b = *mm.inputs[1]->constant;
+  Value* y = mm.outputs[0];
+  const int64_t depth = b.dims[0], n_out = b.dims[1];
+  const std::vector<int64_t> a_dims = a->type.static_dims();
+  const int64_t rows = static_cast<int64_t>(checked_element_count(a_dims, mm.describe()) / static_cast<uint64_t>(depth));
+  const uint64_t elem = dtype_size(b.dtype);
+  const std::vector<std::byte> bytes = b.materialize();
+  std::vector<std::byte> w(bytes.size());
+  for (int64_t k = 0; k < depth; ++k)
+    for (int64_t n = 0; n < n_out; ++n)
+      std::memcpy(&w[static_cast<size_t>((n * depth + k) * elem)], &bytes[static_cast<size_t>((k * n_out + n) * elem)], elem);
+  const std::string& base = mm.name;
+  Value* x4 = typed_value(g, base + "_x_1x1", a->type.dtype, {rows, depth, 1, 1});
+  Value* y4 = typed_value(g, base + "_y_1x1", y->type.dtype, {rows, n_out, 1, 1});
+  insertions.push_back({reshape_node(g, mm, base + "_to_1x1", a, x4), &mm, false});
+  insertions.push_back({reshape_node(g, mm, base + "_from_1x1", y4, y), &mm, true});
+  mm.op_type = "ConvInteger";
+  mm.opset = 10;
+  mm.inputs[0] = x4;
+  mm.inputs[1] = raw_constant(g, base + "_W_1x1", b.dtype, {n_out, depth, 1, 1}, std::move(w));
+  mm.outputs = {y4};
+  y4->producer = &mm;
+}
+
 }  // namespace
 
 int fuse_quantized(Model& model) {
@@ -501,14 +559,19 @@ int fuse_quantized(Model& model) {
     std::unordered_map<const Node*, size_t> position;
     for (size_t i = 0; i < g.nodes.size(); ++i) position[g.nodes[i].get()] = i;
     std::vector<std::pair<Node*, Node*>> hoists;  // (node, the ConvInteger it must precede)
-    for (auto& n : g.nodes)
-      if (!dead.count(n.get()) && n->op_type == "ConvInteger" && n->domain.empty() && !n->outputs.empty() &&
-          n->outputs[0])
+    std::vector<Insertion> insertions;
+    for (auto& n : g.nodes) {
+      if (dead.count(n.get()) || !n->domain.empty() || n->outputs.empty() || !n->outputs[0]) continue;
+      if (n->op_type == "ConvInteger") {
         fuse_dequantize(g, *n, dead, position, hoists);
+      } else if (n->op_type == "MatMulInteger" && matmul_integer_as_conv_applies(*n)) {
+        fuse_dequantize(g, *n, dead, position, hoists);
+        matmul_integer_as_conv(g, *n, insertions);
+      }
+    }
     for (auto& n : g.nodes)
       if (!dead.count(n.get()) && n->op_type == "Conv" && n->domain.empty() && !n->outputs.empty() && n->outputs[0])
         if (!fuse_qdq_conv(g, *n, dead)) fold_weight_dequantize(g, *n);
-    std::vector<Insertion> insertions;
     for (auto& n : g.nodes) {
       if (dead.count(n.get()) || !n->domain.empty()) continue;
       if (n->op_type == "MaxPool") fuse_qdq_max_pool(g, *n, dead);

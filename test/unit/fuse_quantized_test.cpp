@@ -257,3 +257,118 @@ TEST_CASE("a QDQ Gemm with alpha other than 1 stays a float Gemm", "[passes][fus
   for (const auto& n : ir.main->nodes) gemm = gemm || n->op_type == "Gemm";
   CHECK(gemm);
 }
+
+namespace {
+
+// quantize_dynamic's layout for a MatMul of a [2, 3, K] activation by constant weights [K, N]:
+// MatMulInteger(aq, B, a_zp, B_zp) [-> Cast -> Mul(scale[N]) -> Add(bias[N])], the zero point of
+// aq a run-time input (DynamicQuantizeLinear's). uint8 weights about a zero point of 90 leave int8
+// (oneDNN's float32 form); int8 ones have a zero point per column.
+constexpr int64_t kBatch = 2, kSeq = 3, kK = 24, kN = 10;
+
+struct MatMulCase {
+  bool uint8_weights = false, dequantized = true;
+  std::vector<int> w, w_zp;  // [K, N]; one, or N
+
+  std::string write(const std::string& test) {
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> wd(uint8_weights ? 0 : -127, uint8_weights ? 255 : 127);
+    w.resize(kK * kN);
+    for (int& v : w) v = wd(rng);
+    w_zp.clear();
+    if (uint8_weights) w_zp = {90};
+    else
+      for (int64_t n = 0; n < kN; ++n) w_zp.push_back(static_cast<int>(n % 3) - 1);
+    ModelBuilder m;
+    auto& g = m.graph();
+    add_input(g, "aq", onnx::TensorProto::UINT8, {kBatch, kSeq, kK});
+    add_input(g, "a_zp", onnx::TensorProto::UINT8, {});
+    if (uint8_weights) {
+      add_initializer(g, tensor_u8("B", {kK, kN}, std::vector<uint8_t>(w.begin(), w.end())));
+      add_initializer(g, tensor_u8("B_zp", {}, {90}));
+    } else {
+      add_initializer(g, tensor_i8("B", {kK, kN}, std::vector<int8_t>(w.begin(), w.end())));
+      add_initializer(g, tensor_i8("B_zp", {kN}, std::vector<int8_t>(w_zp.begin(), w_zp.end())));
+    }
+    std::vector<float> scale, bias;
+    for (int64_t n = 0; n < kN; ++n) {
+      scale.push_back(0.003f * static_cast<float>(n + 1));
+      bias.push_back(0.5f - 0.1f * static_cast<float>(n));
+    }
+    add_initializer(g, tensor_f32("scale", {kN}, scale));
+    add_initializer(g, tensor_f32("bias", {kN}, bias));
+    add_node(g, "MatMulInteger", {"aq", "B", "a_zp", "B_zp"}, {dequantized ? "acc" : "y"}, "mm");
+    if (dequantized) {
+      attr_int(add_node(g, "Cast", {"acc"}, {"accf"}, "cast"), "to", elem::kFloat);
+      add_node(g, "Mul", {"accf", "scale"}, {"scaled"}, "mul");
+      add_node(g, "Add", {"scaled", "bias"}, {"y"}, "add");
+      add_output(g, "y", elem::kFloat, {kBatch, kSeq, kN});
+    } else {
+      add_output(g, "y", elem::kInt32, {kBatch, kSeq, kN});
+    }
+    const std::string path = (std::filesystem::temp_directory_path() / ("fuse_matmul_integer_" + test + ".onnx")).string();
+    std::ofstream(path, std::ios::binary) << m.bytes();
+    return path;
+  }
+
+  int32_t acc(const std::vector<uint8_t>& a, int a_zp, int64_t row, int64_t n) const {
+    int32_t sum = 0;
+    const int zw = w_zp[w_zp.size() == 1 ? 0 : static_cast<size_t>(n)];
+    for (int64_t k = 0; k < kK; ++k)
+      sum += (a[static_cast<size_t>(row * kK + k)] - a_zp) * (w[static_cast<size_t>(k * kN + n)] - zw);
+    return sum;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a dynamically quantized MatMul becomes a dequantized 1x1 ConvInteger between Reshapes, the same bits",
+          "[passes][fusion][quantized]") {
+  MatMulCase c;
+  c.uint8_weights = GENERATE(false, true);
+  c.dequantized = GENERATE(true, false);
+  INFO("uint8 weights " << c.uint8_weights << ", dequantized " << c.dequantized);
+  const std::string path = c.write(std::to_string(c.uint8_weights) + std::to_string(c.dequantized));
+  Model ir = prepare_model(path, {});
+  std::vector<std::string> ops;
+  for (const auto& n : ir.main->nodes) ops.push_back(n->op_type);
+  CHECK(ops == std::vector<std::string>{"Reshape", "ConvInteger", "Reshape"});
+
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<int> ad(0, 255);
+  std::vector<uint8_t> a(kBatch * kSeq * kK);
+  for (uint8_t& v : a) v = static_cast<uint8_t>(ad(rng));
+  const uint8_t a_zp = 117;
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  s.set_input("aq", kUint8, std::vector<int64_t>{kBatch, kSeq, kK}, a.data(), a.size());
+  s.set_input("a_zp", kUint8, std::vector<int64_t>{}, &a_zp, 1);
+  s.run();
+  TensorRef y = s.output("y");
+  REQUIRE(std::vector<int64_t>(y.shape.begin(), y.shape.end()) == std::vector<int64_t>{kBatch, kSeq, kN});
+  for (int64_t r = 0; r < kBatch * kSeq; ++r)
+    for (int64_t n = 0; n < kN; ++n) {
+      const int32_t acc = c.acc(a, a_zp, r, n);
+      const size_t at = static_cast<size_t>(r * kN + n);
+      if (c.dequantized) {
+        const float want = static_cast<float>(acc) * (0.003f * static_cast<float>(n + 1)) + (0.5f - 0.1f * static_cast<float>(n));
+        CHECK(static_cast<const float*>(y.data)[at] == want);
+      } else {
+        CHECK(static_cast<const int32_t*>(y.data)[at] == acc);
+      }
+    }
+}
+
+TEST_CASE("a MatMulInteger whose weights are not constants stays as it is", "[passes][fusion][quantized]") {
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "a", onnx::TensorProto::UINT8, {kSeq, kK});
+  add_input(g, "b", onnx::TensorProto::INT8, {kK, kN});
+  add_node(g, "MatMulInteger", {"a", "b"}, {"y"}, "mm");
+  add_output(g, "y", elem::kInt32, {kSeq, kN});
+  const std::string path = (std::filesystem::temp_directory_path() / "fuse_matmul_integer_runtime_b.onnx").string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->op_type == "MatMulInteger");
+}

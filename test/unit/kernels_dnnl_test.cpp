@@ -597,6 +597,8 @@ TEST_CASE("MatMul broadcasts batch dims and follows numpy for 1-D operands", "[k
       {"batched both sides", {2, 3, 4}, {2, 4, 5}, {2, 3, 5}, false},
       {"A batch broadcast over B's", {2, 1, 3, 4}, {3, 4, 5}, {2, 3, 3, 5}, false},
       {"B 2-D broadcast over A's batch, constant", {2, 3, 3, 4}, {4, 5}, {2, 3, 3, 5}, true},
+      {"a transformer's [seq, 1, d] by a 2-D B: A's batch folds into rows", {5, 1, 4}, {4, 6}, {5, 1, 6}, false},
+      {"B with batch dims of 1 only, over A's batch", {3, 2, 4}, {1, 4, 5}, {3, 2, 5}, true},
       {"1-D A", {4}, {2, 4, 5}, {2, 5}, false},
       {"1-D B", {2, 3, 4}, {4}, {2, 3}, true},
       {"both 1-D: a scalar", {4}, {4}, {}, false},

@@ -57,6 +57,22 @@ const Floats kPositive{0.125f, 0.5f, 1.f, 2.f, 4.f, 9.f};
 
 }  // namespace
 
+TEST_CASE("Erf of float32 stays within 5e-7 of std::erf everywhere, 1 past 4, NaN as NaN", "[kernels][elementwise]") {
+  Floats x;
+  for (int i = -60000; i <= 60000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
+  x.insert(x.end(), {1e-30f, -1e-30f, 1e30f, -1e30f, std::numeric_limits<float>::infinity(),
+                     -std::numeric_limits<float>::infinity()});
+  const Floats y = unary("Erf", Dims{static_cast<int64_t>(x.size())}, x, false);
+  REQUIRE(y.size() == x.size());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(double(y[i]) - std::erf(double(x[i]))));
+  CHECK(worst <= 5e-7);
+  CHECK(y[y.size() - 2] == 1.f);
+  CHECK(y.back() == -1.f);
+  const Floats nan = unary("Erf", Dims{1}, Floats{std::numeric_limits<float>::quiet_NaN()}, false);
+  CHECK(std::isnan(nan[0]));
+}
+
 TEST_CASE("unary float ops match their definitions on both paths", "[kernels][elementwise]") {
   const bool varies = GENERATE(false, true);
   INFO((varies ? "loop path" : "oneDNN path"));

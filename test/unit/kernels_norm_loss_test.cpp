@@ -43,6 +43,42 @@ TEST_CASE("LayerNormalization normalizes the last axis, with scale, bias, Mean a
   }
 }
 
+TEST_CASE("LayerNormalization row by row gives the broadcast walk's bits", "[norm-loss]") {
+  // A transformer's [batch, seq, d] normalized over d (or over seq and d), scale and bias per
+  // element of a row: a static input takes the row loop, a varying one the general walk.
+  const int64_t axis = GENERATE(int64_t{-1}, int64_t{1});
+  const bool with_bias = GENERATE(true, false);
+  Floats x(2 * 5 * 12), scale, bias;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.f + static_cast<float>(i % 7);
+  const int64_t row = axis == -1 ? 12 : 60;
+  for (int64_t j = 0; j < row; ++j) {
+    scale.push_back(0.5f + 0.01f * static_cast<float>(j));
+    bias.push_back(0.1f * static_cast<float>(j) - 1.f);
+  }
+  std::vector<Floats> results;
+  for (bool varies : {false, true}) {
+    KernelCase c("LayerNormalization", 17);
+    c.input<float>("x", F32, {2, 5, 12}, x)->shape_varies = varies;
+    c.input<float>("scale", F32, axis == -1 ? Dims{12} : Dims{5, 12}, scale);
+    if (with_bias) c.input<float>("bias", F32, axis == -1 ? Dims{1, 12} : Dims{5, 12}, bias);
+    c.attr("axis", axis);
+    c.output("y", F32, {2, 5, 12})->shape_varies = varies;
+    REQUIRE(c.run());
+    results.push_back(c.result_as<float>(0));
+  }
+  INFO("axis " << axis << ", bias " << with_bias);
+  CHECK(results[0] == results[1]);
+  // Each row has mean 0 and variance 1 before scale and bias.
+  const float y0 = (results[0][0] - (with_bias ? bias[0] : 0.f)) / scale[0];
+  double mean = 0;
+  for (int64_t j = 0; j < row; ++j) mean += x[static_cast<size_t>(j)];
+  mean /= static_cast<double>(row);
+  double var = 0;
+  for (int64_t j = 0; j < row; ++j) var += (x[static_cast<size_t>(j)] - mean) * (x[static_cast<size_t>(j)] - mean);
+  var /= static_cast<double>(row);
+  CHECK(std::abs(y0 - static_cast<float>((x[0] - mean) / std::sqrt(var + 1e-5))) < 1e-5f);
+}
+
 TEST_CASE("LayerNormalization over every axis adds epsilon and takes a full-shape scale", "[norm-loss]") {
   KernelCase c("LayerNormalization", 17);
   c.input<float>("x", F32, {2, 2}, Floats{1, 3, 1, 3});  // mean 2, variance 1

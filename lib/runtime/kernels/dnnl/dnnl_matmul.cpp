@@ -122,6 +122,15 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
   if (!b_vec) expected.push_back(out[rank - 1]);
   if (expected != yd) fail(at + ": output shape " + dims_string(yd) + " differs from the computed " + dims_string(expected));
 
+  // A B without batch dims of its own (a Linear layer's weights) multiplies every row of A alike:
+  // A's batch dims fold into M, one [rows, K] x [K, N] product instead of a batch of small ones
+  // (a transformer's [seq, 1, d] x [d, 3d] would otherwise be seq products of one row each).
+  if (rank > 2 && std::all_of(bd.begin(), bd.end() - 2, [](int64_t d) { return d == 1; })) {
+    const int64_t rows = product(ad) / ad[rank - 1];
+    ad = {rows, ad[rank - 1]};
+    bd = {bd[rank - 2], bd[rank - 1]};
+    out = {rows, out[rank - 1]};
+  }
   dnnl::memory::desc a_md = plain_md(ad), user_b_md = plain_md(bd), y_md = plain_md(out);
   dnnl::memory::desc b_md = b->is_constant() ? any_md(bd) : user_b_md;
   dnnl::primitive_attr attr = user_scratchpad_attr();

@@ -12,6 +12,10 @@
 #include <tuple>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "ir/tensor.h"
 #include "runtime/kernels/common/element_types.h"
 #include "runtime/kernels/common/elementwise_common.h"
@@ -106,11 +110,60 @@ void clip_loop(const UnaryOp& u, const T* in, T* out, uint64_t n) {
   }
 }
 
+// erf of float32s as a rational function of x clamped to [-4, 4] (|erf| rounds to 1 past 4), the
+// approximation TensorFlow and Eigen use: within 5e-7 of std::erf, four at a time with SSE2 where
+// std::erf is a call per element (a transformer's GELU: 1 ms for 131,072 elements). max(-4, x) and
+// min(4, x) return x when it is NaN, so NaN stays NaN. The same steps in scalar for the tail.
+template <typename V, typename Ops>
+V erf_steps(V x, const Ops& o) {
+  x = o.min(o.max(x, -4.f), 4.f);
+  const V x2 = o.mul(x, x);
+  V p = o.set(-2.72614225801306e-10f);
+  for (float c : {2.77068142495902e-08f, -2.10102402082508e-06f, -5.69250639462346e-05f, -7.34990630326855e-04f,
+                  -2.95459980854025e-03f, -1.60960333262415e-02f})
+    p = o.add(o.mul(p, x2), c);
+  V q = o.set(-1.45660718464996e-05f);
+  for (float c : {-2.13374055278905e-04f, -1.68282697438203e-03f, -7.37332916720468e-03f, -1.42647390514189e-02f})
+    q = o.add(o.mul(q, x2), c);
+  return o.div(o.mul(x, p), q);
+}
+
+struct ScalarOps {
+  static float set(float c) { return c; }
+  static float max(float x, float lo) { return lo > x ? lo : x; }
+  static float min(float x, float hi) { return hi < x ? hi : x; }
+  static float mul(float a, float b) { return a * b; }
+  static float add(float a, float c) { return a + c; }
+  static float div(float a, float b) { return a / b; }
+};
+
+#if defined(__SSE2__)
+struct SseOps {
+  static __m128 set(float c) { return _mm_set1_ps(c); }
+  static __m128 max(__m128 x, float lo) { return _mm_max_ps(_mm_set1_ps(lo), x); }  // (lo > x) ? lo : x
+  static __m128 min(__m128 x, float hi) { return _mm_min_ps(_mm_set1_ps(hi), x); }  // (hi < x) ? hi : x
+  static __m128 mul(__m128 a, __m128 b) { return _mm_mul_ps(a, b); }
+  static __m128 add(__m128 a, float c) { return _mm_add_ps(a, _mm_set1_ps(c)); }
+  static __m128 div(__m128 a, __m128 b) { return _mm_div_ps(a, b); }
+};
+#endif
+
+void erf_loop(const float* x, float* y, uint64_t n) {
+  uint64_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, erf_steps(_mm_loadu_ps(x + i), SseOps{}));
+#endif
+  for (; i < n; ++i) y[i] = erf_steps(x[i], ScalarOps{});
+}
+
 template <typename T>
 void unary_loop(const UnaryOp& u, const std::byte* in, std::byte* out, uint64_t n) {
   const T* x = reinterpret_cast<const T*>(in);
   T* y = reinterpret_cast<T*>(out);
   if (u.op == Un::Clip) return clip_loop(u, x, y, n);
+  if constexpr (std::is_same_v<T, float>) {
+    if (u.op == Un::Erf) return erf_loop(x, y, n);
+  }
   if constexpr (is_float_like_v<T>) {
     using C = compute_t<T>;
     for (uint64_t i = 0; i < n; ++i) y[i] = T(apply<C>(u, C(x[i])));
