@@ -153,6 +153,7 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   // branches, so no dropped branch lies inside another.
   for (const Dropped& d : dropped) {
     std::erase_if(sel.kernels, [&](const auto& entry) { return inside(*entry.first->graph, d.graph); });
+    std::erase_if(sel.released, [&](const Value* v) { return inside(*v->graph, d.graph); });  // going with it
     drop_branch(d.branch, model.path, d.why);
   }
   if (!dropped.empty()) rebuild_uses(*model.main);

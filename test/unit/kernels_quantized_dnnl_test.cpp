@@ -87,6 +87,20 @@ struct Case {
   }
 };
 
+// uint8 weights anywhere about `zero_point` (no int8 kernel takes them) over 256 input channels of
+// 3x3: a sum may reach 255 * 255 * 2304, past float32's 2^24 integers.
+Case wide_uint8_weights(int zero_point, int64_t outputs, int64_t side, unsigned seed) {
+  Case c;
+  c.wt = DType::Uint8;
+  c.C = 256;
+  c.M = outputs;
+  c.H = c.W = side;
+  c.w_zp = {zero_point};
+  c.fit_int8 = false;
+  c.fill(seed);
+  return c;
+}
+
 // oneDNN's path stages the plain activations into its scratchpad (channels-last); the loops have none.
 bool on_onednn(KernelCase& k) { return k.kernel() && k.kernel()->scratchpad_bytes() > 0; }
 
@@ -200,14 +214,7 @@ TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loop
   SECTION("uint8 weights past int8 whose float32 sums could pass 2^24, with an int32 output") {
     // w - 0 reaches 255 (no int8 kernel), over 256 channels of 3x3 (a sum may reach
     // 255 * 255 * 2304, past float32's 2^24 integers).
-    Case c;
-    c.wt = DType::Uint8;
-    c.C = 256;
-    c.M = 2;
-    c.H = c.W = 4;
-    c.w_zp = {0};
-    c.fit_int8 = false;
-    c.fill(3);
+    Case c = wide_uint8_weights(0, 2, 4, 3);
     KernelCase k("ConvInteger", 10);
     c.add_inputs(k, false);
     k.output("y", DType::Int32, {c.N, c.M, c.OH(), c.OW()});
@@ -254,14 +261,7 @@ TEST_CASE("a dequantized ConvInteger whose float32 sums could pass 2^24 runs one
           "convolution", "[kernels][quantized]") {
   // uint8 weights about a zero point of 30 (no int8 kernel) over 256 channels of 3x3: the
   // output is float(sum) * scale, which a float32 convolution gives to within its rounding.
-  Case c;
-  c.wt = DType::Uint8;
-  c.C = 256;
-  c.M = 4;
-  c.H = c.W = 5;
-  c.w_zp = {30};
-  c.fit_int8 = false;
-  c.fill(23);
+  Case c = wide_uint8_weights(30, 4, 5, 23);
   KernelCase k("ConvInteger", 10);
   c.add_inputs(k, false);
   k.input("scale", F32, {}, Floats{0.5f}, true);  // ir/fused_dequantize.h's input 4; no bias
