@@ -494,13 +494,34 @@ bool fuse_qdq_gemm(Graph& g, Node& gemm, std::vector<Insertion>& insertions) {
   return true;
 }
 
-// MatMulInteger(A [..., M, K], constant B [K, N]) as the 1x1 ConvInteger it is, on oneDNN's int8
-// (or float32) convolution: R = (...) * M rows of K channels in, N channels out. Whether it applies
-// (checked before fuse_dequantize makes it a form only ConvInteger's kernel runs).
-bool matmul_integer_as_conv_applies(const Node& mm) {
-  if (mm.inputs.size() < 2 || mm.inputs.size() > 4 || mm.outputs.size() != 1 || !mm.outputs[0]) return false;
-  const Value* a = mm.inputs[0];
-  const Value* b = mm.inputs[1];
+// The inputs of a quantized MatMul that its 1x1 convolution form moves: A, B and their zero points.
+struct MatMulPorts {
+  size_t a, a_zp, b, b_zp;
+  const char* conv;  // the convolution it becomes
+};
+constexpr MatMulPorts kMatMulInteger{0, 2, 1, 3, "ConvInteger"};
+// QLinearMatMul: a a_scale a_zp b b_scale b_zp y_scale y_zp, as QLinearConv's x x_scale x_zp w
+// w_scale w_zp y_scale y_zp.
+constexpr MatMulPorts kQLinearMatMul{0, 2, 3, 5, "QLinearConv"};
+
+const Value* input_or_null(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : nullptr; }
+
+// One value, of static shape.
+bool one_value(const Value* v) {
+  return v && v->type.is_static() && !v->shape_varies && checked_element_count(v->type.static_dims(), v->name) == 1;
+}
+
+// MatMulInteger or QLinearMatMul of A [..., M, K] by a constant B [K, N], as the 1x1 convolution it
+// is (ConvInteger or QLinearConv, on oneDNN's int8 or float32 kernels): R = (...) * M rows of K
+// channels in, N channels out. Whether it applies, checked before fuse_dequantize makes a
+// MatMulInteger a form only ConvInteger's kernel runs.
+bool matmul_as_conv_applies(const Node& mm, const MatMulPorts& p) {
+  const bool qlinear = p.conv == kQLinearMatMul.conv;
+  if (mm.inputs.size() < (qlinear ? 8u : 2u) || mm.inputs.size() > (qlinear ? 8u : 4u) || mm.outputs.size() != 1 ||
+      !mm.outputs[0])
+    return false;
+  const Value* a = mm.inputs[p.a];
+  const Value* b = mm.inputs[p.b];
   const Value* y = mm.outputs[0];
   if (!a || !b || a->constant || !b->constant || !is_8bit(a->type.dtype) || !is_8bit(b->constant->dtype) ||
       b->constant->dims.size() != 2 || !a->type.is_static() || a->shape_varies || a->type.dims.size() < 2 ||
@@ -509,24 +530,28 @@ bool matmul_integer_as_conv_applies(const Node& mm) {
   const int64_t depth = a->type.dims.back().value, n_out = b->constant->dims[1];
   // (ConvInteger sums at most 2^15 products of up to 255 * 255 in int32.)
   if (b->constant->dims[0] != depth || depth > (int64_t{1} << 15) || y->type.static_dims().back() != n_out) return false;
-  const Value* a_zp = mm.inputs.size() > 2 ? mm.inputs[2] : nullptr;
-  const Value* b_zp = mm.inputs.size() > 3 ? mm.inputs[3] : nullptr;
-  // ConvInteger's zero points: x's one value (a constant or not), W's one or one per output channel.
-  if (a_zp && (a_zp->type.dtype != a->type.dtype || !a_zp->type.is_static() || a_zp->shape_varies ||
-               checked_element_count(a_zp->type.static_dims(), mm.describe()) != 1))
-    return false;
-  if (b_zp && (!b_zp->constant || b_zp->constant->dtype != b->constant->dtype || b_zp->constant->dims.size() > 1 ||
-               (b_zp->constant->element_count() != 1 && static_cast<int64_t>(b_zp->constant->element_count()) != n_out)))
+  // The convolutions' zero points and scales: x's one value (a constant or not), W's one or one
+  // per output channel (constants), y's one value.
+  const Value* a_zp = input_or_null(mm, p.a_zp);
+  const Value* b_zp = input_or_null(mm, p.b_zp);
+  if (a_zp && (a_zp->type.dtype != a->type.dtype || !one_value(a_zp))) return false;
+  const auto per_column = [&](const Value* v) {
+    return v && v->constant && v->constant->dims.size() <= 1 &&
+           (v->constant->element_count() == 1 || static_cast<int64_t>(v->constant->element_count()) == n_out);
+  };
+  if (b_zp && (!per_column(b_zp) || b_zp->constant->dtype != b->constant->dtype)) return false;
+  if (qlinear && (!one_value(mm.inputs[1]) || !per_column(mm.inputs[4]) || !one_value(mm.inputs[6]) ||
+                  !one_value(mm.inputs[7])))
     return false;
   return true;
 }
 
-// Rewrites a MatMulInteger (plain, or dequantized by fuse_dequantize) for which
-// matmul_integer_as_conv_applies into Reshape(A -> [R, K, 1, 1]) -> ConvInteger(W = B transposed to
+// Rewrites a quantized MatMul (a MatMulInteger perhaps dequantized by fuse_dequantize) for which
+// matmul_as_conv_applies into Reshape(A -> [R, K, 1, 1]) -> the convolution (W = B transposed to
 // [N, K, 1, 1]) -> Reshape(-> [..., M, N]): the same sums, with the same epilogue.
-void matmul_integer_as_conv(Graph& g, Node& mm, std::vector<Insertion>& insertions) {
-  Value* a = mm.inputs[0];
-  const Tensor& b = *mm.inputs[1]->constant;
+void matmul_as_conv(Graph& g, Node& mm, const MatMulPorts& p, std::vector<Insertion>& insertions) {
+  Value* a = mm.inputs[p.a];
+  const Tensor& b = *mm.inputs[p.b]->constant;
   Value* y = mm.outputs[0];
   const int64_t depth = b.dims[0], n_out = b.dims[1];
   const std::vector<int64_t> a_dims = a->type.static_dims();
@@ -542,10 +567,10 @@ void matmul_integer_as_conv(Graph& g, Node& mm, std::vector<Insertion>& insertio
   Value* y4 = typed_value(g, base + "_y_1x1", y->type.dtype, {rows, n_out, 1, 1});
   insertions.push_back({reshape_node(g, mm, base + "_to_1x1", a, x4), &mm, false});
   insertions.push_back({reshape_node(g, mm, base + "_from_1x1", y4, y), &mm, true});
-  mm.op_type = "ConvInteger";
+  mm.op_type = p.conv;
   mm.opset = 10;
-  mm.inputs[0] = x4;
-  mm.inputs[1] = raw_constant(g, base + "_W_1x1", b.dtype, {n_out, depth, 1, 1}, std::move(w));
+  mm.inputs[p.a] = x4;
+  mm.inputs[p.b] = raw_constant(g, base + "_W_1x1", b.dtype, {n_out, depth, 1, 1}, std::move(w));
   mm.outputs = {y4};
   y4->producer = &mm;
 }
@@ -564,9 +589,11 @@ int fuse_quantized(Model& model) {
       if (dead.count(n.get()) || !n->domain.empty() || n->outputs.empty() || !n->outputs[0]) continue;
       if (n->op_type == "ConvInteger") {
         fuse_dequantize(g, *n, dead, position, hoists);
-      } else if (n->op_type == "MatMulInteger" && matmul_integer_as_conv_applies(*n)) {
+      } else if (n->op_type == "MatMulInteger" && matmul_as_conv_applies(*n, kMatMulInteger)) {
         fuse_dequantize(g, *n, dead, position, hoists);
-        matmul_integer_as_conv(g, *n, insertions);
+        matmul_as_conv(g, *n, kMatMulInteger, insertions);
+      } else if (n->op_type == "QLinearMatMul" && matmul_as_conv_applies(*n, kQLinearMatMul)) {
+        matmul_as_conv(g, *n, kQLinearMatMul, insertions);
       }
     }
     for (auto& n : g.nodes)

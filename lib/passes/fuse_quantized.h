@@ -5,6 +5,9 @@
 // convolution runs with post-ops: up to four passes over the output and as many intermediate
 // tensors fewer. The scale (quantize_dynamic's Mul(x_scale, w_scale), computed after the
 // ConvInteger, which then moves before it) and the constant bias broadcast along the channel axis.
+// A MatMulInteger or QLinearMatMul by constant weights [K, N] becomes the 1x1 ConvInteger or
+// QLinearConv it is, between two Reshapes (views), so it runs on the same oneDNN kernels; a
+// MatMulInteger's dequantizing tail (the same Cast -> Mul [-> Add]) is fused first.
 #pragma once
 
 #include "ir/graph.h"

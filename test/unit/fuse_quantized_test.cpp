@@ -3,6 +3,7 @@
 // with the unfused answer; QDQ around a Conv becomes one QLinearConv within a step of it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -371,4 +372,62 @@ TEST_CASE("a MatMulInteger whose weights are not constants stays as it is", "[pa
   Model ir = prepare_model(path, {});
   REQUIRE(ir.main->nodes.size() == 1);
   CHECK(ir.main->nodes[0]->op_type == "MatMulInteger");
+}
+
+TEST_CASE("a QLinearMatMul by constant weights becomes a 1x1 QLinearConv between Reshapes, requantizing like ONNX",
+          "[passes][fusion][quantized]") {
+  // y = saturate(round_half_even(sum (a - 7) * (b - b_zp[n]) * 0.5 * b_scale[n] / 4) + 100), with
+  // power-of-two scales so the one rounding is the last; B per column int8.
+  const bool uint8_weights = GENERATE(false, true);
+  INFO("uint8 weights " << uint8_weights);
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> wd(uint8_weights ? 0 : -127, uint8_weights ? 255 : 127), ad(0, 255);
+  std::vector<int> w(kK * kN), b_zp;
+  for (int& v : w) v = wd(rng);
+  std::vector<float> b_scale;
+  for (int64_t n = 0; n < kN; ++n) {
+    b_scale.push_back(n % 2 ? 0.25f : 0.125f);
+    b_zp.push_back(uint8_weights ? 128 + static_cast<int>(n) : static_cast<int>(n % 3) - 1);
+  }
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "a", onnx::TensorProto::UINT8, {kBatch, kSeq, kK});
+  add_initializer(g, tensor_f32("a_scale", {}, {0.5f}));
+  add_initializer(g, tensor_u8("a_zp", {}, {7}));
+  if (uint8_weights) {
+    add_initializer(g, tensor_u8("b", {kK, kN}, std::vector<uint8_t>(w.begin(), w.end())));
+    add_initializer(g, tensor_u8("b_zp", {kN}, std::vector<uint8_t>(b_zp.begin(), b_zp.end())));
+  } else {
+    add_initializer(g, tensor_i8("b", {kK, kN}, std::vector<int8_t>(w.begin(), w.end())));
+    add_initializer(g, tensor_i8("b_zp", {kN}, std::vector<int8_t>(b_zp.begin(), b_zp.end())));
+  }
+  add_initializer(g, tensor_f32("b_scale", {kN}, b_scale));
+  add_initializer(g, tensor_f32("y_scale", {}, {4.f}));
+  add_initializer(g, tensor_u8("y_zp", {}, {100}));
+  add_node(g, "QLinearMatMul", {"a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"}, {"y"}, "qmm");
+  add_output(g, "y", onnx::TensorProto::UINT8, {kBatch, kSeq, kN});
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fuse_qlinear_matmul_" + std::to_string(uint8_weights) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+
+  Model ir = prepare_model(path, {});
+  std::vector<std::string> ops;
+  for (const auto& n : ir.main->nodes) ops.push_back(n->op_type);
+  CHECK(ops == std::vector<std::string>{"Reshape", "QLinearConv", "Reshape"});
+
+  std::vector<uint8_t> a(kBatch * kSeq * kK);
+  for (uint8_t& v : a) v = static_cast<uint8_t>(ad(rng));
+  auto model = CompiledModel::compile(path, {});
+  Session s(model);
+  s.set_input("a", kUint8, std::vector<int64_t>{kBatch, kSeq, kK}, a.data(), a.size());
+  s.run();
+  const auto* y = static_cast<const uint8_t*>(s.output("y").data);
+  for (int64_t r = 0; r < kBatch * kSeq; ++r)
+    for (int64_t n = 0; n < kN; ++n) {
+      int32_t acc = 0;
+      for (int64_t k = 0; k < kK; ++k)
+        acc += (a[static_cast<size_t>(r * kK + k)] - 7) * (w[static_cast<size_t>(k * kN + n)] - b_zp[static_cast<size_t>(n)]);
+      const double v = std::nearbyint(static_cast<double>(acc) * 0.5 * b_scale[static_cast<size_t>(n)] / 4.0) + 100;
+      CHECK(static_cast<int>(y[r * kN + n]) == static_cast<int>(std::clamp(v, 0.0, 255.0)));
+    }
 }
