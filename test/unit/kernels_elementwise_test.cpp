@@ -73,6 +73,18 @@ TEST_CASE("Erf of float32 stays within 5e-7 of std::erf everywhere, 1 past 4, Na
   CHECK(std::isnan(nan[0]));
 }
 
+TEST_CASE("HardSigmoid keeps NaN and clamps to [0, 1], four at a time and in the tail", "[kernels][elementwise]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const Floats y = unary("HardSigmoid", Dims{7}, Floats{nan, -10.f, 0.f, 10.f, inf, -inf, nan}, false);
+  CHECK(std::isnan(y[0]));
+  CHECK(y[1] == 0.f);
+  CHECK(y[2] == 0.5f);
+  CHECK(y[3] == 1.f);
+  CHECK(y[4] == 1.f);
+  CHECK(y[5] == 0.f);
+  CHECK(std::isnan(y[6]));
+}
+
 TEST_CASE("unary float ops match their definitions on both paths", "[kernels][elementwise]") {
   const bool varies = GENERATE(false, true);
   INFO((varies ? "loop path" : "oneDNN path"));
@@ -201,6 +213,32 @@ TEST_CASE("binary float ops broadcast either operand", "[kernels][elementwise]")
   // Pow with a tensor exponent
   require_close(binary("Pow", {2, 3}, m, {3}, {2, 0.5f, -1}, {2, 3}, varies),
                 {1, std::sqrt(2.f), 1.f / 3, 16, std::sqrt(5.f), 1.f / 6});
+}
+
+TEST_CASE("oneDNN's binary gives the loops' bits for every broadcast pattern it is reshaped for", "[kernels][elementwise]") {
+  // The oneDNN path merges axes and moves the operand's full axes to axis 1 (an image
+  // normalization's [3, H, W] - [3, 1, 1]); two separate full runs keep their shapes.
+  struct Case {
+    Dims a, b;
+  };
+  const std::vector<Case> cases = {
+      {{3, 5, 7}, {3, 1, 1}},       {{3, 5, 7}, {1, 5, 1}},    {{3, 5, 7}, {7}},        {{2, 3, 4, 5}, {1, 3, 1, 5}},
+      {{2, 3, 4}, {1, 1, 1}},       {{1, 3, 1, 4}, {1, 3, 1, 1}}, {{4, 1, 6}, {4, 1, 1}}, {{2, 3, 4}, {2, 3, 4}},
+      {{1, 1}, {1}},
+  };
+  const auto count = [](const Dims& d) {
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    return n;
+  };
+  for (const char* op : {"Sub", "Div", "Add", "Max"})
+    for (const Case& c : cases) {
+      Dims y = c.a;
+      const Floats a = map(Floats(static_cast<size_t>(count(c.a)), 0.f), [n = 0](float) mutable { return 1.5f + float(n++ % 13); });
+      const Floats b = map(Floats(static_cast<size_t>(count(c.b)), 0.f), [n = 0](float) mutable { return 0.25f + float(n++ % 5); });
+      INFO(op << " " << c.a.size() << "-D by " << c.b.size() << "-D, " << count(c.b) << " values");
+      CHECK(binary(op, c.a, a, c.b, b, y, false) == binary(op, c.a, a, c.b, b, y, true));
+    }
 }
 
 TEST_CASE("variadic Sum, Mean, Max, Min fold all inputs with broadcasting", "[kernels][elementwise]") {

@@ -148,12 +148,21 @@ struct SseOps {
 };
 #endif
 
-void erf_loop(const float* x, float* y, uint64_t n) {
+// HardSigmoid: min(1, max(0, alpha * x + beta)), NaN kept, in the same steps (mobilenet_v3's
+// squeeze-excitation gates: 28 of them took 12.6 ms an SSDLite inference one element at a time).
+template <typename V, typename Ops>
+V hard_sigmoid_steps(V x, float alpha, float beta, const Ops& o) {
+  return o.min(o.max(o.add(o.mul(x, o.set(alpha)), beta), 0.f), 1.f);
+}
+
+// y[i] = steps(x[i]), four at a time where SSE2 is.
+template <typename Steps>
+void float_loop(const float* x, float* y, uint64_t n, const Steps& steps) {
   uint64_t i = 0;
 #if defined(__SSE2__)
-  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, erf_steps(_mm_loadu_ps(x + i), SseOps{}));
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, steps(_mm_loadu_ps(x + i), SseOps{}));
 #endif
-  for (; i < n; ++i) y[i] = erf_steps(x[i], ScalarOps{});
+  for (; i < n; ++i) y[i] = steps(x[i], ScalarOps{});
 }
 
 template <typename T>
@@ -162,7 +171,9 @@ void unary_loop(const UnaryOp& u, const std::byte* in, std::byte* out, uint64_t 
   T* y = reinterpret_cast<T*>(out);
   if (u.op == Un::Clip) return clip_loop(u, x, y, n);
   if constexpr (std::is_same_v<T, float>) {
-    if (u.op == Un::Erf) return erf_loop(x, y, n);
+    if (u.op == Un::Erf) return float_loop(x, y, n, [](auto v, const auto& o) { return erf_steps(v, o); });
+    if (u.op == Un::HardSigmoid)
+      return float_loop(x, y, n, [&u](auto v, const auto& o) { return hard_sigmoid_steps(v, u.alpha, u.beta, o); });
   }
   if constexpr (is_float_like_v<T>) {
     using C = compute_t<T>;
