@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -43,20 +44,24 @@ void scratchpads_at_peak(const Compilation& c, const std::vector<const Graph*>& 
   }
 }
 
-// Seconds one run of `k` takes on zeroed tensors of the node's compile-time shapes (the best of
-// three after a warm-up): what "as fast" compares.
-double time_kernel(rt::Kernel& k, const Node& n) {
+// How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
+// compile-time shapes: the fastest run of each, the two run in turn (after a warm-up each) so
+// that a busy moment of the machine slows both, for at least 5 rounds and 20 ms.
+double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
+  auto buffer = [&](uint64_t bytes) {
+    const size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64 + 64;
+    memory.emplace_back(static_cast<std::byte*>(std::aligned_alloc(64, size)), &std::free);
+    std::fill_n(memory.back().get(), size, std::byte{0});
+    return memory.back().get();
+  };
   auto views = [&](const std::vector<Value*>& values) {
     std::vector<rt::TensorView> out;
     for (const Value* v : values) {
       rt::TensorView t;
       if (v) {
         const uint64_t bytes = v->constant ? v->constant->byte_size() : v->capacity_bytes;
-        const size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64 + 64;
-        memory.emplace_back(static_cast<std::byte*>(std::aligned_alloc(64, size)), &std::free);
-        std::fill_n(memory.back().get(), size, std::byte{0});
-        t.data = memory.back().get();
+        t.data = buffer(bytes);
         t.dtype = v->type.dtype;
         t.rank = static_cast<int>(std::min<size_t>(v->type.dims.size(), rt::kMaxRank));
         for (int d = 0; d < t.rank; ++d) t.dims[static_cast<size_t>(d)] = v->type.dims[static_cast<size_t>(d)].value;
@@ -68,18 +73,23 @@ double time_kernel(rt::Kernel& k, const Node& n) {
   };
   const std::vector<rt::TensorView> in = views(n.inputs);
   std::vector<rt::TensorView> outs = views(n.outputs);
-  const size_t scratch = static_cast<size_t>(k.scratchpad_bytes() + 64) / 64 * 64;
-  std::unique_ptr<std::byte, decltype(&std::free)> pad(static_cast<std::byte*>(std::aligned_alloc(64, scratch)), &std::free);
-  const std::unique_ptr<rt::KernelState> state = k.make_state();
-  rt::KernelArgs args{in, outs, pad.get(), state.get()};
-  double best = 1e30;
-  for (int i = 0; i < 4; ++i) {
+  std::byte* pad = buffer(std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes()));
+  const std::unique_ptr<rt::KernelState> fast_state = fast.make_state(), lean_state = lean.make_state();
+  auto seconds = [&](rt::Kernel& k, rt::KernelState* state) {
     const auto t0 = std::chrono::steady_clock::now();
-    k.run(args);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (i > 0) best = std::min(best, s);
+    k.run(rt::KernelArgs{in, outs, pad, state});
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  seconds(fast, fast_state.get());
+  seconds(lean, lean_state.get());
+  double best_fast = 1e30, best_lean = 1e30, total = 0;
+  for (int round = 0; round < 30 && (round < 5 || total < 0.02); ++round) {
+    const double f = seconds(fast, fast_state.get()), l = seconds(lean, lean_state.get());
+    best_fast = std::min(best_fast, f);
+    best_lean = std::min(best_lean, l);
+    total += f + l;
   }
-  return best;
+  return best_lean / std::max(best_fast, 1e-9);
 }
 
 }  // namespace
@@ -93,7 +103,18 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     for (int32_t step : std::exchange(c.plan.graphs[gi].leaner_kernels, {}))
       swapped_nodes.push_back(graphs[gi]->nodes[static_cast<size_t>(step)].get());
   int swapped = 0;
-  for (int round = 0; round < 32; ++round) {
+  // A kernel's leaner variant may have a leaner one of its own (a convolution in bands, then in
+  // thinner bands): a node stays a candidate while its swaps lower the arena. Under Balanced each
+  // variant is timed against the kernel it would replace, and the slowdowns multiply: what is
+  // held to kLeanerSlowdown is the time against the node's first, fastest kernel.
+  std::unordered_map<const Node*, double> slower;
+  struct Trial {
+    const Node* node;
+    std::unique_ptr<rt::Kernel> replaced;
+  };
+  std::vector<Trial> trial;
+  MemoryPlan before_trial;
+  for (int round = 0; round < 64; ++round) {
     std::vector<const Node*> candidates;
     scratchpads_at_peak(c, graphs, 0, candidates);
     std::erase_if(candidates, [&](const Node* n) { return std::count(tried.begin(), tried.end(), n) > 0; });
@@ -104,29 +125,52 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     if (it == c.kernels.kernels.end() || !it->second) continue;
     std::unique_ptr<rt::Kernel> lean = it->second->take_leaner();
     if (!lean) continue;
+    double ratio = slower.count(n) ? slower[n] : 1.0;
     if (prefer == KernelPreference::Balanced) {
-      const double fast = time_kernel(*it->second, *n), slow = time_kernel(*lean, *n);
-      if (slow > fast * kLeanerSlowdown) {
+      ratio *= slowdown(*it->second, *lean, *n);
+      if (ratio > kLeanerSlowdown) {
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: kept the faster one",
-                      n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), slow / fast);
+                      n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), ratio);
         continue;
       }
     }
-    std::swap(it->second, lean);
+    std::swap(it->second, lean);  // `lean` holds the kernel it replaced
     MemoryPlan replanned = plan_memory(c.model, planning);
-    if (replanned.arena_bytes < c.plan.arena_bytes) {
-      spdlog::debug("{}: a leaner kernel lowers the arena from {} to {} bytes", n->describe(), c.plan.arena_bytes,
-                    replanned.arena_bytes);
-      c.plan = std::move(replanned);
-      swapped_nodes.push_back(n);
-      ++swapped;
-    } else {
-      std::swap(it->second, lean);  // no lower: the faster kernel stays
+    if (replanned.arena_bytes > c.plan.arena_bytes) {
+      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
+                    n->describe(), it->second->scratchpad_bytes(), replanned.arena_bytes, c.plan.arena_bytes);
+      std::swap(it->second, lean);  // the faster kernel stays
+      continue;
     }
+    // Two kernels' scratchpads can set the same peak at two steps: a swap that only ties is kept
+    // on trial, until a later one lowers the arena, and undone if none does.
+    if (replanned.arena_bytes == c.plan.arena_bytes) {
+      if (trial.empty()) before_trial = c.plan;
+      trial.push_back({n, std::move(lean)});
+      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes: kept on trial", n->describe(),
+                    it->second->scratchpad_bytes(), replanned.arena_bytes);
+    } else {
+      trial.clear();
+      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) lowers the arena from {} to {} bytes", n->describe(),
+                    it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned.arena_bytes);
+    }
+    c.plan = std::move(replanned);
+    slower[n] = ratio;
+    swapped_nodes.push_back(n);
+    tried.pop_back();  // its variant may have a leaner one still
+    ++swapped;
   }
+  // Undo the swaps on trial, newest first.
+  for (auto t = trial.rbegin(); t != trial.rend(); ++t) {
+    c.kernels.kernels[t->node] = std::move(t->replaced);
+    swapped_nodes.pop_back();
+    --swapped;
+  }
+  if (!trial.empty()) c.plan = std::move(before_trial);
+  // A node is listed once per variant taken: loading takes its leaner variant that many times.
   for (size_t gi = 0; gi < graphs.size(); ++gi)
     for (size_t t = 0; t < graphs[gi]->nodes.size(); ++t)
-      if (std::count(swapped_nodes.begin(), swapped_nodes.end(), graphs[gi]->nodes[t].get()))
+      for (auto k = std::count(swapped_nodes.begin(), swapped_nodes.end(), graphs[gi]->nodes[t].get()); k > 0; --k)
         c.plan.graphs[gi].leaner_kernels.push_back(static_cast<int32_t>(t));
   return swapped;
 }

@@ -17,8 +17,9 @@ const char* preference_name(KernelPreference p);
 constexpr double kLeanerSlowdown = 1.25;
 
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
-// c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels) so that
-// loading it takes the same kernels. Returns the number of kernels swapped.
+// c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once
+// per variant taken: a leaner kernel may have a leaner variant of its own) so that loading it takes
+// the same kernels. Returns the number of kernels swapped.
 int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPreference prefer);
 
 // Loading a plan: takes the leaner kernels it lists; fails naming the node if this machine's

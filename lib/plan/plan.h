@@ -63,6 +63,8 @@ struct Binding {
     Input,    // a subgraph input: a view of a parent value (or a loop slot)
     Capture,  // an outer-scope value read directly
     Output,   // a subgraph output written into a parent buffer (or slot, or slice)
+    InitialValue,  // a Loop's initial value written into the If output its final value goes to
+                   // (plan::initial_value_in_output); parent_value names that If output
   };
   Kind kind = Kind::Input;
   std::string name;

@@ -44,6 +44,9 @@ struct RegionInfo {
 // same for the bound over storage groups.
 struct GraphBuffers {
   std::vector<LocalBuffer> locals;
+  // Loop initial values written into an If output (plan::initial_value_in_output): no bytes of
+  // this frame, yet tensors of their own for the bounds without aliasing.
+  std::vector<LocalBuffer> in_outputs;
   std::vector<uint64_t> region_lb, region_alb;
   std::vector<RegionInfo> regions;
   uint64_t slots = 0;  // bytes of every loop slot of this graph's regions
@@ -122,6 +125,11 @@ class Planner {
     auto [groups, units, chosen] = group_and_place(g, buffers, strategy);
 
     std::vector<BufferRequest> lb_requests, own_requests;
+    for (const LocalBuffer& b : buffers.in_outputs) {
+      lb_requests.push_back({b.size, b.first, b.last});
+      own_requests.push_back({b.size, b.first, b.last});
+      result.naive = checked_add(result.naive, aligned(b.size), "plan");
+    }
     for (size_t i = 0; i < buffers.locals.size(); ++i) {
       const LocalBuffer& b = buffers.locals[i];
       const bool region = b.kind == LocalBuffer::Kind::Region;
@@ -219,6 +227,12 @@ class Planner {
   GraphBuffers collect(const Graph& g, Strategy strategy, int32_t index, GraphResult& result) {
     GraphBuffers out;
     out.locals = plan::tensor_buffers(g);
+    if (opts_.aliasing)
+      std::erase_if(out.locals, [&](const LocalBuffer& b) {
+        if (!plan::initial_value_in_output(g, b.value)) return false;
+        out.in_outputs.push_back(b);
+        return true;
+      });
     out.region_lb.assign(out.locals.size(), 0);
     out.region_alb.assign(out.locals.size(), 0);
     for (size_t t = 0; t < g.nodes.size(); ++t) {
@@ -327,6 +341,13 @@ class Planner {
     }
     for (const auto& r : buffers.regions) gp.regions.push_back(region_of(r, buffers.locals[r.buffer].first));
     if (g.owner) gp.bindings = bindings_of(g);
+    for (const LocalBuffer& b : buffers.in_outputs) {
+      const Value* y = plan::initial_value_in_output(g, b.value);
+      const auto k = std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin();
+      const Port p = ControlFlowPorts(*g.owner).body_output(static_cast<size_t>(k));
+      gp.bindings.push_back({Binding::Kind::InitialValue, b.value->name,
+                             g.owner->outputs[static_cast<size_t>(p.node_port)]->name, -1});
+    }
   }
 
   Region region_of(const RegionInfo& r, int32_t step) const {

@@ -235,6 +235,22 @@ class Verifier {
       reject(where + ": buffer '" + b.label() + "' ends past its frame (" + std::to_string(limit) + " bytes)");
   }
 
+  // True when the plan writes `v` straight into an If output (a Binding::Kind::InitialValue naming
+  // it); rejects such a binding unless the IR shows the Loop starts from v there.
+  bool written_into_output(const Graph& g, const GraphPlan& gp, const Value& v, const std::string& where) {
+    auto b = std::find_if(gp.bindings.begin(), gp.bindings.end(), [&](const Binding& b) {
+      return b.kind == Binding::Kind::InitialValue && b.name == v.name;
+    });
+    if (b == gp.bindings.end()) return false;
+    const Value* y = plan::initial_value_in_output(g, &v);
+    const size_t k = y ? static_cast<size_t>(std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin()) : 0;
+    const int32_t port = y ? ControlFlowPorts(*g.owner).body_output(k).node_port : -1;
+    if (!y || port < 0 || g.owner->outputs[static_cast<size_t>(port)]->name != b->parent_value)
+      reject(where + ": '" + v.name + "' is written into '" + b->parent_value +
+             "', but no Loop of the branch starts from it there");
+    return true;
+  }
+
   // Each tensor buffer's value, by index: every value that needs memory of the frame has exactly
   // one buffer, and no buffer holds anything else.
   std::unordered_map<const Value*, const PlannedBuffer*> tensor_buffers(const Graph& g, const GraphPlan& gp) {
@@ -271,6 +287,7 @@ class Verifier {
       if (!main && (v->is_graph_input || !v->producer)) continue;
       if (plan::is_bound_output(g, v.get())) continue;
       auto it = buffers.find(v.get());
+      if (it == buffers.end() && written_into_output(g, gp, *v, where)) continue;
       if (it == buffers.end()) reject(where + ": '" + v->name + "' has no buffer in the plan");
       const PlannedBuffer& b = *it->second;
       buffers.erase(it);
@@ -291,6 +308,12 @@ class Verifier {
       add(gp.buffers[root], first, end);
     }
     if (!buffers.empty()) reject(where + ": '" + buffers.begin()->second->label() + "' has a buffer but needs none");
+    for (const Binding& b : gp.bindings) {
+      if (b.kind != Binding::Kind::InitialValue) continue;
+      auto v = std::find_if(g.values.begin(), g.values.end(), [&](const auto& v) { return v->name == b.name; });
+      if (v == g.values.end() || tensor_buffers(g, gp).count(v->get()) || !written_into_output(g, gp, **v, where))
+        reject(where + ": '" + b.name + "' is written into '" + b.parent_value + "' and has memory of its own, or is no value");
+    }
     // A scratchpad or region lives at its node's step only; a node has one scratchpad at most (the
     // runtime gives the kernel the one it finds).
     std::vector<int> scratchpads(g.nodes.size(), 0);

@@ -126,6 +126,15 @@ void bind_plan(CompiledModel::Impl& m) {
         node_at(b.node).scratchpad_offset = at;
       }
     }
+    // The verifier checked each against the IR (plan::initial_value_in_output).
+    for (const Binding& b : gp.bindings) {
+      if (b.kind != Binding::Kind::InitialValue) continue;
+      for (const auto& v : g.values)
+        if (v->name == b.name)
+          if (const Value* y = plan::initial_value_in_output(g, v.get()))
+            m.graphs.at(&g).initial_values_in_outputs.push_back(
+                {m.id(v.get()), static_cast<size_t>(std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin())});
+    }
     for (const Region& r : gp.regions) {
       const uint64_t base = gp.base_offset + gp.buffers[static_cast<size_t>(r.buffer)].offset;
       NodeExec& ne = node_at(r.step);

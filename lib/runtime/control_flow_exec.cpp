@@ -346,6 +346,11 @@ void Session::Impl::run_if(const NodeExec& ne) {
       inner.data = view(ne.outputs[k]).data;
       inner.capacity = view(ne.outputs[k]).capacity;
     }
+  for (const auto& [id, k] : ge.initial_values_in_outputs) {
+    rt::TensorView& v = view(id);
+    v.data = view(ne.outputs[k]).data;
+    v.capacity = view(ne.outputs[k]).capacity;
+  }
   run_graph(g);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     if (ne.outputs[k] < 0) continue;

@@ -1,9 +1,12 @@
 // Conv (with the fusions documented in dnnl/registration.cpp) and ConvTranspose.
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/banded_kernel.h"
 #include "runtime/kernels/dnnl/factories.h"
 
 namespace memplan::rt::dnnl_kernels {
@@ -125,6 +128,10 @@ class ConvBuilder {
     if (dense_.empty()) attach_leaner(static_cast<PrimitiveKernel&>(*k));
     return k;
   }
+
+  // Scratchpad bytes below which a convolution is not cut into bands: its primitive calls would
+  // cost more than the bytes are worth.
+  static constexpr uint64_t kBandFloor = 64 * 1024;
 
  private:
   // The shapes, weights, bias, window and output shape, and the fused Add's input.
@@ -283,18 +290,129 @@ class ConvBuilder {
     // For the given layouts, the chosen ones, and oneDNN's own choice (a blocked kernel whose
     // staged copies of the activations can cost less than a GEMM's im2col buffer).
     for (const auto& [src, dst] : {std::pair{pd_.src_desc(), dst_md_}, std::pair{x_md_, y_md_},
-                                   std::pair{any_md(s_.x), any_md(s_.y)}}) {
+                                   std::pair{any_md(s_.x), any_md(s_.y)}, std::pair{x_md_, any_md(s_.y)},
+                                   std::pair{any_md(s_.x), y_md_}}) {
       try {
         consider(src, dst);
       } catch (const dnnl::error&) {
         // no such configuration: the others may still have one
       }
     }
-    if (!best) return;
-    const auto chosen = pd_;
-    pd_ = *best;
-    k.set_leaner(bind());
-    pd_ = chosen;
+    std::unique_ptr<Kernel> lean;
+    if (best) {
+      const auto chosen = pd_;
+      pd_ = *best;
+      lean = bind();
+      pd_ = chosen;
+    }
+    attach_bands(lean ? static_cast<PrimitiveKernel&>(*lean) : k, lean ? best_cost : have);
+    if (lean) k.set_leaner(std::move(lean));
+  }
+
+  // The banded variants after the leanest whole one (costing `have` bytes): a quarter of the
+  // output rows per band, then bands under kBandFloor bytes, each kept only if leaner than the
+  // one before.
+  void attach_bands(PrimitiveKernel& k, uint64_t have) {
+    if (have <= kBandFloor) return;
+    std::unique_ptr<BandedKernel> quarter = banded(std::max<uint64_t>(have / 4, kBandFloor));
+    if (!quarter || quarter->scratchpad_bytes() >= have) return;
+    if (quarter->scratchpad_bytes() > kBandFloor) {
+      std::unique_ptr<BandedKernel> thin = banded(kBandFloor);
+      if (thin && thin->scratchpad_bytes() < quarter->scratchpad_bytes()) quarter->set_leaner(std::move(thin));
+    }
+    k.set_leaner(std::move(quarter));
+  }
+
+  // The convolution in bands of output rows whose kernels need at most `budget` scratchpad bytes
+  // (or one row per band); null where bands do not apply: only 2-D convolutions on plain
+  // tensors, whose rows are strided views oneDNN can read and write.
+  std::unique_ptr<BandedKernel> banded(uint64_t budget) {
+    const Value* y = output_at(node_, 0);
+    if (s_.spatial != 2 || xv_->channel_block != 0 || y->channel_block != 0 || !dense_.empty() || s_.y[2] < 2)
+      return nullptr;
+    // The builder's descriptors describe one band at a time meanwhile; put back on every exit.
+    struct Restore {
+      ConvBuilder& b;
+      dnnl::memory::desc x, y, dst;
+      dnnl::convolution_forward::primitive_desc pd;
+      Window w;
+      ~Restore() { b.x_md_ = x, b.y_md_ = y, b.dst_md_ = dst, b.pd_ = pd, b.w_ = w; }
+    } restore{*this, x_md_, y_md_, dst_md_, pd_, w_};
+    try {
+      // The widest band (in the middle, no padding rows) sets the scratchpad: halve the rows
+      // until it fits.
+      int64_t rows = (s_.y[2] + 1) / 2;
+      while (rows > 1 && band_cost(rows) > budget) rows = (rows + 1) / 2;
+      return bands_of(rows);
+    } catch (const Error&) {
+      return nullptr;  // oneDNN has no kernel for some band
+    } catch (const dnnl::error&) {
+      return nullptr;
+    }
+  }
+
+  // Input rows, top pad, bottom pad and output rows of the band of output rows [o0, o1).
+  std::array<int64_t, 4> band_geometry(const Window& whole, int64_t o0, int64_t o1) const {
+    const int64_t lo = o0 * whole.strides[0] - whole.pads_begin[0];
+    const int64_t hi = (o1 - 1) * whole.strides[0] - whole.pads_begin[0] + effective_kernel(whole, 0) - 1;
+    const int64_t in_lo = std::max<int64_t>(lo, 0), in_hi = std::min(hi, s_.x[2] - 1);
+    return {in_hi - in_lo + 1, in_lo - lo, hi - in_hi, o1 - o0};
+  }
+
+  // Points the builder's descriptors at one band of the convolution whose window is `whole`, and
+  // makes its primitive descriptor.
+  void describe_band(const std::array<int64_t, 4>& geo, const Window& whole) {
+    const int64_t n = s_.x[0], h = s_.x[2], w = s_.x[3], oh = s_.y[2], ow = s_.y[3];
+    x_md_ = strided_md({n, c_, geo[0], w}, {c_ * h * w, h * w, w, 1});
+    y_md_ = strided_md({n, m_, geo[3], ow}, {m_ * oh * ow, oh * ow, ow, 1});
+    dst_md_ = any_md({n, m_, geo[3], ow});
+    w_ = whole;
+    w_.pads_begin[0] = geo[1];
+    w_.pads_end[0] = geo[2];
+    pd_ = make(any_md({n, c_, geo[0], w}));
+  }
+
+  uint64_t band_cost(int64_t rows) {
+    const Window whole = w_;
+    const int64_t mid = std::min(s_.y[2] - rows, s_.y[2] / 2);
+    describe_band(band_geometry(whole, mid, mid + rows), whole);
+    w_ = whole;
+    return cost(pd_);
+  }
+
+  // Bytes from a band's first element to past its last: `rows` rows of an [n, c, h, w] tensor.
+  static uint64_t reach(int64_t n, int64_t c, int64_t h, int64_t rows, int64_t w) {
+    return static_cast<uint64_t>(((n - 1) * c * h + (c - 1) * h + rows) * w) * sizeof(float);
+  }
+
+  // One kernel per band geometry, each on strided views of the band's input and output rows.
+  std::unique_ptr<BandedKernel> bands_of(int64_t rows) {
+    const Window whole = w_;
+    const int64_t w = s_.x[3], oh = s_.y[2], ow = s_.y[3];
+    std::vector<BandedKernel::Part> parts;
+    std::vector<BandedKernel::Band> bands;
+    std::vector<std::array<int64_t, 4>> geometries;
+    for (int64_t o0 = 0; o0 < oh; o0 += rows) {
+      const std::array<int64_t, 4> geo = band_geometry(whole, o0, std::min(oh, o0 + rows));
+      if (geo[0] < 1) return nullptr;  // a band wholly in the padding
+      auto it = std::find(geometries.begin(), geometries.end(), geo);
+      if (it == geometries.end()) {
+        describe_band(geo, whole);
+        // A fused Add is preloaded into a staged output; ConvKernel's copy of it into an output
+        // written in place would copy whole tensors, not rows.
+        if (is_slow(pd_) || (addend_ && y_md_ == pd_.dst_desc())) return nullptr;
+        parts.push_back({bind(), x_md_.get_size(), y_md_.get_size(), reach(s_.x[0], c_, s_.x[2], geo[0], w),
+                         reach(s_.y[0], m_, oh, geo[3], ow)});
+        geometries.push_back(geo);
+        it = geometries.end() - 1;
+      }
+      const int64_t in_lo = o0 * whole.strides[0] - whole.pads_begin[0] + geo[1];
+      bands.push_back({static_cast<size_t>(it - geometries.begin()), static_cast<uint64_t>(in_lo * w) * sizeof(float),
+                       static_cast<uint64_t>(o0 * ow) * sizeof(float)});
+    }
+    const uint64_t in_bytes = static_cast<uint64_t>(product(s_.x)) * sizeof(float);
+    const uint64_t out_bytes = static_cast<uint64_t>(product(s_.y)) * sizeof(float);
+    return std::make_unique<BandedKernel>(std::move(parts), std::move(bands), in_bytes, out_bytes, addend_ ? 3 : -1, at_);
   }
 
   std::unique_ptr<Kernel> bind() const {
@@ -307,7 +425,7 @@ class ConvBuilder {
                                                         pd_.weights_desc(), k->ctx(),
                                                         at_ + ": block-diagonal weights"));
     else if (wv_->is_constant())
-      k->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(wv_, user_w_md_, pd_.weights_desc(), k->ctx(), at_));
+      k->bind_memory(DNNL_ARG_WEIGHTS, weights_for(pd_.weights_desc(), k->ctx()));
     else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md_);
     bind_bias(*k, node_, pd_);
     k->bind_output_staged(DNNL_ARG_DST, 0, y_md_, pd_.dst_desc(), addend_ ? 3 : -1);
@@ -317,9 +435,19 @@ class ConvBuilder {
     return k;
   }
 
+  // The constant weights reordered to `want`, once per layout: the bands of a convolution and its
+  // variants share them.
+  dnnl::memory weights_for(const dnnl::memory::desc& want, DnnlContext& ctx) const {
+    for (const auto& [md, m] : weights_)
+      if (md == want) return m;
+    weights_.emplace_back(want, constant_memory(wv_, user_w_md_, want, ctx, at_));
+    return weights_.back().second;
+  }
+
   const Node& node_;
   const KernelEnv& env_;
   const std::string at_;
+  mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> weights_;
   ConvShapes s_;
   int64_t c_ = 0, m_ = 0;  // input and output channels
   Window w_;

@@ -1,0 +1,60 @@
+// A kernel run in bands of output rows, each band a kernel of its own on views into the same
+// tensors: its staged copies (and a GEMM's im2col buffer) hold one band, not the whole tensor.
+// This is the leanest variant of a convolution whose temporaries set the arena's peak
+// (pipeline/lean_kernels): the scratchpad shrinks with the band, the time grows with the number
+// of primitive calls.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace memplan::rt::dnnl_kernels {
+
+class BandedKernel final : public Kernel {
+ public:
+  // A part runs every band of one geometry (a band at the top edge has other pads than one in
+  // the middle). It takes input 0 as a view of `in_span` bytes and output 0 (and a fused addend,
+  // input `addend`) as one of `out_span` bytes, starting where a band says: the sizes oneDNN
+  // gives its strided descriptors, which count whole channels. It touches only the first
+  // `in_reach` and `out_reach` bytes of them (the band's last row of the last channel ends there).
+  struct Part {
+    std::unique_ptr<Kernel> kernel;
+    uint64_t in_span = 0, out_span = 0;
+    uint64_t in_reach = 0, out_reach = 0;
+  };
+  struct Band {
+    size_t part = 0;
+    uint64_t in_offset = 0, out_offset = 0;  // bytes into input 0, and into output 0 (and the addend)
+  };
+
+  // `in_bytes`, `out_bytes`: the whole input 0 and output 0; every band must lie inside them.
+  // `addend`: the input a fused Add reads with output 0's geometry, or -1.
+  BandedKernel(std::vector<Part> parts, std::vector<Band> bands, uint64_t in_bytes, uint64_t out_bytes, int addend,
+               const std::string& where);
+
+  void run(const KernelArgs& args) override;
+  std::unique_ptr<KernelState> make_state() const override;
+  uint64_t scratchpad_bytes() const override;
+  bool reads_at_run_time(size_t input) const override;
+  // A band reads its rows of the addend into its staged output before it writes any of them, and
+  // no later band reads those rows: the output may be written over the addend.
+  bool may_overwrite_input(size_t input) const override { return addend_ >= 0 && input == static_cast<size_t>(addend_); }
+  size_t band_count() const { return bands_.size(); }
+
+  void set_leaner(std::unique_ptr<Kernel> k) { leaner_ = std::move(k); }
+  std::unique_ptr<Kernel> take_leaner() override { return std::move(leaner_); }
+
+ private:
+  struct State;
+  std::vector<Part> parts_;
+  std::vector<Band> bands_;
+  uint64_t in_bytes_, out_bytes_;
+  int addend_;
+  std::string where_;
+  std::unique_ptr<Kernel> leaner_;
+};
+
+}  // namespace memplan::rt::dnnl_kernels
