@@ -25,4 +25,30 @@ std::optional<FusedActivation> fused_activation(const Node& node) {
   return static_cast<FusedActivation>(v);
 }
 
+void set_pre_activation(Node& node, const PreActivation& pre) {
+  for (const auto& [name, values] : {std::pair{kPreScaleAttr, &pre.scale}, std::pair{kPreShiftAttr, &pre.shift}}) {
+    Attribute a;
+    a.name = name;
+    a.kind = Attribute::Kind::Floats;
+    a.floats = *values;
+    node.attributes.push_back(std::move(a));
+  }
+  Attribute relu;
+  relu.name = kPreReluAttr;
+  relu.kind = Attribute::Kind::Int;
+  relu.i = pre.relu ? 1 : 0;
+  node.attributes.push_back(relu);
+}
+
+std::optional<PreActivation> pre_activation(const Node& node) {
+  const Attribute* scale = node.attr(kPreScaleAttr);
+  const Attribute* shift = node.attr(kPreShiftAttr);
+  if (!scale && !shift) return std::nullopt;
+  PreActivation pre;
+  if (scale && scale->kind == Attribute::Kind::Floats) pre.scale = scale->floats;
+  if (shift && shift->kind == Attribute::Kind::Floats) pre.shift = shift->floats;
+  pre.relu = node.attr_int(kPreReluAttr, 0) != 0;
+  return pre;
+}
+
 }  // namespace memplan

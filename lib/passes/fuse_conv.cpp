@@ -249,6 +249,75 @@ bool fuse_batch_norm_relu(Graph& g, Node& bn, std::unordered_set<const Node*>& d
   return true;
 }
 
+// The window attributes of a 1x1 Conv that reads each pixel once: no pads, strides or dilations
+// other than 1, one group.
+bool is_pointwise(const Node& conv) {
+  auto all = [&](const char* name, int64_t v) {
+    const std::vector<int64_t> xs = conv.attr_ints(name);
+    return std::all_of(xs.begin(), xs.end(), [&](int64_t x) { return x == v; });
+  };
+  const Attribute* auto_pad = conv.attr("auto_pad");
+  const std::string pad = auto_pad ? auto_pad->s : "NOTSET";
+  const Value* w = conv.inputs.size() > 1 ? conv.inputs[1] : nullptr;
+  return all("pads", 0) && all("strides", 1) && all("dilations", 1) && conv.attr_int("group", 1) == 1 &&
+         (pad == "NOTSET" || pad == "VALID" || pad.empty()) && is_const_f32(w) && w->constant->dims.size() == 4 &&
+         w->constant->dims[2] == 1 && w->constant->dims[3] == 1;
+}
+
+// True when bytes of `v` are read after step `step`: by a later reader of v, or, for a Concat's
+// output (which the planner may assemble in place from its inputs), of one of those inputs.
+bool read_after(const Value* v, size_t step, const std::unordered_map<const Node*, size_t>& position, int depth = 0) {
+  for (const Node* c : v->consumers)
+    if (auto at = position.find(c); at != position.end() && at->second > step) return true;
+  if (v->is_graph_output || (v->producer && v->producer->op_type == "Concat" && depth > 8)) return true;
+  if (v->producer && v->producer->op_type == "Concat")
+    for (const Value* x : v->producer->inputs)
+      if (x && read_after(x, step, position, depth + 1)) return true;
+  return false;
+}
+
+// BatchNormalization [with its Relu] -> 1x1 Conv  ==>  the Conv with the batch norm as its
+// pre-activation (ir/fused_activation.h): DenseNet's norm1 -> relu1 -> conv1, whose normalized
+// input would otherwise be stored whole next to the block's concatenation. Only where the batch
+// norm's input is still read after it: one whose input dies there is written in place, which
+// costs no bytes at all (DenseNet's transitions).
+bool fuse_pre_activation(Graph& g, Node& bn, std::unordered_set<const Node*>& dead,
+                         const std::unordered_map<const Node*, size_t>& position) {
+  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() != 5 || bn.outputs.empty() ||
+      !bn.outputs[0] || bn.attr_int("training_mode", 0) != 0 || bn.outputs[0]->type.dtype != DType::Float32)
+    return false;
+  for (size_t k = 1; k < bn.outputs.size(); ++k)
+    if (bn.outputs[k]) return false;
+  for (size_t k = 1; k < 5; ++k)
+    if (!is_const_f32(bn.inputs[k])) return false;
+  const std::optional<FusedActivation> act = fused_activation(bn);
+  if (!act || (*act != FusedActivation::None && *act != FusedActivation::Relu)) return false;
+  if (!bn.inputs[0] || !read_after(bn.inputs[0], position.at(&bn), position)) return false;
+  Node* conv = sole_consumer(bn.outputs[0]);
+  if (!conv || conv->op_type != "Conv" || !conv->domain.empty() || conv->inputs.size() > 3 || conv->inputs[0] != bn.outputs[0] ||
+      pre_activation(*conv) || !is_pointwise(*conv) || bn.outputs[0]->type.dims.size() != 4)
+    return false;
+  const int64_t channels = conv->inputs[1]->constant->dims[1];
+  const std::vector<float> scale = floats_of(*bn.inputs[1]->constant), beta = floats_of(*bn.inputs[2]->constant),
+                           mean = floats_of(*bn.inputs[3]->constant), var = floats_of(*bn.inputs[4]->constant);
+  for (const auto* p : {&scale, &beta, &mean, &var})
+    if (static_cast<int64_t>(p->size()) != channels) return false;
+  const float eps = bn.attr_float("epsilon", 1e-5f);
+  PreActivation pre;
+  pre.relu = *act == FusedActivation::Relu;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float s = scale[c] / std::sqrt(var[c] + eps);
+    pre.scale.push_back(s);
+    pre.shift.push_back(beta[c] - mean[c] * s);
+  }
+  set_pre_activation(*conv, pre);
+  Value* normalized = bn.outputs[0];
+  conv->inputs[0] = bn.inputs[0];
+  dead.insert(&bn);
+  g.release_value(normalized);
+  return true;
+}
+
 }  // namespace
 
 int fuse_conv(Model& model) {
@@ -269,6 +338,8 @@ int fuse_conv(Model& model) {
     }
     for (auto& n : g.nodes)  // the batch norms no Conv absorbed
       if (!dead.count(n.get())) fuse_batch_norm_relu(g, *n, dead);
+    for (auto& n : g.nodes)  // ... and those that a 1x1 Conv reads
+      if (!dead.count(n.get())) fuse_pre_activation(g, *n, dead, position);
     removed += static_cast<int>(dead.size());
     std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
   });

@@ -2,7 +2,8 @@
 // into its scale and shift, BatchNormalization folded into the Conv weights, a
 // following Add (of a same-shaped tensor) taken as a oneDNN sum post-op, then a following Relu,
 // Clip, HardSwish or Sigmoid-times-input (Swish) as an eltwise post-op; a Relu after a batch norm
-// that stays on its own is fused into it. Each removes an intermediate
+// that stays on its own is fused into it, and such a batch norm (with its Relu) that only a 1x1
+// Conv reads becomes that Conv's pre-activation. Each removes an intermediate
 // tensor (less memory) and a pass over it (less time).
 // The fused activation is recorded on the node as ir/fused_activation.h describes, for the
 // oneDNN kernels to apply.

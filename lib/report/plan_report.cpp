@@ -111,6 +111,10 @@ std::string plan_report_text(const MemoryPlan& p) {
       << g.base_offset << "; lower bound " << g.lower_bound_bytes << "; " << g.buffers.size() << " buffers\n";
     for (const auto& r : g.regions)
       for (const auto& c : r.carried) o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << slot_text(r, c) << "\n";
+    for (const auto& b : g.bindings)
+      if (b.kind == Binding::Kind::InitialValue)
+        o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << "'" << b.name << "' is written straight into '"
+          << b.parent_value << "', where the Loop that reads it starts: no buffer\n";
   }
   if (p.dynamic_tensors.size() > 0) {
     o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
@@ -201,6 +205,16 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
         o << "], \"writer_step\": " << c.writer << "}";
         first_slot = false;
       }
+    o << "], \"initial_values_in_outputs\": [";
+    bool first_binding = true;
+    for (const auto& b : g.bindings)
+      if (b.kind == Binding::Kind::InitialValue) {
+        o << (first_binding ? "" : ", ") << "{\"value\": " << json_string(b.name)
+          << ", \"if_output\": " << json_string(b.parent_value) << "}";
+        first_binding = false;
+      }
+    o << "], \"leaner_kernel_steps\": [";
+    for (size_t k = 0; k < g.leaner_kernels.size(); ++k) o << (k ? ", " : "") << g.leaner_kernels[k];
     o << "], \"buffers\": [";
     for (size_t bi = 0; bi < g.buffers.size(); ++bi) {
       const auto& b = g.buffers[bi];

@@ -83,6 +83,29 @@ class WhileDataExit(nn.Module):
         return h, steps
 
 
+class DesignExample(nn.Module):
+    """The design notes' example graph (models/example) as torch writes it: Conv-Relu, an If on an
+    input flag taking {Conv, a loop adding a per-channel step three times} or {times 0.5}, then an
+    Add of a second input. [1, 8, 112, 112] activations."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.conv0 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.register_buffer("step", torch.arange(1, channels + 1, dtype=torch.float32).reshape(1, channels, 1, 1) * 0.1)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor, add_in: torch.Tensor) -> torch.Tensor:
+        r = torch.relu(self.conv0(x))
+        if bool(cond):
+            t = self.conv1(r)
+            for _ in range(3):
+                t = t + self.step
+            y = t
+        else:
+            y = r * 0.5
+        return y + add_in
+
+
 def _if_heads():
     m = IfHeads()
     with torch.no_grad():
@@ -97,4 +120,6 @@ CONTROL_FLOW_MODELS = {
     "cf_rnn_loop": lambda: (RecurrentLoop(), [torch.randn(32, 1, 64)], ["sequence"], ["logits"]),
     "cf_loop_branch": lambda: (LoopWithBranch(), [torch.randn(1, 256), torch.tensor(8)], ["x", "steps"], ["y"]),
     "cf_while_exit": lambda: (WhileDataExit(), [torch.randn(1, 128)], ["x"], ["y", "steps"]),
+    "cf_design_example": lambda: (DesignExample(), [torch.randn(1, 8, 112, 112), torch.tensor(True),
+                                                    torch.randn(1, 8, 112, 112)], ["input", "cond", "add_in"], ["output"]),
 }

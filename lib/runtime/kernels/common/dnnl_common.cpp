@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "ir/dtype.h"
+#include "ir/fused_activation.h"
 #include "runtime/kernels/common/elementwise_common.h"
 
 namespace memplan::rt::dnnl_kernels {
@@ -473,6 +475,30 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
   reorder_staged(*s, stream, true, args);
   after_execute(args);
+}
+
+// The fused activation (ir/fused_activation.h) as a post-op.
+void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
+  const std::optional<FusedActivation> act = fused_activation(node);
+  if (!act)
+    fail(where + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
+         " is not one of 0 to 4");
+  switch (*act) {
+    case FusedActivation::None: return;
+    case FusedActivation::Relu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
+    case FusedActivation::Clip: {
+      const Attribute* a = node.attr(kFusedClipAttr);
+      if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2)
+        fail(where + ": " + kFusedActivationAttr + " 2 (Clip) needs '" + kFusedClipAttr + "' = {min, max}");
+      if (a->floats[0] > a->floats[1])
+        fail(where + ": " + kFusedClipAttr + " min " + std::to_string(a->floats[0]) + " exceeds max " +
+             std::to_string(a->floats[1]));
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
+      return;
+    }
+    case FusedActivation::Swish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
+    case FusedActivation::HardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
+  }
 }
 
 }  // namespace memplan::rt::dnnl_kernels

@@ -191,6 +191,9 @@ class PrimitiveKernel : public Kernel {
   std::unique_ptr<Kernel> leaner_;
 };
 
+// Appends the node's fused activation (ir/fused_activation.h) as an eltwise post-op.
+void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where);
+
 // A primitive_attr with scratchpad_mode::user.
 dnnl::primitive_attr user_scratchpad_attr();
 

@@ -85,30 +85,6 @@ void check_bias(const Node& node, const std::string& where, int64_t channels) {
          std::to_string(channels) + "]");
 }
 
-// The fused activation (ir/fused_activation.h) as a post-op.
-void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
-  const std::optional<FusedActivation> act = fused_activation(node);
-  if (!act)
-    fail(where + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
-         " is not one of 0 to 4");
-  switch (*act) {
-    case FusedActivation::None: return;
-    case FusedActivation::Relu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
-    case FusedActivation::Clip: {
-      const Attribute* a = node.attr(kFusedClipAttr);
-      if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2)
-        fail(where + ": " + kFusedActivationAttr + " 2 (Clip) needs '" + kFusedClipAttr + "' = {min, max}");
-      if (a->floats[0] > a->floats[1])
-        fail(where + ": " + kFusedClipAttr + " min " + std::to_string(a->floats[0]) + " exceeds max " +
-             std::to_string(a->floats[1]));
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
-      return;
-    }
-    case FusedActivation::Swish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
-    case FusedActivation::HardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
-  }
-}
-
 // make_conv's steps: check the node against its shapes and window, choose the layouts oneDNN has
 // a fast kernel for, then bind the primitive's memories.
 class ConvBuilder {
@@ -464,7 +440,10 @@ class ConvBuilder {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) { return ConvBuilder(node, env).build(); }
+std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
+  if (pre_activation(node)) return make_pre_activated_conv(node, env);
+  return ConvBuilder(node, env).build();
+}
 
 namespace {
 

@@ -10,6 +10,9 @@ namespace memplan::rt::dnnl_kernels {
 // dnnl_conv.cpp
 std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_conv_transpose(const Node& node, const KernelEnv& env);
+// dnnl_preact_conv.cpp: a 1x1 Conv with a pre-activation (ir/fused_activation.h); make_conv hands
+// such nodes over.
+std::unique_ptr<Kernel> make_pre_activated_conv(const Node& node, const KernelEnv& env);
 // dnnl_matmul.cpp
 std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env);

@@ -1,0 +1,551 @@
+// A convolution in bands of output rows (runtime/kernels/dnnl/banded_kernel.h): the leaner
+// variants a 2-D float Conv on plain tensors offers after its whole kernel. Each variant of the
+// take_leaner() chain runs on the same data and must give the whole kernel's numbers while it
+// needs less scratchpad than the one before; it touches no byte past its tensors or its
+// scratchpad. Then the example model compiled with `prefer memory` takes such kernels and still
+// gives its expected outputs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memplan/memplan.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
+#include "runtime/compiled_model_impl.h"
+#include "runtime/kernels/dnnl/banded_kernel.h"
+#include "support/kernel_harness.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using namespace memplan::test::kernel_names;
+using memplan::rt::Kernel;
+using memplan::rt::KernelArgs;
+using memplan::rt::TensorView;
+using memplan::rt::dnnl_kernels::BandedKernel;
+
+constexpr uint64_t kBandFloor = 64 * 1024;  // ConvBuilder::kBandFloor: the thin bands' budget
+constexpr size_t kCanary = 256;             // bytes checked after every buffer a kernel is given
+
+size_t count(const Dims& d) {
+  size_t n = 1;
+  for (int64_t x : d) n *= static_cast<size_t>(x);
+  return n;
+}
+
+// A 2-D Conv: x [N, C, H, W], w [M, C/group, KH, KW]; pads top, left, bottom, right.
+struct ConvSpec {
+  Dims xd, wd;
+  int64_t group = 1;
+  Dims strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};
+  std::string auto_pad;  // when set, the attribute instead of `pads` (which then say what it resolves to)
+  bool bias = true;
+  bool runtime_weights = false;  // W a run-time input, not a constant
+  bool add = false;   // a fused Add: input 3, the oneDNN sum post-op
+  bool relu = false;  // memplan_fused_activation 1
+
+  int64_t out(size_t axis) const {
+    const int64_t k = (wd[2 + axis] - 1) * dilations[axis] + 1;
+    return (xd[2 + axis] + pads[axis] + pads[axis + 2] - k) / strides[axis] + 1;
+  }
+  Dims yd() const { return {xd[0], wd[0], out(0), out(1)}; }
+  // Products summed into one output element.
+  int64_t taps() const { return wd[1] * wd[2] * wd[3]; }
+};
+
+// The naive convolution (double accumulation), then the fused Add and Relu.
+Floats naive(const ConvSpec& s, const Floats& x, const Floats& w, const Floats& b, const Floats& addend) {
+  const int64_t n = s.xd[0], c = s.xd[1], h = s.xd[2], wi = s.xd[3];
+  const int64_t m = s.wd[0], cg = s.wd[1], kh = s.wd[2], kw = s.wd[3];
+  const int64_t oh = s.out(0), ow = s.out(1), mg = m / s.group;
+  Floats y(static_cast<size_t>(n * m * oh * ow));
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t om = 0; om < m; ++om)
+      for (int64_t y0 = 0; y0 < oh; ++y0)
+        for (int64_t x0 = 0; x0 < ow; ++x0) {
+          double acc = b.empty() ? 0.0 : b[static_cast<size_t>(om)];
+          for (int64_t ic = 0; ic < cg; ++ic)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                const int64_t iy = y0 * s.strides[0] - s.pads[0] + ky * s.dilations[0];
+                const int64_t ix = x0 * s.strides[1] - s.pads[1] + kx * s.dilations[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wi) continue;
+                const int64_t cc = (om / mg) * cg + ic;
+                acc += static_cast<double>(x[static_cast<size_t>(((in * c + cc) * h + iy) * wi + ix)]) *
+                       w[static_cast<size_t>(((om * cg + ic) * kh + ky) * kw + kx)];
+              }
+          const size_t at = static_cast<size_t>(((in * m + om) * oh + y0) * ow + x0);
+          if (!addend.empty()) acc += addend[at];
+          if (s.relu) acc = std::max(acc, 0.0);
+          y[at] = static_cast<float>(acc);
+        }
+  return y;
+}
+
+// 64-byte aligned bytes, `size` of them for the kernel and kCanary after them set to `fill`: a
+// kernel that writes past its share changes the canary; one that reads past it reads NaNs.
+class Guarded {
+ public:
+  Guarded(uint64_t size, std::byte fill) : size_(size), raw_(static_cast<size_t>(size) + kCanary + 64, fill) {
+    const auto addr = reinterpret_cast<uintptr_t>(raw_.data());
+    data_ = raw_.data() + ((64 - addr % 64) % 64);
+  }
+  std::byte* data() { return data_; }
+  uint64_t size() const { return size_; }
+  bool canary_intact(std::byte fill) const {
+    return std::all_of(data_ + size_, data_ + size_ + kCanary, [&](std::byte b) { return b == fill; });
+  }
+
+ private:
+  uint64_t size_;
+  std::vector<std::byte> raw_;
+  std::byte* data_ = nullptr;
+};
+
+constexpr std::byte kNaN{0xFF};  // 0xFFFFFFFF is a NaN float
+
+TensorView view_of(std::byte* data, const Dims& d) {
+  TensorView v;
+  v.data = data;
+  v.dtype = F32;
+  v.rank = static_cast<int>(d.size());
+  for (size_t i = 0; i < d.size(); ++i) v.dims[i] = d[i];
+  v.capacity = count(d) * sizeof(float);
+  return v;
+}
+
+// A Conv kernel made through the registry (KernelCase), its data, and its take_leaner() chain.
+class ConvUnderTest {
+ public:
+  explicit ConvUnderTest(const ConvSpec& s, uint32_t seed = 1) : s_(s), c_("Conv") {
+    x_ = random_floats(count(s.xd), seed);
+    w_ = random_floats(count(s.wd), seed + 1);
+    if (s.bias) b_ = random_floats(static_cast<size_t>(s.wd[0]), seed + 2);
+    if (s.add) addend_ = random_floats(count(s.yd()), seed + 3);
+    c_.input("X", F32, s.xd, x_);
+    c_.input("W", F32, s.wd, w_, !s.runtime_weights);
+    if (s.bias) c_.input("B", F32, {s.wd[0]}, b_, !s.runtime_weights);
+    else if (s.add) c_.omitted_input();
+    if (s.add) c_.input("Residual", F32, s.yd(), addend_);
+    y_ = c_.output("Y", F32, s.yd());
+    c_.attr("group", s.group);
+    c_.attr("strides", s.strides);
+    c_.attr("dilations", s.dilations);
+    if (s.auto_pad.empty()) c_.attr("pads", s.pads);
+    else c_.attr("auto_pad", s.auto_pad);
+    if (s.relu) c_.attr("memplan_fused_activation", int64_t{1});
+  }
+
+  KernelCase& kernel_case() { return c_; }
+  Value& output_value() { return *y_; }
+  const ConvSpec& spec() const { return s_; }
+  Floats want() const { return naive(s_, x_, w_, b_, addend_); }
+
+  // Makes the whole kernel (and runs it once through the harness), then takes its variants.
+  void make() {
+    REQUIRE(c_.run());
+    whole_ = c_.kernel();
+    Kernel* k = whole_;
+    while (std::unique_ptr<Kernel> lean = k->take_leaner()) {
+      chain_.push_back(std::move(lean));
+      k = chain_.back().get();
+    }
+  }
+  Kernel& whole() { return *whole_; }
+  // The variants, leanest last.
+  const std::vector<std::unique_ptr<Kernel>>& chain() const { return chain_; }
+  std::vector<BandedKernel*> banded() const {
+    std::vector<BandedKernel*> out;
+    for (const auto& k : chain_)
+      if (auto* b = dynamic_cast<BandedKernel*>(k.get())) out.push_back(b);
+    return out;
+  }
+
+  // Runs `k` on fresh buffers with NaN canaries (the output starts as NaNs too); `in_place`:
+  // the output is written over the fused Add's input, as the planner may arrange.
+  Floats run(Kernel& k, bool in_place = false) {
+    const Dims yd = s_.yd();
+    const uint64_t ybytes = count(yd) * sizeof(float);
+    Guarded x(x_.size() * sizeof(float), kNaN), w(w_.size() * sizeof(float), kNaN),
+        b(std::max<size_t>(b_.size(), 1) * sizeof(float), kNaN), add(ybytes, kNaN), y(ybytes, kNaN),
+        pad(k.scratchpad_bytes(), kNaN);
+    std::memcpy(x.data(), x_.data(), x.size());
+    std::memcpy(w.data(), w_.data(), w.size());
+    if (!b_.empty()) std::memcpy(b.data(), b_.data(), b.size());
+    if (s_.add) std::memcpy(add.data(), addend_.data(), add.size());
+    std::vector<TensorView> in{view_of(x.data(), s_.xd), view_of(w.data(), s_.wd)};
+    if (s_.bias || s_.add) in.push_back(s_.bias ? view_of(b.data(), {s_.wd[0]}) : TensorView{});
+    std::byte* out_data = y.data();
+    if (s_.add) {
+      in.push_back(view_of(add.data(), yd));
+      if (in_place) out_data = add.data();
+    }
+    std::vector<TensorView> out{view_of(out_data, yd)};
+    const std::unique_ptr<memplan::rt::KernelState> state = k.make_state();
+    k.run(KernelArgs{in, out, pad.data(), state.get()});
+    for (Guarded* g : {&x, &w, &b, &add, &y, &pad}) CHECK(g->canary_intact(kNaN));
+    Floats got(count(yd));
+    std::memcpy(got.data(), out_data, ybytes);
+    return got;
+  }
+
+ private:
+  ConvSpec s_;
+  KernelCase c_;
+  Value* y_ = nullptr;
+  Floats x_, w_, b_, addend_;
+  Kernel* whole_ = nullptr;
+  std::vector<std::unique_ptr<Kernel>> chain_;
+};
+
+const RequireClose require_close{abs_rel(1e-4, 1e-3)};
+
+// Different oneDNN implementations sum an output's products in different orders: a variant
+// agrees with the whole kernel within 2e-7 per product (the inputs are in [-1, 1)) and 1e-5 of
+// the value; a band that read or wrote the wrong rows would be off by about 1.
+Tolerance same_sums(const ConvSpec& s) { return abs_rel(2e-7 * static_cast<double>(s.taps()), 1e-5); }
+
+// The chain's checks: at least one banded variant, each variant leaner than the one before, the
+// thin bands within their budget (or one row each), every variant's numbers the whole kernel's.
+void check_chain(ConvUnderTest& t) {
+  t.make();
+  const Floats whole = t.run(t.whole());
+  require_close(whole, t.want());
+  const std::vector<BandedKernel*> banded = t.banded();
+  INFO("whole kernel scratchpad " << t.whole().scratchpad_bytes() << " bytes, " << t.chain().size() << " variants");
+  REQUIRE(!banded.empty());
+  REQUIRE(t.chain().back().get() == banded.back());  // the bands come last
+  uint64_t before = t.whole().scratchpad_bytes();
+  size_t bands_before = 1;
+  const auto rows = static_cast<size_t>(t.spec().out(0));
+  for (size_t i = 0; i < t.chain().size(); ++i) {
+    Kernel& k = *t.chain()[i];
+    auto* b = dynamic_cast<BandedKernel*>(&k);
+    INFO("variant " << i << (b ? " (banded, " + std::to_string(b->band_count()) + " bands)" : " (whole)") << ": "
+                    << k.scratchpad_bytes() << " scratchpad bytes");
+    CHECK(k.scratchpad_bytes() < before);
+    before = k.scratchpad_bytes();
+    if (b) {
+      CHECK(b->band_count() > bands_before);
+      CHECK(b->band_count() <= rows);
+      bands_before = b->band_count();
+    }
+    require_close(t.run(k), whole, same_sums(t.spec()));
+  }
+  BandedKernel& thinnest = *banded.back();
+  CHECK((thinnest.scratchpad_bytes() <= kBandFloor || thinnest.band_count() == rows));
+}
+
+}  // namespace
+
+TEST_CASE("a 3x3 convolution in bands gives the whole convolution's numbers with less scratchpad", "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 56, 56};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  ConvUnderTest t(s);
+  check_chain(t);
+}
+
+TEST_CASE("a strided convolution with asymmetric pads in bands gives the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 57, 57};
+  s.wd = {32, 16, 3, 3};
+  s.strides = {2, 2};
+  s.pads = {1, 0, 2, 1};
+  ConvUnderTest t(s, 11);
+  REQUIRE(s.yd() == Dims{1, 32, 29, 28});
+  check_chain(t);
+}
+
+TEST_CASE("a dilated convolution in bands gives the whole convolution's numbers", "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 48, 48};
+  s.wd = {32, 16, 3, 3};
+  s.dilations = {2, 2};
+  s.pads = {2, 2, 2, 2};
+  ConvUnderTest t(s, 21);
+  check_chain(t);
+}
+
+TEST_CASE("a 5x5 convolution in bands gives the whole convolution's numbers", "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 48, 48};
+  s.wd = {32, 16, 5, 5};
+  s.pads = {2, 2, 2, 2};
+  ConvUnderTest t(s, 31);
+  check_chain(t);
+}
+
+TEST_CASE("a convolution whose output rows the bands do not divide evenly gives the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 37, 60};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  ConvUnderTest t(s, 41);
+  REQUIRE(s.out(0) == 37);
+  check_chain(t);
+  // 37 is prime: bands of more than one row leave a shorter last band.
+  const std::vector<BandedKernel*> b = t.banded();
+  CHECK(std::any_of(b.begin(), b.end(), [](const BandedKernel* k) { return k->band_count() > 1 && k->band_count() < 37; }));
+}
+
+TEST_CASE("a convolution of a batch of two in bands gives the whole convolution's numbers", "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {2, 16, 40, 40};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  ConvUnderTest t(s, 51);
+  check_chain(t);
+}
+
+TEST_CASE("a depthwise convolution of 58 channels in bands gives the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 58, 48, 48};
+  s.wd = {58, 1, 3, 3};
+  s.group = 58;
+  s.pads = {1, 1, 1, 1};
+  ConvUnderTest t(s, 61);
+  check_chain(t);
+}
+
+TEST_CASE("a convolution with a fused Add and Relu in bands gives the whole convolution's numbers, in place too",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 48, 48};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  s.add = true;
+  s.relu = true;
+  ConvUnderTest t(s, 71);
+  check_chain(t);
+  // The bands may write the output over the addend: a band reads its rows of it first.
+  const Floats whole = t.run(t.whole());
+  for (BandedKernel* b : t.banded()) {
+    INFO(b->band_count() << " bands");
+    CHECK(b->may_overwrite_input(3));
+    CHECK_FALSE(b->may_overwrite_input(0));
+    require_close(t.run(*b, true), whole, same_sums(s));
+  }
+}
+
+TEST_CASE("a convolution with a fused Relu in bands gives the whole convolution's numbers", "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 48, 48};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  s.relu = true;
+  ConvUnderTest t(s, 81);
+  check_chain(t);
+  for (BandedKernel* b : t.banded()) CHECK_FALSE(b->may_overwrite_input(0));
+}
+
+TEST_CASE("convolutions of other geometries in bands give the whole convolution's numbers", "[kernels][dnnl][bands]") {
+  ConvSpec s;
+  s.xd = {1, 16, 56, 56};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  SECTION("a 1x1 kernel with stride 2: the bands skip input rows between them") {
+    s.xd = {1, 32, 56, 56};
+    s.wd = {32, 32, 1, 1};
+    s.strides = {2, 2};
+    s.pads = {0, 0, 0, 0};
+  }
+  SECTION("a 2x2 kernel with stride 3") {
+    s.wd = {32, 16, 2, 2};
+    s.strides = {3, 3};
+    s.pads = {0, 0, 0, 0};
+  }
+  SECTION("a 3x1 kernel") {
+    s.wd = {32, 16, 3, 1};
+    s.pads = {1, 0, 1, 0};
+  }
+  SECTION("pads as tall as the kernel: the first band's first rows are all padding") {
+    s.pads = {3, 1, 3, 1};
+  }
+  SECTION("a 7x7 kernel dilated 2 down and 1 across, stride 2, uneven pads") {
+    s.xd = {1, 16, 60, 60};
+    s.wd = {24, 16, 7, 7};
+    s.strides = {2, 2};
+    s.dilations = {2, 1};
+    s.pads = {5, 3, 6, 3};
+  }
+  SECTION("auto_pad SAME_UPPER with stride 2: one row of padding, at the bottom") {
+    s.strides = {2, 2};
+    s.auto_pad = "SAME_UPPER";
+    s.pads = {0, 0, 1, 1};
+  }
+  SECTION("a 3-channel image with stride 2 (a network's stem)") {
+    s.xd = {1, 3, 224, 224};
+    s.wd = {16, 3, 3, 3};
+    s.strides = {2, 2};
+  }
+  SECTION("two groups") {
+    s.xd = {1, 32, 48, 48};
+    s.wd = {64, 16, 3, 3};
+    s.group = 2;
+  }
+  SECTION("weights and bias given at run time") {
+    s.runtime_weights = true;
+  }
+  SECTION("a fused Add and no bias") {
+    s.bias = false;
+    s.add = true;
+  }
+  SECTION("two output rows of many channels: a row per band") {
+    s.xd = {1, 128, 4, 100};
+    s.wd = {128, 128, 3, 3};
+    s.pads = {0, 1, 0, 1};
+  }
+  ConvUnderTest t(s, 91);
+  check_chain(t);
+}
+
+TEST_CASE("a convolution with a channel-blocked input or output is not cut into bands", "[kernels][dnnl][bands]") {
+  const int block = memplan::rt::dnnl_channel_block();
+  REQUIRE(block > 0);  // 16 on AVX-512, 8 on AVX2
+  ConvSpec s;
+  s.xd = {1, 16, 56, 56};
+  s.wd = {32, 16, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  {
+    ConvUnderTest plain(s);  // the same convolution on plain tensors is
+    plain.make();
+    CHECK(!plain.banded().empty());
+  }
+  SECTION("output blocked") {
+    ConvUnderTest t(s);
+    t.output_value().channel_block = block;
+    t.make();
+    CHECK(t.banded().empty());
+  }
+  SECTION("input blocked") {
+    ConvUnderTest t(s);
+    t.kernel_case().node().inputs[0]->channel_block = block;
+    t.make();
+    CHECK(t.banded().empty());
+  }
+}
+
+// ---- the example model --------------------------------------------------------------------------
+
+namespace {
+
+namespace fs = std::filesystem;
+
+memplan::Tensor read_pb(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  REQUIRE(proto.ParseFromIstream(&in));
+  return memplan::tensor_from_proto(proto, path.parent_path(), path.string());
+}
+
+std::string pb_name(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::TensorProto proto;
+  REQUIRE(proto.ParseFromIstream(&in));
+  return proto.name();
+}
+
+struct DataSet {
+  std::vector<std::pair<std::string, memplan::Tensor>> inputs;
+  std::vector<std::pair<std::string, memplan::Tensor>> outputs;
+};
+
+const fs::path kExample = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "example";
+
+std::vector<DataSet> example_data() {
+  std::vector<DataSet> sets;
+  for (const char* name : {"test_data_set_0", "test_data_set_1"}) {
+    DataSet d;
+    for (int i = 0; fs::exists(kExample / name / ("input_" + std::to_string(i) + ".pb")); ++i) {
+      const fs::path p = kExample / name / ("input_" + std::to_string(i) + ".pb");
+      d.inputs.emplace_back(pb_name(p), read_pb(p));
+    }
+    const fs::path out = kExample / name / "output_0.pb";
+    d.outputs.emplace_back(pb_name(out), read_pb(out));
+    REQUIRE(d.inputs.size() == 3);
+    sets.push_back(std::move(d));
+  }
+  return sets;
+}
+
+// Runs every data set in guard mode (twice, from the same arena) against its expected outputs.
+void require_expected_outputs(const std::shared_ptr<const memplan::CompiledModel>& model) {
+  memplan::SessionOptions guard;
+  guard.check_memory = true;
+  memplan::Session session(model, guard);
+  for (const DataSet& d : example_data()) {
+    for (int run = 0; run < 2; ++run) {
+      for (const auto& [name, t] : d.inputs) {
+        const auto bytes = t.materialize();
+        session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
+      }
+      session.run();
+    }
+    for (const auto& [name, want] : d.outputs) {
+      INFO(name);
+      const memplan::TensorRef got = session.output(name);
+      REQUIRE(std::vector<int64_t>(got.shape.begin(), got.shape.end()) == want.dims);
+      REQUIRE(got.bytes == want.element_count() * sizeof(float));
+      Floats g(want.element_count()), w(want.element_count());
+      std::memcpy(g.data(), got.data, got.bytes);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(want.float_at(i));
+      require_close(g, w, abs_rel(1e-4, 1e-3));
+    }
+  }
+}
+
+size_t banded_kernels(const memplan::CompiledModel& m) {
+  size_t n = 0;
+  for (const memplan::NodeExec& ne : m.impl().nodes)
+    if (dynamic_cast<const BandedKernel*>(ne.kernel.get())) ++n;
+  return n;
+}
+
+size_t leaner_steps(const memplan::CompiledModel& m) {
+  size_t n = 0;
+  for (const memplan::GraphPlan& g : m.impl().plan.graphs) n += g.leaner_kernels.size();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the example model compiled to prefer memory runs its convolutions in bands, in a smaller arena, to its "
+          "expected outputs", "[runtime][bands]") {
+  const std::string path = (kExample / "model.onnx").string();
+  memplan::CompileOptions speed;
+  speed.prefer = "speed";
+  memplan::CompileOptions memory;
+  memory.prefer = "memory";
+  const auto fast = memplan::CompiledModel::compile(path, speed);
+  const auto lean = memplan::CompiledModel::compile(path, memory);
+  INFO("arena " << lean->arena_bytes() << " bytes with prefer memory, " << fast->arena_bytes() << " with prefer speed");
+  CHECK(leaner_steps(*fast) == 0);
+  CHECK(banded_kernels(*fast) == 0);
+  CHECK(leaner_steps(*lean) > 0);
+  CHECK(banded_kernels(*lean) > 0);
+  CHECK(lean->arena_bytes() < fast->arena_bytes());
+  require_expected_outputs(lean);
+  require_expected_outputs(fast);
+
+  // A plan file keeps the choice: loading takes the same variants and plans the same arena.
+  memplan::test::TempDir dir("banded_example");
+  lean->save_plan(dir / "lean.mplan");
+  const auto loaded = memplan::CompiledModel::load(path, dir / "lean.mplan");
+  CHECK(loaded->arena_bytes() == lean->arena_bytes());
+  CHECK(banded_kernels(*loaded) == banded_kernels(*lean));
+  CHECK(leaner_steps(*loaded) == leaner_steps(*lean));
+  require_expected_outputs(loaded);
+}
