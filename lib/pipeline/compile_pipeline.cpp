@@ -94,6 +94,20 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
         fail(plan_path + ": the plan writes '" + b.name + "' over the bytes of an input of " + n.describe() +
              ", which its kernel on this machine cannot do; compile it again");
     }
+    // A group in an If output's bytes: the node writing the branch output over it can do so here
+    // (the verifier has checked that it reads one member, last).
+    for (const PlannedBuffer& b : gp.buffers) {
+      if (b.bound_output < 0 || b.group >= 0 || static_cast<size_t>(b.bound_output) >= g.outputs.size()) continue;
+      const Node* w = g.outputs[static_cast<size_t>(b.bound_output)]->producer;
+      const plan::NodeAliasing a = w ? c.kernels.aliasing(*w) : plan::NodeAliasing{};
+      const bool ok = w && std::any_of(a.in_place.begin(), a.in_place.end(), [&](size_t i) {
+        auto it = i < w->inputs.size() ? group_of.find(w->inputs[i]) : group_of.end();
+        return it != group_of.end() && static_cast<size_t>(it->second) == static_cast<size_t>(&b - gp.buffers.data());
+      });
+      if (!ok)
+        fail(plan_path + ": the plan writes '" + g.outputs[static_cast<size_t>(b.bound_output)]->name +
+             "' over the bytes of an input, which its kernel on this machine cannot do; compile it again");
+    }
     // Loop state in place (the verifier has checked steps, slots and readers against the IR).
     for (const Region& r : gp.regions)
       for (const CarriedSlots& cs : r.carried) {

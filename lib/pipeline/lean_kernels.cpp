@@ -111,6 +111,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
   struct Trial {
     const Node* node;
     std::unique_ptr<rt::Kernel> replaced;
+    int depth;
   };
   std::vector<Trial> trial;
   MemoryPlan before_trial;
@@ -123,17 +124,23 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     tried.push_back(n);
     auto it = c.kernels.kernels.find(n);
     if (it == c.kernels.kernels.end() || !it->second) continue;
+    // Under Balanced, a variant too slow is passed over for its own leaner one, which may be
+    // faster (a convolution in bands against oneDNN's leanest whole kernel): `depth` counts the
+    // variants taken from the current kernel to reach the one tried.
     std::unique_ptr<rt::Kernel> lean = it->second->take_leaner();
-    if (!lean) continue;
     double ratio = slower.count(n) ? slower[n] : 1.0;
-    if (prefer == KernelPreference::Balanced) {
-      ratio *= slowdown(*it->second, *lean, *n);
-      if (ratio > kLeanerSlowdown) {
-        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: kept the faster one",
-                      n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), ratio);
-        continue;
+    int depth = 1;
+    for (; lean && prefer == KernelPreference::Balanced; ++depth) {
+      const double r = ratio * slowdown(*it->second, *lean, *n);
+      if (r <= kLeanerSlowdown) {
+        ratio = r;
+        break;
       }
+      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: passed over",
+                    n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), r);
+      lean = lean->take_leaner();
     }
+    if (!lean) continue;
     std::swap(it->second, lean);  // `lean` holds the kernel it replaced
     MemoryPlan replanned = plan_memory(c.model, planning);
     if (replanned.arena_bytes > c.plan.arena_bytes) {
@@ -146,7 +153,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     // on trial, until a later one lowers the arena, and undone if none does.
     if (replanned.arena_bytes == c.plan.arena_bytes) {
       if (trial.empty()) before_trial = c.plan;
-      trial.push_back({n, std::move(lean)});
+      trial.push_back({n, std::move(lean), depth});
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes: kept on trial", n->describe(),
                     it->second->scratchpad_bytes(), replanned.arena_bytes);
     } else {
@@ -156,18 +163,19 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     }
     c.plan = std::move(replanned);
     slower[n] = ratio;
-    swapped_nodes.push_back(n);
+    swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);
     tried.pop_back();  // its variant may have a leaner one still
     ++swapped;
   }
   // Undo the swaps on trial, newest first.
   for (auto t = trial.rbegin(); t != trial.rend(); ++t) {
     c.kernels.kernels[t->node] = std::move(t->replaced);
-    swapped_nodes.pop_back();
+    swapped_nodes.resize(swapped_nodes.size() - static_cast<size_t>(t->depth));
     --swapped;
   }
   if (!trial.empty()) c.plan = std::move(before_trial);
-  // A node is listed once per variant taken: loading takes its leaner variant that many times.
+  // A node is listed once per variant taken (or passed over): loading takes its leaner variant
+  // that many times.
   for (size_t gi = 0; gi < graphs.size(); ++gi)
     for (size_t t = 0; t < graphs[gi]->nodes.size(); ++t)
       for (auto k = std::count(swapped_nodes.begin(), swapped_nodes.end(), graphs[gi]->nodes[t].get()); k > 0; --k)

@@ -25,27 +25,6 @@ bool is_bound_output(const Graph& g, const Value* v) {
   return parent && !(n.op_type == "If" && parent->dynamic);
 }
 
-const Value* initial_value_in_output(const Graph& g, const Value* v) {
-  if (!g.owner || g.owner->op_type != "If" || v->graph != &g || !v->producer || v->constant || v->dynamic ||
-      v->is_graph_input || v->is_graph_output || v->consumers.size() != 1)
-    return nullptr;
-  const Node& loop = *v->consumers[0];
-  if (loop.op_type != "Loop" || std::count(loop.inputs.begin(), loop.inputs.end(), v) != 1 ||
-      std::count(loop.implicit_inputs.begin(), loop.implicit_inputs.end(), v) != 0)
-    return nullptr;  // read otherwise too, or from inside the body while the output is written
-  const auto input = static_cast<size_t>(std::find(loop.inputs.begin(), loop.inputs.end(), v) - loop.inputs.begin());
-  if (input < 2 || input - 2 >= loop.outputs.size()) return nullptr;  // not a carried value's
-  const Value* y = loop.outputs[input - 2];
-  if (!y || !is_bound_output(g, y)) return nullptr;
-  const auto k = static_cast<size_t>(std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin());
-  const Port p = ControlFlowPorts(*g.owner).body_output(k);
-  const Value* parent = p.node_port >= 0 && static_cast<size_t>(p.node_port) < g.owner->outputs.size()
-                            ? g.owner->outputs[static_cast<size_t>(p.node_port)]
-                            : nullptr;
-  if (!parent || parent->capacity_bytes < v->capacity_bytes) return nullptr;
-  return y;
-}
-
 std::vector<LocalBuffer> tensor_buffers(const Graph& g) {
   std::unordered_map<const Node*, int32_t> step;
   for (size_t i = 0; i < g.nodes.size(); ++i) step[g.nodes[i].get()] = static_cast<int32_t>(i);

@@ -41,15 +41,6 @@ struct LocalBuffer {
 // output is omitted.
 bool is_bound_output(const Graph& g, const Value* v);
 
-// An If branch's value that a Loop of the branch reads only as a carried value's initial value,
-// where that Loop's final value is a bound output of the branch: the value can be written
-// straight into the If output's memory too, since the Loop starts from it there (it reads the
-// initial value before anything writes that output, and copies it there after zero trips).
-// Returns the branch output whose memory it takes, or null. Storage groups (`share`) only: the
-// planner records it as a Binding::Kind::InitialValue, and the verifier and the runtime check it
-// with this same rule, from the IR.
-const Value* initial_value_in_output(const Graph& g, const Value* v);
-
 // The values of `g` that need memory of g's frame, with lifetimes in g's steps (node indices).
 // Constants and dynamic tensors are not listed (they live outside the arena).
 // Main graph: inputs live from step 0, outputs to the last step. Subgraphs: inputs, captures and

@@ -52,6 +52,10 @@ struct PlannedBuffer {
   // the group's root; its offset lies inside the root's bytes); -1 for a root or an ungrouped buffer.
   int32_t group = -1;
   AliasKind alias = AliasKind::None;
+  // An If branch's storage group that dies where branch output k is written over it in place
+  // lives in the bytes of the If output that k is written into, not in the frame: k for every
+  // member (its offset is then from the start of that If output), -1 otherwise.
+  int32_t bound_output = -1;
 
   // "x", "region:loop1", "scratchpad:conv1": how reports name it.
   std::string label() const;
@@ -63,8 +67,6 @@ struct Binding {
     Input,    // a subgraph input: a view of a parent value (or a loop slot)
     Capture,  // an outer-scope value read directly
     Output,   // a subgraph output written into a parent buffer (or slot, or slice)
-    InitialValue,  // a Loop's initial value written into the If output its final value goes to
-                   // (plan::initial_value_in_output); parent_value names that If output
   };
   Kind kind = Kind::Input;
   std::string name;

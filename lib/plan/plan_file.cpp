@@ -35,7 +35,7 @@ void check_group(const GraphPlan& g, const PlannedBuffer& b, const std::string& 
     invalid(where + ": buffer '" + b.label() + "' names group " + std::to_string(b.group) + ", past the buffers");
   const PlannedBuffer& root = g.buffers[static_cast<size_t>(b.group)];
   if (b.kind != BufferKind::Tensor || root.kind != BufferKind::Tensor || root.group != -1 || b.offset < root.offset ||
-      b.size > root.size || b.offset - root.offset > root.size - b.size)
+      b.size > root.size || b.offset - root.offset > root.size - b.size || b.bound_output != root.bound_output)
     invalid(where + ": buffer '" + b.label() + "' is not inside the tensor its group names");
 }
 
@@ -59,7 +59,10 @@ void check_structure(const MemoryPlan& p, const std::string& path) {
     if (!fits(g.base_offset, g.frame_bytes, p.arena_bytes)) invalid(where + ": its frame leaves the arena");
     if (g.num_steps < 0) invalid(where + ": negative step count");
     for (const PlannedBuffer& b : g.buffers) {
-      if (!fits(b.offset, b.size, g.frame_bytes) || b.first < 0 || b.last < b.first)
+      // A buffer in an If output's bytes: the verifier checks it against that output's size.
+      const bool in_frame = b.bound_output < 0;
+      if ((in_frame && !fits(b.offset, b.size, g.frame_bytes)) || b.first < 0 || b.last < b.first || b.bound_output < -1 ||
+          (!in_frame && b.kind != BufferKind::Tensor))
         invalid(where + ": buffer '" + b.label() + "' lies outside its frame or has no lifetime");
       if (b.node < -1 || b.node >= g.num_steps || (b.kind != BufferKind::Tensor && b.node < 0) ||
           (b.kind == BufferKind::Tensor && b.value < 0))
@@ -155,6 +158,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
       pb.set_upper_bound(b.upper_bound);
       pb.set_group(b.group);
       pb.set_alias(static_cast<planfile::Buffer::Alias>(b.alias));
+      pb.set_bound_output_plus_one(b.bound_output + 1);
     }
     for (const Binding& b : g.bindings) {
       planfile::Binding& pb = *pg.add_bindings();
@@ -232,7 +236,8 @@ MemoryPlan from_proto(const planfile::Plan& in) {
     for (const planfile::Buffer& pb : pg.buffers())
       g.buffers.push_back({static_cast<BufferKind>(pb.kind()), pb.value(), pb.node(), pb.name(), pb.producer(), pb.size(),
                            pb.offset(), pb.first(), pb.last(), pb.upper_bound(),
-                           version >= 3 ? pb.group() : -1, static_cast<AliasKind>(pb.alias())});
+                           version >= 3 ? pb.group() : -1, static_cast<AliasKind>(pb.alias()),
+                           version >= 5 ? pb.bound_output_plus_one() - 1 : -1});
     for (const planfile::Binding& pb : pg.bindings())
       g.bindings.push_back({static_cast<Binding::Kind>(pb.kind()), pb.name(), pb.parent_value(), pb.slot()});
     for (const planfile::Region& pr : pg.regions()) {

@@ -13,8 +13,8 @@ namespace memplan {
 // 3: storage groups (buffers that share bytes on purpose). A version-2 plan has none and still loads.
 // 4: loop state in place (a carried value's slot home and the body step that updates it). Older
 //    plans have two slots per carried value and still load.
-// 5: a Loop's initial value written into an If output (Binding::Kind::InitialValue). Older plans
-//    have none and still load.
+// 5: storage groups of an If branch in the bytes of an If output (PlannedBuffer::bound_output).
+//    Older plans have none and still load.
 constexpr uint32_t kPlanFormatVersion = 5;
 constexpr uint32_t kOldestPlanFormatVersion = 2;
 

@@ -44,9 +44,6 @@ struct RegionInfo {
 // same for the bound over storage groups.
 struct GraphBuffers {
   std::vector<LocalBuffer> locals;
-  // Loop initial values written into an If output (plan::initial_value_in_output): no bytes of
-  // this frame, yet tensors of their own for the bounds without aliasing.
-  std::vector<LocalBuffer> in_outputs;
   std::vector<uint64_t> region_lb, region_alb;
   std::vector<RegionInfo> regions;
   uint64_t slots = 0;  // bytes of every loop slot of this graph's regions
@@ -76,7 +73,9 @@ Chosen place(Strategy strategy, const std::vector<BufferRequest>& requests, uint
 }
 
 // What the strategies place: one request per storage group (live for the union of its members,
-// as large as its root) and per region and scratchpad. `unit[i]` is local buffer i's request.
+// as large as its root) and per region and scratchpad. `unit[i]` is local buffer i's request
+// (kNoUnit for a group in an If output's bytes).
+constexpr size_t kNoUnit = SIZE_MAX;
 struct Units {
   std::vector<BufferRequest> requests, lb_requests;
   std::vector<size_t> unit;
@@ -85,16 +84,16 @@ struct Units {
 Units units_of(const GraphBuffers& buffers, const plan::StorageGroups& groups) {
   const auto& locals = buffers.locals;
   Units u;
-  u.unit.assign(locals.size(), 0);
+  u.unit.assign(locals.size(), kNoUnit);
   for (size_t i = 0; i < locals.size(); ++i) {
-    if (groups.root[i] != i) continue;
+    if (groups.root[i] != i || groups.bound_output[i] >= 0) continue;  // not placed: in an If output
     u.unit[i] = u.requests.size();
     const bool region = locals[i].kind == LocalBuffer::Kind::Region;
     u.requests.push_back({locals[i].size, locals[i].first, locals[i].last});
     u.lb_requests.push_back({region ? buffers.region_alb[i] : locals[i].size, locals[i].first, locals[i].last});
   }
   for (size_t i = 0; i < locals.size(); ++i) {
-    if (groups.root[i] == i) continue;
+    if (groups.root[i] == i || groups.bound_output[groups.root[i]] >= 0) continue;
     const size_t k = u.unit[i] = u.unit[groups.root[i]];
     for (auto* r : {&u.requests[k], &u.lb_requests[k]}) {
       r->first = std::min(r->first, locals[i].first);
@@ -125,11 +124,6 @@ class Planner {
     auto [groups, units, chosen] = group_and_place(g, buffers, strategy);
 
     std::vector<BufferRequest> lb_requests, own_requests;
-    for (const LocalBuffer& b : buffers.in_outputs) {
-      lb_requests.push_back({b.size, b.first, b.last});
-      own_requests.push_back({b.size, b.first, b.last});
-      result.naive = checked_add(result.naive, aligned(b.size), "plan");
-    }
     for (size_t i = 0; i < buffers.locals.size(); ++i) {
       const LocalBuffer& b = buffers.locals[i];
       const bool region = b.kind == LocalBuffer::Kind::Region;
@@ -180,7 +174,7 @@ class Planner {
   // of concatenations (by the Concat at its root) is left out in turn, and kept out where that
   // makes the frame smaller; the refusal says by how much.
   Grouped group_and_place(const Graph& g, const GraphBuffers& buffers, Strategy strategy) const {
-    plan::GroupOptions options{opts_.alignment, true, {}};
+    plan::GroupOptions options{opts_.alignment, true, {}, bound_outputs_of(g)};
     Grouped best = grouped(g, buffers, strategy, options);
     std::vector<const Node*> roots;  // Concats whose output holds slices, in step order
     for (size_t i = 0; i < buffers.locals.size(); ++i)
@@ -227,12 +221,6 @@ class Planner {
   GraphBuffers collect(const Graph& g, Strategy strategy, int32_t index, GraphResult& result) {
     GraphBuffers out;
     out.locals = plan::tensor_buffers(g);
-    if (opts_.aliasing)
-      std::erase_if(out.locals, [&](const LocalBuffer& b) {
-        if (!plan::initial_value_in_output(g, b.value)) return false;
-        out.in_outputs.push_back(b);
-        return true;
-      });
     out.region_lb.assign(out.locals.size(), 0);
     out.region_alb.assign(out.locals.size(), 0);
     for (size_t t = 0; t < g.nodes.size(); ++t) {
@@ -332,7 +320,8 @@ class Planner {
         if (pb.kind != BufferKind::Tensor) pb.name = b.node->name;
       }
       pb.size = aligned(b.size);
-      pb.offset = placement.offsets[units.unit[i]] + groups.offset[i];
+      pb.bound_output = groups.bound_output[groups.root[i]];
+      pb.offset = (pb.bound_output >= 0 ? 0 : placement.offsets[units.unit[i]]) + groups.offset[i];
       if (groups.root[i] != i) pb.group = static_cast<int32_t>(groups.root[i]);
       pb.alias = groups.kind[i];
       pb.first = b.first;
@@ -341,13 +330,6 @@ class Planner {
     }
     for (const auto& r : buffers.regions) gp.regions.push_back(region_of(r, buffers.locals[r.buffer].first));
     if (g.owner) gp.bindings = bindings_of(g);
-    for (const LocalBuffer& b : buffers.in_outputs) {
-      const Value* y = plan::initial_value_in_output(g, b.value);
-      const auto k = std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin();
-      const Port p = ControlFlowPorts(*g.owner).body_output(static_cast<size_t>(k));
-      gp.bindings.push_back({Binding::Kind::InitialValue, b.value->name,
-                             g.owner->outputs[static_cast<size_t>(p.node_port)]->name, -1});
-    }
   }
 
   Region region_of(const RegionInfo& r, int32_t step) const {
@@ -375,6 +357,20 @@ class Planner {
       pr.carried.push_back(std::move(cs));
     }
     return pr;
+  }
+
+  // An If branch's outputs that are written straight into the If's outputs, with those outputs'
+  // bytes: groups that die where such an output is written over them in place can live there.
+  static std::map<const Value*, plan::BoundOutput> bound_outputs_of(const Graph& g) {
+    std::map<const Value*, plan::BoundOutput> out;
+    if (!g.owner || g.owner->op_type != "If") return out;
+    const ControlFlowPorts ports(*g.owner);
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      const Port p = ports.body_output(k);
+      if (!plan::is_bound_output(g, g.outputs[k]) || p.node_port < 0) continue;
+      out[g.outputs[k]] = {static_cast<int32_t>(k), g.owner->outputs[static_cast<size_t>(p.node_port)]->capacity_bytes};
+    }
+    return out;
   }
 
   // How g's inputs, captures and outputs are bound to its owner's memory.

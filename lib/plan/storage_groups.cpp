@@ -1,6 +1,7 @@
 #include "plan/storage_groups.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,6 +24,7 @@ class Grouper {
     out_.root.resize(locals.size());
     out_.kind.assign(locals.size(), AliasKind::None);
     out_.offset.assign(locals.size(), 0);
+    out_.bound_output.assign(locals.size(), -1);
     for (size_t i = 0; i < locals.size(); ++i) {
       out_.root[i] = i;
       const LocalBuffer& b = locals[i];
@@ -46,7 +48,12 @@ class Grouper {
       const NodeAliasing& a = aliasing_[t];
       if (n.outputs.empty() || !n.outputs[0]) continue;
       auto y = index_.find(n.outputs[0]);
-      if (y == index_.end()) continue;  // no memory of this frame: bound to the parent, or a weight
+      if (auto bound = opts_.bound_outputs.find(n.outputs[0]); bound != opts_.bound_outputs.end()) {
+        for (size_t i : a.in_place)
+          if (i < n.inputs.size() && try_bind(n, i, bound->second, static_cast<int32_t>(t))) break;
+        continue;
+      }
+      if (y == index_.end()) continue;  // no memory of this frame: a weight, or the parent's
       if (!groups_.count(y->second)) continue;  // already shares: a concatenation's slice
       if (a.view_of >= 0 && static_cast<size_t>(a.view_of) < n.inputs.size()) {
         try_join(n, y->second, static_cast<size_t>(a.view_of), AliasKind::View, static_cast<int32_t>(t));
@@ -143,6 +150,30 @@ class Grouper {
     return true;
   }
 
+  // Moves the group of n's input `input` into the bytes of the If output that n's output, the bound
+  // output `bound`, is written into; or records why not.
+  bool try_bind(const Node& n, size_t input, const BoundOutput& bound, int32_t t) {
+    const Value* x = n.inputs[input];
+    if (!x) return false;
+    std::string why = refusal(n, SIZE_MAX, input, AliasKind::InPlace, t);
+    if (why.empty()) {
+      const size_t root = out_.root[index_.at(x)];
+      if (groups_.at(root).size > bound.bytes)
+        why = "'" + x->name + "' and what shares its bytes (" + std::to_string(groups_.at(root).size) +
+              " bytes) do not fit in the If output (" + std::to_string(bound.bytes) + " bytes)";
+      else if (out_.bound_output[root] >= 0)
+        why = "its bytes are already in an If output";
+    }
+    if (!why.empty()) {
+      refuse(n, x, "written into the If output: " + why);
+      return false;
+    }
+    out_.bound_output[out_.root[index_.at(x)]] = bound.index;
+    return true;
+  }
+
+  // Why n's output (local buffer `y`, or SIZE_MAX for a bound output) may not share the bytes of
+  // its input `input` as `kind`; empty when it may.
   std::string refusal(const Node& n, size_t y, size_t input, AliasKind kind, int32_t t) const {
     const Value* x = n.inputs[input];
     if (x->constant) return "'" + x->name + "' is a weight (outside the arena)";
@@ -152,7 +183,7 @@ class Grouper {
     const size_t root = out_.root[it->second];
     const Group& gr = groups_.at(root);
     const uint64_t room = root == it->second ? gr.size : locals_[it->second].size;
-    if (locals_[y].size > room)
+    if (y != SIZE_MAX && locals_[y].size > room)
       return "'" + n.outputs[0]->name + "' (" + std::to_string(locals_[y].size) + " bytes) is larger than '" +
              x->name + "' (" + std::to_string(room) + " bytes)";
     if (kind == AliasKind::View) return "";
@@ -165,6 +196,12 @@ class Grouper {
       auto other = n.inputs[k] ? index_.find(n.inputs[k]) : index_.end();
       if (k != input && other != index_.end() && out_.root[other->second] == root)
         return "this node also reads those bytes as input " + std::to_string(k) + " ('" + n.inputs[k]->name + "')";
+    }
+    // A Loop's body reads what it captures at any iteration.
+    for (const Value* c : n.implicit_inputs) {
+      auto other = index_.find(c);
+      if (other != index_.end() && out_.root[other->second] == root)
+        return "its subgraphs read those bytes ('" + c->name + "')";
     }
     return "";
   }
@@ -198,6 +235,7 @@ StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>
     for (size_t i = 0; i < locals.size(); ++i) none.root.push_back(i);
     none.kind.assign(locals.size(), AliasKind::None);
     none.offset.assign(locals.size(), 0);
+    none.bound_output.assign(locals.size(), -1);
     return none;
   }
   return Grouper(g, locals, rules, options).run();

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -32,10 +33,20 @@ struct NodeAliasing {
   }
 };
 
+// An If branch's output that its producer writes straight into the If's output (a bound output,
+// plan/lifetimes.h): `index` in the branch's outputs, and the bytes of that If output.
+struct BoundOutput {
+  int32_t index = -1;
+  uint64_t bytes = 0;
+};
+
 struct GroupOptions {
   uint64_t alignment = 64;       // a concatenation's slices start at multiples of it
   bool concat_in_place = true;   // producers write straight into their slices of a Concat's output
   std::set<const Node*> copied_concats;  // Concats left out of that: they copy their inputs
+  // The branch's bound outputs: a group that dies where one of them is written over it in place
+  // moves into that If output's bytes (it takes none of the frame's).
+  std::map<const Value*, BoundOutput> bound_outputs;
 };
 
 using AliasRules = std::function<NodeAliasing(const Node&)>;
@@ -46,6 +57,7 @@ struct StorageGroups {
   std::vector<size_t> root;
   std::vector<AliasKind> kind;
   std::vector<uint64_t> offset;  // bytes from the start of the root's
+  std::vector<int32_t> bound_output;  // per root: the bound output whose If output holds the group, or -1
   std::vector<RefusedAlias> refused;
 };
 
@@ -57,7 +69,8 @@ struct StorageGroups {
 // A view of a main-graph input is never written in place (the caller's bytes). Before that, with
 // concat_in_place, each Concat (the last of a chain first) takes its inputs as slices of its
 // output, all or none; a Concat whose inputs already lie end to end in one group becomes that
-// stretch of it.
+// stretch of it. A node writing a bound output (options.bound_outputs) over an input's group, by
+// the same rules, moves that whole group into the If output's bytes.
 StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules,
                                   const GroupOptions& options = {});
 

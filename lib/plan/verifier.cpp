@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "plan/lifetimes.h"
+#include "util/checked.h"
 
 namespace memplan {
 namespace {
@@ -166,6 +168,10 @@ std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const
                  })) {
         reject(where + ": '" + m->b->label() + "' is planned in place, but " + n->describe() +
                " does not read exactly one input at its bytes");
+      } else if (std::any_of(n->implicit_inputs.begin(), n->implicit_inputs.end(),
+                             [&](const Value* x) { return in_group(x, root); })) {
+        reject(where + ": '" + m->b->label() + "' is planned in place, but the subgraphs of " + n->describe() +
+               " read those bytes");
       }
       // A write: no member made before it, in the same bytes, is read afterwards.
       const uint64_t begin = m->b->offset, end = m->b->offset + m->b->size;
@@ -235,20 +241,36 @@ class Verifier {
       reject(where + ": buffer '" + b.label() + "' ends past its frame (" + std::to_string(limit) + " bytes)");
   }
 
-  // True when the plan writes `v` straight into an If output (a Binding::Kind::InitialValue naming
-  // it); rejects such a binding unless the IR shows the Loop starts from v there.
-  bool written_into_output(const Graph& g, const GraphPlan& gp, const Value& v, const std::string& where) {
-    auto b = std::find_if(gp.bindings.begin(), gp.bindings.end(), [&](const Binding& b) {
-      return b.kind == Binding::Kind::InitialValue && b.name == v.name;
-    });
-    if (b == gp.bindings.end()) return false;
-    const Value* y = plan::initial_value_in_output(g, &v);
-    const size_t k = y ? static_cast<size_t>(std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin()) : 0;
-    const int32_t port = y ? ControlFlowPorts(*g.owner).body_output(k).node_port : -1;
-    if (!y || port < 0 || g.owner->outputs[static_cast<size_t>(port)]->name != b->parent_value)
-      reject(where + ": '" + v.name + "' is written into '" + b->parent_value +
-             "', but no Loop of the branch starts from it there");
-    return true;
+  // A storage group in the bytes of the If output that branch output k (= root.bound_output) is
+  // written into: k is such an output, written by a node that reads exactly one member, after
+  // every other read of the group (so the group dies there, as an in-place write needs), and the
+  // group fits in the If output. (Loading checks that the node's kernel may write in place.)
+  void verify_in_if_output(const Graph& g, const PlannedBuffer& root, const std::vector<const Member*>& group,
+                           const std::string& where) {
+    const auto k = static_cast<size_t>(root.bound_output);
+    if (!g.owner || g.owner->op_type != "If" || k >= g.outputs.size() || !plan::is_bound_output(g, g.outputs[k]))
+      reject(where + ": '" + root.label() + "' is placed in an If output, but branch output " + std::to_string(k) +
+             " is not written into one");
+    const Value* y = g.outputs[k];
+    const Port p = ControlFlowPorts(*g.owner).body_output(k);
+    const Value* out = g.owner->outputs[static_cast<size_t>(p.node_port)];
+    if (root.size > align_up(out->capacity_bytes, plan_.alignment, "If output"))
+      reject(where + ": '" + root.label() + "' (" + std::to_string(root.size) + " bytes) does not fit in If output '" +
+             out->name + "'");
+    const Node& w = *y->producer;
+    const auto step = steps_of(g).at(&w);
+    size_t read = 0;
+    for (const Member* m : group) {
+      if (m->b->offset > root.size || m->b->size > root.size - m->b->offset)
+        reject(where + ": '" + m->b->label() + "' does not lie on the bytes of its group");
+      read += static_cast<size_t>(std::count(w.inputs.begin(), w.inputs.end(), m->value));
+      if (std::count(w.implicit_inputs.begin(), w.implicit_inputs.end(), m->value) || m->end > step)
+        reject(where + ": '" + m->b->label() + "' is read after " + w.describe() + " writes '" + y->name +
+               "' over its bytes");
+    }
+    if (read != 1)
+      reject(where + ": " + w.describe() + " writes '" + y->name + "' in place, but does not read exactly one input in "
+             "those bytes");
   }
 
   // Each tensor buffer's value, by index: every value that needs memory of the frame has exactly
@@ -287,7 +309,6 @@ class Verifier {
       if (!main && (v->is_graph_input || !v->producer)) continue;
       if (plan::is_bound_output(g, v.get())) continue;
       auto it = buffers.find(v.get());
-      if (it == buffers.end() && written_into_output(g, gp, *v, where)) continue;
       if (it == buffers.end()) reject(where + ": '" + v->name + "' has no buffer in the plan");
       const PlannedBuffer& b = *it->second;
       buffers.erase(it);
@@ -298,7 +319,15 @@ class Verifier {
       members.push_back({v.get(), &b, static_cast<size_t>(&b - gp.buffers.data()), first, end});
     }
     // A storage group is one use of its root's bytes, once its aliases are shown to be safe.
+    std::set<int32_t> in_if_outputs;
     for (const auto& [root, group] : verify_groups(g, gp, members)) {
+      if (gp.buffers[root].bound_output >= 0) {
+        if (!in_if_outputs.insert(gp.buffers[root].bound_output).second)
+          reject(where + ": two storage groups are placed in the If output of branch output " +
+                 std::to_string(gp.buffers[root].bound_output));
+        verify_in_if_output(g, gp.buffers[root], group, where);
+        continue;  // the If output's bytes, not the frame's
+      }
       int64_t first = INT64_MAX, end = INT64_MIN;
       for (const Member* m : group) {
         first = std::min(first, m->first);
@@ -308,12 +337,6 @@ class Verifier {
       add(gp.buffers[root], first, end);
     }
     if (!buffers.empty()) reject(where + ": '" + buffers.begin()->second->label() + "' has a buffer but needs none");
-    for (const Binding& b : gp.bindings) {
-      if (b.kind != Binding::Kind::InitialValue) continue;
-      auto v = std::find_if(g.values.begin(), g.values.end(), [&](const auto& v) { return v->name == b.name; });
-      if (v == g.values.end() || tensor_buffers(g, gp).count(v->get()) || !written_into_output(g, gp, **v, where))
-        reject(where + ": '" + b.name + "' is written into '" + b.parent_value + "' and has memory of its own, or is no value");
-    }
     // A scratchpad or region lives at its node's step only; a node has one scratchpad at most (the
     // runtime gives the kernel the one it finds).
     std::vector<int> scratchpads(g.nodes.size(), 0);

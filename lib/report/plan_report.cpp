@@ -111,10 +111,11 @@ std::string plan_report_text(const MemoryPlan& p) {
       << g.base_offset << "; lower bound " << g.lower_bound_bytes << "; " << g.buffers.size() << " buffers\n";
     for (const auto& r : g.regions)
       for (const auto& c : r.carried) o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << slot_text(r, c) << "\n";
-    for (const auto& b : g.bindings)
-      if (b.kind == Binding::Kind::InitialValue)
-        o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << "'" << b.name << "' is written straight into '"
-          << b.parent_value << "', where the Loop that reads it starts: no buffer\n";
+    for (const auto& b : g.buffers)
+      if (b.bound_output >= 0)
+        o << std::string(4 + 2 * static_cast<size_t>(depth), ' ') << "'" << b.name << "' (" << b.size
+          << " bytes) lives in the If output that branch output " << b.bound_output
+          << " is written into, at +" << b.offset << ": no bytes of the frame\n";
   }
   if (p.dynamic_tensors.size() > 0) {
     o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
@@ -205,14 +206,6 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
         o << "], \"writer_step\": " << c.writer << "}";
         first_slot = false;
       }
-    o << "], \"initial_values_in_outputs\": [";
-    bool first_binding = true;
-    for (const auto& b : g.bindings)
-      if (b.kind == Binding::Kind::InitialValue) {
-        o << (first_binding ? "" : ", ") << "{\"value\": " << json_string(b.name)
-          << ", \"if_output\": " << json_string(b.parent_value) << "}";
-        first_binding = false;
-      }
     o << "], \"leaner_kernel_steps\": [";
     for (size_t k = 0; k < g.leaner_kernels.size(); ++k) o << (k ? ", " : "") << g.leaner_kernels[k];
     o << "], \"buffers\": [";
@@ -220,7 +213,8 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
       const auto& b = g.buffers[bi];
       o << (bi ? ", " : "") << "{\"name\": " << json_string(b.label()) << ", \"bytes\": " << b.size
         << ", \"offset\": " << b.offset << ", \"first\": " << b.first << ", \"last\": " << b.last
-        << ", \"group\": " << b.group << ", \"alias\": " << json_string(alias_name(b.alias)) << "}";
+        << ", \"group\": " << b.group << ", \"alias\": " << json_string(alias_name(b.alias))
+        << ", \"bound_output\": " << b.bound_output << "}";
     }
     o << "]}";
   }

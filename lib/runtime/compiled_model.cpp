@@ -118,22 +118,16 @@ void bind_plan(CompiledModel::Impl& m) {
         for (int32_t id : ids) m.sharing[static_cast<size_t>(id)] = ids;
     for (const PlannedBuffer& b : gp.buffers) {
       const uint64_t at = gp.base_offset + b.offset;
-      if (b.kind == BufferKind::Tensor) {
+      if (b.kind == BufferKind::Tensor && b.bound_output >= 0) {
+        m.graphs.at(&g).in_if_outputs.push_back(
+            {m.id(g.values[static_cast<size_t>(b.value)].get()), static_cast<size_t>(b.bound_output), b.offset});
+      } else if (b.kind == BufferKind::Tensor) {
         const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
         m.homes[static_cast<size_t>(id)] = CompiledModel::Impl::Home::Arena;
         m.offsets[static_cast<size_t>(id)] = at;
       } else if (b.kind == BufferKind::Scratchpad) {
         node_at(b.node).scratchpad_offset = at;
       }
-    }
-    // The verifier checked each against the IR (plan::initial_value_in_output).
-    for (const Binding& b : gp.bindings) {
-      if (b.kind != Binding::Kind::InitialValue) continue;
-      for (const auto& v : g.values)
-        if (v->name == b.name)
-          if (const Value* y = plan::initial_value_in_output(g, v.get()))
-            m.graphs.at(&g).initial_values_in_outputs.push_back(
-                {m.id(v.get()), static_cast<size_t>(std::find(g.outputs.begin(), g.outputs.end(), y) - g.outputs.begin())});
     }
     for (const Region& r : gp.regions) {
       const uint64_t base = gp.base_offset + gp.buffers[static_cast<size_t>(r.buffer)].offset;

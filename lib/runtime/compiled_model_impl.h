@@ -37,9 +37,13 @@ struct GraphExec {
   const Graph* graph = nullptr;
   std::vector<int32_t> nodes;  // indices into CompiledModel::Impl::nodes, in execution order
   std::vector<int32_t> outputs_bound;  // per graph output: 1 if its producer writes the parent's memory
-  // An If branch's Loop initial values written straight into the If output their Loop's final
-  // value goes to (Binding::Kind::InitialValue): the value id and the branch output index.
-  std::vector<std::pair<int32_t, size_t>> initial_values_in_outputs;
+  // An If branch's values planned in the bytes of an If output (PlannedBuffer::bound_output).
+  struct InIfOutput {
+    int32_t value = -1;
+    size_t output = 0;    // the branch output written into that If output
+    uint64_t offset = 0;  // from the start of its bytes
+  };
+  std::vector<InIfOutput> in_if_outputs;
 };
 
 struct CompiledModel::Impl {

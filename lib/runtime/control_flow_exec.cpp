@@ -346,10 +346,11 @@ void Session::Impl::run_if(const NodeExec& ne) {
       inner.data = view(ne.outputs[k]).data;
       inner.capacity = view(ne.outputs[k]).capacity;
     }
-  for (const auto& [id, k] : ge.initial_values_in_outputs) {
-    rt::TensorView& v = view(id);
-    v.data = view(ne.outputs[k]).data;
-    v.capacity = view(ne.outputs[k]).capacity;
+  for (const GraphExec::InIfOutput& in : ge.in_if_outputs) {  // the verifier checked they fit
+    const rt::TensorView& out = view(ne.outputs[in.output]);
+    rt::TensorView& v = view(in.value);
+    v.data = out.data + in.offset;
+    v.capacity = out.capacity - in.offset;
   }
   run_graph(g);
   for (size_t k = 0; k < g.outputs.size(); ++k) {

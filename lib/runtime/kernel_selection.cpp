@@ -20,6 +20,10 @@ uint64_t KernelSelection::scratchpad_bytes(const Node& n) const {
 
 plan::NodeAliasing KernelSelection::aliasing(const Node& n) const {
   plan::NodeAliasing a;
+  // The executor's Loop reads its first carried value's initial value (input 2) before anything
+  // writes its output 0 (the final value: written at the end, or updated in place from a copy of
+  // the initial value made first), so that output may take the initial value's bytes.
+  if (n.op_type == "Loop" && n.inputs.size() > 2 && !n.outputs.empty() && n.outputs[0]) a.in_place.push_back(2);
   auto it = kernels.find(&n);
   if (it == kernels.end() || !it->second) return a;
   a.view_of = it->second->view_of();
