@@ -163,6 +163,8 @@ class Grouper {
               " bytes) do not fit in the If output (" + std::to_string(bound.bytes) + " bytes)";
       else if (out_.bound_output[root] >= 0)
         why = "its bytes are already in an If output";
+      else if (out_.offset[index_.at(x)] != 0)  // the output is written from the If output's start
+        why = "'" + x->name + "' does not start its group's bytes";
     }
     if (!why.empty()) {
       refuse(n, x, "written into the If output: " + why);

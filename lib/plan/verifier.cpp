@@ -263,7 +263,11 @@ class Verifier {
     for (const Member* m : group) {
       if (m->b->offset > root.size || m->b->size > root.size - m->b->offset)
         reject(where + ": '" + m->b->label() + "' does not lie on the bytes of its group");
-      read += static_cast<size_t>(std::count(w.inputs.begin(), w.inputs.end(), m->value));
+      const auto reads = static_cast<size_t>(std::count(w.inputs.begin(), w.inputs.end(), m->value));
+      if (reads > 0 && m->b->offset != 0)
+        reject(where + ": " + w.describe() + " writes '" + y->name + "' over '" + m->b->label() +
+               "', which does not start the If output's bytes");
+      read += reads;
       if (std::count(w.implicit_inputs.begin(), w.implicit_inputs.end(), m->value) || m->end > step)
         reject(where + ": '" + m->b->label() + "' is read after " + w.describe() + " writes '" + y->name +
                "' over its bytes");

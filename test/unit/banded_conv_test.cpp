@@ -2,8 +2,9 @@
 // variants a 2-D float Conv on plain tensors offers after its whole kernel. Each variant of the
 // take_leaner() chain runs on the same data and must give the whole kernel's numbers while it
 // needs less scratchpad than the one before; it touches no byte past its tensors or its
-// scratchpad. Then the example model compiled with `prefer memory` takes such kernels and still
-// gives its expected outputs.
+// scratchpad. Then whole models compiled with `prefer memory` take such kernels: the example model
+// still gives its expected outputs, and a fused Conv+Add written over its addend the numbers of the
+// fastest kernels.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "runtime/compiled_model_impl.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
 #include "support/kernel_harness.h"
+#include "support/model_builder.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -206,7 +208,17 @@ class ConvUnderTest {
   std::vector<std::unique_ptr<Kernel>> chain_;
 };
 
-const RequireClose require_close{abs_rel(1e-4, 1e-3)};
+// Every element of `got` within `tol` of `want`: one assertion for the whole tensor, naming the
+// first element that is not and how many are not.
+void require_close(const Floats& got, const Floats& want, const Tolerance& tol = abs_rel(1e-4, 1e-3)) {
+  REQUIRE(got.size() == want.size());
+  size_t bad = 0, first = got.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol.bound(want[i])) && bad++ == 0) first = i;
+  INFO(bad << " of " << got.size() << " elements differ; the first, " << first << ": got "
+           << (bad ? got[first] : 0.f) << ", want " << (bad ? want[first] : 0.f));
+  REQUIRE(bad == 0);
+}
 
 // Different oneDNN implementations sum an output's products in different orders: a variant
 // agrees with the whole kernel within 2e-7 per product (the inputs are in [-1, 1)) and 1e-5 of
@@ -214,7 +226,8 @@ const RequireClose require_close{abs_rel(1e-4, 1e-3)};
 Tolerance same_sums(const ConvSpec& s) { return abs_rel(2e-7 * static_cast<double>(s.taps()), 1e-5); }
 
 // The chain's checks: at least one banded variant, each variant leaner than the one before, the
-// thin bands within their budget (or one row each), every variant's numbers the whole kernel's.
+// thin bands within their budget (or one row each), every variant's numbers the whole kernel's
+// (with a fused Add, also with the output written over the addend, which the bands allow).
 void check_chain(ConvUnderTest& t) {
   t.make();
   const Floats whole = t.run(t.whole());
@@ -237,6 +250,9 @@ void check_chain(ConvUnderTest& t) {
       CHECK(b->band_count() > bands_before);
       CHECK(b->band_count() <= rows);
       bands_before = b->band_count();
+      CHECK_FALSE(b->may_overwrite_input(0));
+      CHECK(b->may_overwrite_input(3) == t.spec().add);
+      if (t.spec().add) require_close(t.run(k, true), whole, same_sums(t.spec()));
     }
     require_close(t.run(k), whole, same_sums(t.spec()));
   }
@@ -329,15 +345,7 @@ TEST_CASE("a convolution with a fused Add and Relu in bands gives the whole conv
   s.add = true;
   s.relu = true;
   ConvUnderTest t(s, 71);
-  check_chain(t);
-  // The bands may write the output over the addend: a band reads its rows of it first.
-  const Floats whole = t.run(t.whole());
-  for (BandedKernel* b : t.banded()) {
-    INFO(b->band_count() << " bands");
-    CHECK(b->may_overwrite_input(3));
-    CHECK_FALSE(b->may_overwrite_input(0));
-    require_close(t.run(*b, true), whole, same_sums(s));
-  }
+  check_chain(t);  // in place too: a band reads its rows of the addend before it writes them
 }
 
 TEST_CASE("a convolution with a fused Relu in bands gives the whole convolution's numbers", "[kernels][dnnl][bands]") {
@@ -348,14 +356,20 @@ TEST_CASE("a convolution with a fused Relu in bands gives the whole convolution'
   s.relu = true;
   ConvUnderTest t(s, 81);
   check_chain(t);
-  for (BandedKernel* b : t.banded()) CHECK_FALSE(b->may_overwrite_input(0));
 }
 
-TEST_CASE("convolutions of other geometries in bands give the whole convolution's numbers", "[kernels][dnnl][bands]") {
+// The 3x3 convolution the geometry cases below change one thing of.
+ConvSpec base_spec() {
   ConvSpec s;
   s.xd = {1, 16, 56, 56};
   s.wd = {32, 16, 3, 3};
   s.pads = {1, 1, 1, 1};
+  return s;
+}
+
+TEST_CASE("convolutions with other kernels and strides in bands give the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s = base_spec();
   SECTION("a 1x1 kernel with stride 2: the bands skip input rows between them") {
     s.xd = {1, 32, 56, 56};
     s.wd = {32, 32, 1, 1};
@@ -371,9 +385,6 @@ TEST_CASE("convolutions of other geometries in bands give the whole convolution'
     s.wd = {32, 16, 3, 1};
     s.pads = {1, 0, 1, 0};
   }
-  SECTION("pads as tall as the kernel: the first band's first rows are all padding") {
-    s.pads = {3, 1, 3, 1};
-  }
   SECTION("a 7x7 kernel dilated 2 down and 1 across, stride 2, uneven pads") {
     s.xd = {1, 16, 60, 60};
     s.wd = {24, 16, 7, 7};
@@ -386,16 +397,59 @@ TEST_CASE("convolutions of other geometries in bands give the whole convolution'
     s.auto_pad = "SAME_UPPER";
     s.pads = {0, 0, 1, 1};
   }
+  ConvUnderTest t(s, 91);
+  check_chain(t);
+}
+
+TEST_CASE("convolutions with much padding or few rows in bands give the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s = base_spec();
+  SECTION("pads as tall as the kernel: the first band's first rows are all padding") {
+    s.pads = {3, 1, 3, 1};
+  }
+  SECTION("an input of two rows under a 5-row kernel: each band's rows are mostly padding") {
+    s.xd = {1, 64, 2, 400};
+    s.wd = {64, 64, 5, 5};
+    s.pads = {2, 2, 2, 2};
+  }
+  SECTION("two output rows of many channels: a row per band") {
+    s.xd = {1, 128, 4, 100};
+    s.wd = {128, 128, 3, 3};
+    s.pads = {0, 1, 0, 1};
+  }
+  SECTION("a column one pixel wide") {
+    s.xd = {1, 64, 500, 1};
+    s.wd = {64, 64, 3, 1};
+    s.pads = {1, 0, 1, 0};
+  }
+  ConvUnderTest t(s, 101);
+  check_chain(t);
+}
+
+TEST_CASE("convolutions with other channel counts in bands give the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s = base_spec();
   SECTION("a 3-channel image with stride 2 (a network's stem)") {
     s.xd = {1, 3, 224, 224};
     s.wd = {16, 3, 3, 3};
     s.strides = {2, 2};
+  }
+  SECTION("one input channel") {
+    s.xd = {1, 1, 256, 256};
+    s.wd = {8, 1, 3, 3};
   }
   SECTION("two groups") {
     s.xd = {1, 32, 48, 48};
     s.wd = {64, 16, 3, 3};
     s.group = 2;
   }
+  ConvUnderTest t(s, 111);
+  check_chain(t);
+}
+
+TEST_CASE("convolutions with run-time weights or a fused Add without bias in bands give the whole convolution's numbers",
+          "[kernels][dnnl][bands]") {
+  ConvSpec s = base_spec();
   SECTION("weights and bias given at run time") {
     s.runtime_weights = true;
   }
@@ -403,12 +457,11 @@ TEST_CASE("convolutions of other geometries in bands give the whole convolution'
     s.bias = false;
     s.add = true;
   }
-  SECTION("two output rows of many channels: a row per band") {
-    s.xd = {1, 128, 4, 100};
-    s.wd = {128, 128, 3, 3};
-    s.pads = {0, 1, 0, 1};
+  SECTION("a batch of two with a fused Add, written in place") {
+    s.xd = {2, 16, 30, 30};
+    s.add = true;
   }
-  ConvUnderTest t(s, 91);
+  ConvUnderTest t(s, 111);
   check_chain(t);
 }
 
@@ -481,13 +534,13 @@ std::vector<DataSet> example_data() {
   return sets;
 }
 
-// Runs every data set in guard mode (twice, from the same arena) against its expected outputs.
-void require_expected_outputs(const std::shared_ptr<const memplan::CompiledModel>& model) {
+// Runs every data set in guard mode (`runs` times, from the same arena) against its expected outputs.
+void require_expected_outputs(const std::shared_ptr<const memplan::CompiledModel>& model, int runs) {
   memplan::SessionOptions guard;
   guard.check_memory = true;
   memplan::Session session(model, guard);
   for (const DataSet& d : example_data()) {
-    for (int run = 0; run < 2; ++run) {
+    for (int run = 0; run < runs; ++run) {
       for (const auto& [name, t] : d.inputs) {
         const auto bytes = t.materialize();
         session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
@@ -537,8 +590,7 @@ TEST_CASE("the example model compiled to prefer memory runs its convolutions in 
   CHECK(leaner_steps(*lean) > 0);
   CHECK(banded_kernels(*lean) > 0);
   CHECK(lean->arena_bytes() < fast->arena_bytes());
-  require_expected_outputs(lean);
-  require_expected_outputs(fast);
+  require_expected_outputs(lean, 2);  // a second run must give the same answer from the same arena
 
   // A plan file keeps the choice: loading takes the same variants and plans the same arena.
   memplan::test::TempDir dir("banded_example");
@@ -547,5 +599,59 @@ TEST_CASE("the example model compiled to prefer memory runs its convolutions in 
   CHECK(loaded->arena_bytes() == lean->arena_bytes());
   CHECK(banded_kernels(*loaded) == banded_kernels(*lean));
   CHECK(leaner_steps(*loaded) == leaner_steps(*lean));
-  require_expected_outputs(loaded);
+  require_expected_outputs(loaded, 1);
+}
+
+TEST_CASE("a Conv and Add fused and run in bands, written over the Add's other input, gives the numbers of the whole "
+          "kernel", "[runtime][bands]") {
+  // y = Neg(Conv(x) + Relu(r)): the pipeline fuses the Add into the Conv (input 3, the sum
+  // post-op); Relu(r) dies there, so the Conv may write its output over it.
+  memplan::test::ModelBuilder b;
+  using memplan::test::elem::kFloat;
+  memplan::test::add_input(b.graph(), "x", kFloat, {1, 16, 56, 56});
+  memplan::test::add_input(b.graph(), "r", kFloat, {1, 32, 56, 56});
+  memplan::test::add_initializer(b.graph(), memplan::test::tensor_f32("w", {32, 16, 3, 3}, random_floats(32 * 16 * 9, 5)));
+  memplan::test::add_initializer(b.graph(), memplan::test::tensor_f32("b", {32}, random_floats(32, 6)));
+  memplan::test::add_node(b.graph(), "Relu", {"r"}, {"relu_r"}, "relu");
+  memplan::test::attr_ints(memplan::test::add_node(b.graph(), "Conv", {"x", "w", "b"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+  memplan::test::add_node(b.graph(), "Add", {"c", "relu_r"}, {"s"}, "add");
+  memplan::test::add_node(b.graph(), "Neg", {"s"}, {"y"}, "neg");
+  memplan::test::add_output(b.graph(), "y", kFloat, {1, 32, 56, 56});
+  memplan::test::TempDir dir("banded_add");
+  const std::string path = dir / "m.onnx";
+  std::ofstream(path, std::ios::binary) << b.bytes();
+
+  memplan::CompileOptions speed, memory;
+  speed.prefer = "speed";
+  memory.prefer = "memory";
+  const auto fast = memplan::CompiledModel::compile(path, speed);
+  const auto lean = memplan::CompiledModel::compile(path, memory);
+  REQUIRE(banded_kernels(*lean) == 1);
+  CHECK(lean->arena_bytes() < fast->arena_bytes());
+  // The fused Conv's output shares the bytes of the addend it reads.
+  const memplan::GraphPlan& main = lean->impl().plan.graphs[0];
+  const memplan::PlannedBuffer* s_buf = nullptr;
+  for (const memplan::PlannedBuffer& pb : main.buffers)
+    if (pb.name == "s") s_buf = &pb;
+  REQUIRE(s_buf != nullptr);
+  CHECK(s_buf->alias == memplan::AliasKind::InPlace);
+  REQUIRE(s_buf->group >= 0);
+  CHECK(main.buffers[static_cast<size_t>(s_buf->group)].name == "relu_r");
+
+  const Floats x = random_floats(16 * 56 * 56, 7), r = random_floats(32 * 56 * 56, 8);
+  auto run = [&](const std::shared_ptr<const memplan::CompiledModel>& m) {
+    memplan::SessionOptions guard;
+    guard.check_memory = true;
+    memplan::Session session(m, guard);
+    session.set_input("x", memplan::kFloat32, std::vector<int64_t>{1, 16, 56, 56}, x.data(), x.size() * sizeof(float));
+    session.set_input("r", memplan::kFloat32, std::vector<int64_t>{1, 32, 56, 56}, r.data(), r.size() * sizeof(float));
+    session.run();
+    const memplan::TensorRef y = session.output("y");
+    Floats out(r.size());
+    REQUIRE(y.bytes == out.size() * sizeof(float));
+    std::memcpy(out.data(), y.data, y.bytes);
+    return out;
+  };
+  const Floats want = run(fast);
+  require_close(run(lean), want, abs_rel(2e-7 * 16 * 9, 1e-5));
 }
