@@ -61,6 +61,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       m.homes.push_back(CompiledModel::Impl::Home::None);
       m.offsets.push_back(0);
       m.capacities.push_back(v->capacity_bytes);
+      m.in_if_output.push_back(0);
       m.sharing.emplace_back();
       m.weights.push_back(nullptr);
       if (v->constant) {
@@ -119,8 +120,9 @@ void bind_plan(CompiledModel::Impl& m) {
     for (const PlannedBuffer& b : gp.buffers) {
       const uint64_t at = gp.base_offset + b.offset;
       if (b.kind == BufferKind::Tensor && b.bound_output >= 0) {
-        m.graphs.at(&g).in_if_outputs.push_back(
-            {m.id(g.values[static_cast<size_t>(b.value)].get()), static_cast<size_t>(b.bound_output), b.offset});
+        const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
+        m.graphs.at(&g).in_if_outputs.push_back({id, static_cast<size_t>(b.bound_output), b.offset});
+        m.in_if_output[static_cast<size_t>(id)] = 1;
       } else if (b.kind == BufferKind::Tensor) {
         const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
         m.homes[static_cast<size_t>(id)] = CompiledModel::Impl::Home::Arena;

@@ -59,6 +59,7 @@ struct CompiledModel::Impl {
   std::vector<Home> homes;
   std::vector<uint64_t> offsets;     // Arena: absolute offset
   std::vector<uint64_t> capacities;  // bytes the memory holds
+  std::vector<uint8_t> in_if_output;  // 1: an If branch's value planned in an If output's bytes
   // Storage groups (guard mode): the values that share each value's bytes, itself included;
   // empty for a value with bytes of its own.
   std::vector<std::vector<int32_t>> sharing;

@@ -12,10 +12,12 @@ namespace {
 
 constexpr std::byte kPoison{0xA5};
 
-// Arena buffers and dynamic tensors are checksummed; only arena buffers are poisoned when dead
-// (a dynamic tensor's memory is its own until the session grows it).
-bool guarded(CompiledModel::Impl::Home h) {
-  return h == CompiledModel::Impl::Home::Arena || h == CompiledModel::Impl::Home::Dynamic;
+// Arena buffers, dynamic tensors and an If branch's values in an If output's bytes are
+// checksummed; only arena buffers are poisoned when dead (a dynamic tensor's memory is its own
+// until the session grows it; a value in an If output shares its bytes with that output).
+bool guarded(const CompiledModel::Impl& m, size_t id) {
+  const CompiledModel::Impl::Home h = m.homes[id];
+  return h == CompiledModel::Impl::Home::Arena || h == CompiledModel::Impl::Home::Dynamic || m.in_if_output[id];
 }
 
 uint64_t checksum(const rt::TensorView& v) {
@@ -37,7 +39,7 @@ void Session::Impl::guard_before(const NodeExec& ne) {
   auto check = [&](const Value* v) {
     if (!v) return;
     const auto id = static_cast<size_t>(m.id(v));
-    if (!guarded(m.homes[id]) || !written[id]) return;
+    if (!guarded(m, id) || !written[id]) return;
     if (checksum(views[id]) != checksums[id])
       throw Error(ErrorKind::Verification, m.model.path + ": memory guard: buffer '" + v->name + "' (made by " +
                                                (v->producer ? v->producer->describe() : std::string("the caller")) +
@@ -52,7 +54,7 @@ void Session::Impl::guard_after(const NodeExec& ne) {
   for (const Value* v : ne.node->outputs) {
     if (!v) continue;
     const auto id = static_cast<size_t>(m.id(v));
-    if (!guarded(m.homes[id])) continue;
+    if (!guarded(m, id)) continue;
     checksums[id] = checksum(views[id]);
     written[id] = 1;
   }

@@ -69,7 +69,9 @@ void BandedKernel::run(const KernelArgs& args) {
   const TensorView& y = args.outputs[0];
   if (x.byte_size() != in_bytes_ || y.capacity < out_bytes_ || y.byte_size() != out_bytes_)
     fail(where_ + ": the run-time shapes differ from the compile-time shapes");
-  const bool has_addend = addend_ >= 0 && static_cast<size_t>(addend_) < args.inputs.size();
+  if (addend_ >= 0 && static_cast<size_t>(addend_) >= args.inputs.size())
+    fail_internal(where_ + ": the fused Add input was not passed");
+  const bool has_addend = addend_ >= 0;
   if (has_addend && args.inputs[static_cast<size_t>(addend_)].byte_size() != out_bytes_)
     fail(where_ + ": the fused Add input does not have the output's shape");
   std::array<TensorView, kMaxInputs> in{};
