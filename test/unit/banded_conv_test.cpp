@@ -23,6 +23,7 @@
 #include "runtime/compiled_model_impl.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
 #include "support/kernel_harness.h"
+#include "support/naive_conv.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
 
@@ -63,32 +64,14 @@ struct ConvSpec {
   int64_t taps() const { return wd[1] * wd[2] * wd[3]; }
 };
 
-// The naive convolution (double accumulation), then the fused Add and Relu.
+// The naive convolution, then the fused Add and Relu.
 Floats naive(const ConvSpec& s, const Floats& x, const Floats& w, const Floats& b, const Floats& addend) {
-  const int64_t n = s.xd[0], c = s.xd[1], h = s.xd[2], wi = s.xd[3];
-  const int64_t m = s.wd[0], cg = s.wd[1], kh = s.wd[2], kw = s.wd[3];
-  const int64_t oh = s.out(0), ow = s.out(1), mg = m / s.group;
-  Floats y(static_cast<size_t>(n * m * oh * ow));
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t om = 0; om < m; ++om)
-      for (int64_t y0 = 0; y0 < oh; ++y0)
-        for (int64_t x0 = 0; x0 < ow; ++x0) {
-          double acc = b.empty() ? 0.0 : b[static_cast<size_t>(om)];
-          for (int64_t ic = 0; ic < cg; ++ic)
-            for (int64_t ky = 0; ky < kh; ++ky)
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                const int64_t iy = y0 * s.strides[0] - s.pads[0] + ky * s.dilations[0];
-                const int64_t ix = x0 * s.strides[1] - s.pads[1] + kx * s.dilations[1];
-                if (iy < 0 || iy >= h || ix < 0 || ix >= wi) continue;
-                const int64_t cc = (om / mg) * cg + ic;
-                acc += static_cast<double>(x[static_cast<size_t>(((in * c + cc) * h + iy) * wi + ix)]) *
-                       w[static_cast<size_t>(((om * cg + ic) * kh + ky) * kw + kx)];
-              }
-          const size_t at = static_cast<size_t>(((in * m + om) * oh + y0) * ow + x0);
-          if (!addend.empty()) acc += addend[at];
-          if (s.relu) acc = std::max(acc, 0.0);
-          y[at] = static_cast<float>(acc);
-        }
+  Floats y = memplan::test::naive_conv2d(x, s.xd, w, s.wd, b, {s.group, s.strides, s.dilations, s.pads}, s.out(0), s.out(1));
+  for (size_t i = 0; i < y.size(); ++i) {
+    double acc = static_cast<double>(y[i]) + (addend.empty() ? 0.0 : addend[i]);
+    if (s.relu) acc = std::max(acc, 0.0);
+    y[i] = static_cast<float>(acc);
+  }
   return y;
 }
 

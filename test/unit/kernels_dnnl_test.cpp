@@ -12,10 +12,13 @@
 
 #include "memplan/error.h"
 #include "support/kernel_harness.h"
+#include "support/naive_conv.h"
 
 namespace {
 
 using namespace memplan::test::kernel_names;
+using memplan::test::Conv2d;
+using memplan::test::naive_conv2d;
 
 size_t count(const Dims& d) {
   size_t n = 1;
@@ -27,39 +30,6 @@ const RequireClose require_close{scaled(1e-4f)};
 
 
 // ---- Naive references --------------------------------------------------------------------------
-
-struct Conv2d {
-  int64_t group = 1;
-  Dims strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};  // pads: top, left, bottom, right
-};
-
-// x [N, C, H, W], w [M, C/g, KH, KW], b [M] or empty; returns y [N, M, OH, OW] (oh/ow given).
-Floats naive_conv2d(const Floats& x, const Dims& xd, const Floats& w, const Dims& wd, const Floats& b, const Conv2d& p,
-                    int64_t oh, int64_t ow) {
-  const int64_t n = xd[0], c = xd[1], h = xd[2], wi = xd[3], m = wd[0], cg = wd[1], kh = wd[2], kw = wd[3];
-  const int64_t mg = m / p.group;
-  Floats y(static_cast<size_t>(n * m * oh * ow), 0.f);
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t om = 0; om < m; ++om) {
-      const int64_t g = om / mg;
-      for (int64_t y0 = 0; y0 < oh; ++y0)
-        for (int64_t x0 = 0; x0 < ow; ++x0) {
-          double acc = b.empty() ? 0.0 : b[static_cast<size_t>(om)];
-          for (int64_t ic = 0; ic < cg; ++ic)
-            for (int64_t ky = 0; ky < kh; ++ky)
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                const int64_t iy = y0 * p.strides[0] - p.pads[0] + ky * p.dilations[0];
-                const int64_t ix = x0 * p.strides[1] - p.pads[1] + kx * p.dilations[1];
-                if (iy < 0 || iy >= h || ix < 0 || ix >= wi) continue;
-                const int64_t cc = g * cg + ic;
-                acc += static_cast<double>(x[static_cast<size_t>(((in * c + cc) * h + iy) * wi + ix)]) *
-                       w[static_cast<size_t>(((om * cg + ic) * kh + ky) * kw + kx)];
-              }
-          y[static_cast<size_t>(((in * m + om) * oh + y0) * ow + x0)] = static_cast<float>(acc);
-        }
-    }
-  return y;
-}
 
 // x [N, C, H, W], w [C, M/g, KH, KW] (ONNX ConvTranspose layout); scatter form.
 Floats naive_conv_transpose2d(const Floats& x, const Dims& xd, const Floats& w, const Dims& wd, const Floats& b,

@@ -395,8 +395,8 @@ TEST_CASE("the Loop initial values kept in the branch frame still run to the rig
 namespace {
 
 // outer Loop(N, "", x): its body makes init = Relu(s_in) and returns inner Loop(M, "", init)'s
-// final value as its carried value.
-ModelBuilder loop_in_loop_model() {
+// final value as its carried value; with `relu_first` false the inner Loop starts from s_in itself.
+ModelBuilder loop_in_loop_model(bool relu_first = true) {
   ModelBuilder b;
   add_input(b.graph(), "x", elem::kFloat, {1, 16});
   add_input(b.graph(), "N", elem::kInt64, {});
@@ -408,8 +408,8 @@ ModelBuilder loop_in_loop_model() {
   add_output(inner, "t_out", elem::kFloat, {1, 16});
   onnx::GraphProto outer = loop_body_skeleton("outer_body", "o_");
   add_input(outer, "s_in", elem::kFloat, {1, 16});
-  add_node(outer, "Relu", {"s_in"}, {"init"}, "make_init");
-  attr_graph(add_node(outer, "Loop", {"M", "", "init"}, {"s_out"}, "inner_loop"), "body", inner);
+  if (relu_first) add_node(outer, "Relu", {"s_in"}, {"init"}, "make_init");
+  attr_graph(add_node(outer, "Loop", {"M", "", relu_first ? "init" : "s_in"}, {"s_out"}, "inner_loop"), "body", inner);
   add_output(outer, "s_out", elem::kFloat, {1, 16});
   attr_graph(add_node(b.graph(), "Loop", {"N", "", "x"}, {"y"}, "outer_loop"), "body", outer);
   add_output(b.graph(), "y", elem::kFloat, {1, 16});
@@ -626,21 +626,7 @@ TEST_CASE("a Loop body whose carried value an inner Loop starts from and returns
           "[loop-initial-value][runtime]") {
   // outer Loop(N, "", x): its body's carried value is inner Loop(M, "", s_in)'s final value; the
   // inner Loop may write its output over s_in, so the outer state lives in the outer output.
-  ModelBuilder b;
-  add_input(b.graph(), "x", elem::kFloat, {1, 16});
-  add_input(b.graph(), "N", elem::kInt64, {});
-  add_input(b.graph(), "M", elem::kInt64, {});
-  onnx::GraphProto inner = loop_body_skeleton("inner_body", "i_");
-  add_input(inner, "t_in", elem::kFloat, {1, 16});
-  add_constant(inner, tensor_f32("one", {1}, {1.f}));
-  add_node(inner, "Add", {"t_in", "one"}, {"t_out"}, "inner_add");
-  add_output(inner, "t_out", elem::kFloat, {1, 16});
-  onnx::GraphProto outer = loop_body_skeleton("outer_body", "o_");
-  add_input(outer, "s_in", elem::kFloat, {1, 16});
-  attr_graph(add_node(outer, "Loop", {"M", "", "s_in"}, {"s_out"}, "inner_loop"), "body", inner);
-  add_output(outer, "s_out", elem::kFloat, {1, 16});
-  attr_graph(add_node(b.graph(), "Loop", {"N", "", "x"}, {"y"}, "outer_loop"), "body", outer);
-  add_output(b.graph(), "y", elem::kFloat, {1, 16});
+  const ModelBuilder b = loop_in_loop_model(false);
   TempDir dir("loop_initial_value_nested");
   const auto model = CompiledModel::compile(write_model(dir, b), CompileOptions{});
   const MemoryPlan& p = model->impl().plan;
