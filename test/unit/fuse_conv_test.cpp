@@ -9,6 +9,7 @@
 
 #include "memplan/memplan.h"
 #include "pipeline/compile_pipeline.h"
+#include "runtime/compiled_model_impl.h"
 #include "support/model_builder.h"
 
 using namespace memplan;
@@ -250,4 +251,102 @@ TEST_CASE("a BatchNormalization no Conv absorbs takes the following Relu", "[pas
   CHECK(y[1] == Approx(0.f));
   CHECK(y[2] == Approx(0.f));
   CHECK(y[3] == Approx(3.f));
+}
+
+namespace {
+
+// x [1, 32, 12, 12] -> BatchNormalization -> Relu -> 1x1 Conv (24 out) -> y; with `read_after`, x
+// is also pooled after the batch norm (as DenseNet's concatenation is read after its norm1).
+struct PreActivated {
+  static constexpr int C = 32, M = 24, H = 12;
+  std::vector<float> x, w, b, scale, beta, mean, var;
+  PreActivated() {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> d(-1.f, 1.f);
+    for (auto [v, n] : {std::pair{&x, C * H * H}, {&w, M * C}, {&b, M}, {&scale, C}, {&beta, C}, {&mean, C}, {&var, C}}) {
+      v->resize(static_cast<size_t>(n));
+      for (float& f : *v) f = d(rng);
+    }
+    for (float& v : var) v = std::abs(v) + 0.1f;
+  }
+  std::string write(bool read_after) const {
+    ModelBuilder mb;
+    auto& g = mb.graph();
+    add_input(g, "x", elem::kFloat, {1, C, H, H});
+    add_initializer(g, tensor_f32("w", {M, C, 1, 1}, w));
+    add_initializer(g, tensor_f32("b", {M}, b));
+    add_initializer(g, tensor_f32("scale", {C}, scale));
+    add_initializer(g, tensor_f32("beta", {C}, beta));
+    add_initializer(g, tensor_f32("mean", {C}, mean));
+    add_initializer(g, tensor_f32("var", {C}, var));
+    add_node(g, "BatchNormalization", {"x", "scale", "beta", "mean", "var"}, {"n"}, "bn");
+    add_node(g, "Relu", {"n"}, {"r"}, "relu");
+    add_node(g, "Conv", {"r", "w", "b"}, {"y"}, "conv");
+    add_output(g, "y", elem::kFloat, {1, M, H, H});
+    if (read_after) {
+      add_node(g, "GlobalAveragePool", {"x"}, {"p"}, "pool");
+      add_output(g, "p", elem::kFloat, {1, C, 1, 1});
+    }
+    const std::string path =
+        (std::filesystem::temp_directory_path() / (std::string("fuse_pre_activation_") + (read_after ? "1" : "0") + ".onnx")).string();
+    std::ofstream(path, std::ios::binary) << mb.bytes();
+    return path;
+  }
+  float expected(int o, int p) const {
+    double s = b[static_cast<size_t>(o)];
+    for (int c = 0; c < C; ++c) {
+      const double n = (x[static_cast<size_t>(c * H * H + p)] - mean[static_cast<size_t>(c)]) /
+                           std::sqrt(var[static_cast<size_t>(c)] + 1e-5) * scale[static_cast<size_t>(c)] +
+                       beta[static_cast<size_t>(c)];
+      s += std::max(n, 0.0) * w[static_cast<size_t>(o * C + c)];
+    }
+    return static_cast<float>(s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a batch norm and Relu that only a 1x1 Conv reads, whose input is read after them, become the Conv's "
+          "pre-activation, whole or a chunk of channels at a time, with the same answer",
+          "[passes][fusion]") {
+  PreActivated m;
+  const std::string path = m.write(true);
+  Model ir = prepare_model(path, {});
+  const Node* conv = find_node(*ir.main, "conv");
+  REQUIRE(conv != nullptr);
+  CHECK(find_node(*ir.main, "bn") == nullptr);
+  CHECK(conv->inputs[0]->name == "x");
+  REQUIRE(conv->attr("memplan_pre_scale") != nullptr);
+  CHECK(conv->attr("memplan_pre_scale")->floats.size() == static_cast<size_t>(m.C));
+  CHECK(conv->attr_int("memplan_pre_relu", 0) == 1);
+
+  for (const std::string prefer : {"speed", "memory"}) {
+    INFO(prefer);
+    CompileOptions o;
+    o.prefer = prefer;
+    auto model = CompiledModel::compile(path, o);
+    // With memory preferred, the normalized input (the Conv's scratchpad, at the peak) is made a
+    // chunk of channels at a time.
+    const auto& leaner = model->impl().plan.graphs[0].leaner_kernels;
+    CHECK(leaner.empty() == (prefer == "speed"));
+    Session s(model);
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (int o2 = 0; o2 < m.M; ++o2)
+      for (int p = 0; p < m.H * m.H; ++p) {
+        const float want = m.expected(o2, p);
+        REQUIRE(std::abs(y[o2 * m.H * m.H + p] - want) <= 1e-4f + 1e-4f * std::abs(want));
+      }
+  }
+}
+
+TEST_CASE("a batch norm whose input dies at it stays a batch norm, written in place, not a pre-activation",
+          "[passes][fusion]") {
+  PreActivated m;
+  Model ir = prepare_model(m.write(false), {});
+  const Node* conv = find_node(*ir.main, "conv");
+  REQUIRE(conv != nullptr);
+  CHECK(find_node(*ir.main, "bn") != nullptr);
+  CHECK(conv->attr("memplan_pre_scale") == nullptr);
 }
