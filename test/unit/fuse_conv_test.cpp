@@ -256,7 +256,9 @@ TEST_CASE("a BatchNormalization no Conv absorbs takes the following Relu", "[pas
 namespace {
 
 // x [1, 32, 12, 12] -> BatchNormalization -> Relu -> 1x1 Conv (24 out) -> y; with `read_after`, x
-// is also pooled after the batch norm (as DenseNet's concatenation is read after its norm1).
+// is also pooled after the batch norm (as DenseNet's concatenation is read after its norm1). With
+// `conv_first`, the batch norm reads an identity 1x1 Conv of x instead, which the layout pass keeps
+// channel-blocked while the graph output y stays plain.
 struct PreActivated {
   static constexpr int C = 32, M = 24, H = 12;
   std::vector<float> x, w, b, scale, beta, mean, var;
@@ -269,26 +271,36 @@ struct PreActivated {
     }
     for (float& v : var) v = std::abs(v) + 0.1f;
   }
-  std::string write(bool read_after) const {
+  std::string write(bool read_after, bool conv_first = false) const {
     ModelBuilder mb;
     auto& g = mb.graph();
     add_input(g, "x", elem::kFloat, {1, C, H, H});
+    std::string in = "x";
+    if (conv_first) {
+      std::vector<float> eye(static_cast<size_t>(C * C), 0.f);
+      for (int c = 0; c < C; ++c) eye[static_cast<size_t>(c * C + c)] = 1.f;
+      add_initializer(g, tensor_f32("eye", {C, C, 1, 1}, eye));
+      add_node(g, "Conv", {"x", "eye"}, {"xc"}, "identity");
+      in = "xc";
+    }
     add_initializer(g, tensor_f32("w", {M, C, 1, 1}, w));
     add_initializer(g, tensor_f32("b", {M}, b));
     add_initializer(g, tensor_f32("scale", {C}, scale));
     add_initializer(g, tensor_f32("beta", {C}, beta));
     add_initializer(g, tensor_f32("mean", {C}, mean));
     add_initializer(g, tensor_f32("var", {C}, var));
-    add_node(g, "BatchNormalization", {"x", "scale", "beta", "mean", "var"}, {"n"}, "bn");
+    add_node(g, "BatchNormalization", {in, "scale", "beta", "mean", "var"}, {"n"}, "bn");
     add_node(g, "Relu", {"n"}, {"r"}, "relu");
     add_node(g, "Conv", {"r", "w", "b"}, {"y"}, "conv");
     add_output(g, "y", elem::kFloat, {1, M, H, H});
     if (read_after) {
-      add_node(g, "GlobalAveragePool", {"x"}, {"p"}, "pool");
+      add_node(g, "GlobalAveragePool", {in}, {"p"}, "pool");
       add_output(g, "p", elem::kFloat, {1, C, 1, 1});
     }
     const std::string path =
-        (std::filesystem::temp_directory_path() / (std::string("fuse_pre_activation_") + (read_after ? "1" : "0") + ".onnx")).string();
+        (std::filesystem::temp_directory_path() /
+         (std::string("fuse_pre_activation_") + (read_after ? "1" : "0") + (conv_first ? "c" : "") + ".onnx"))
+            .string();
     std::ofstream(path, std::ios::binary) << mb.bytes();
     return path;
   }
@@ -310,12 +322,15 @@ TEST_CASE("a batch norm and Relu that only a 1x1 Conv reads, whose input is read
           "pre-activation, whole or a chunk of channels at a time, with the same answer",
           "[passes][fusion]") {
   PreActivated m;
-  const std::string path = m.write(true);
+  // conv_first: a channel-blocked input and a plain output.
+  const bool conv_first = GENERATE(false, true);
+  INFO("conv_first " << conv_first);
+  const std::string path = m.write(true, conv_first);
   Model ir = prepare_model(path, {});
   const Node* conv = find_node(*ir.main, "conv");
   REQUIRE(conv != nullptr);
   CHECK(find_node(*ir.main, "bn") == nullptr);
-  CHECK(conv->inputs[0]->name == "x");
+  CHECK(conv->inputs[0]->name == (conv_first ? "xc" : "x"));
   REQUIRE(conv->attr("memplan_pre_scale") != nullptr);
   CHECK(conv->attr("memplan_pre_scale")->floats.size() == static_cast<size_t>(m.C));
   CHECK(conv->attr_int("memplan_pre_relu", 0) == 1);
@@ -325,10 +340,10 @@ TEST_CASE("a batch norm and Relu that only a 1x1 Conv reads, whose input is read
     CompileOptions o;
     o.prefer = prefer;
     auto model = CompiledModel::compile(path, o);
-    // With memory preferred, the normalized input (the Conv's scratchpad, at the peak) is made a
-    // chunk of channels at a time.
+    // With memory preferred, the normalized input (the Conv's scratchpad, at the peak when x is
+    // the graph input) is made a chunk of channels at a time.
     const auto& leaner = model->impl().plan.graphs[0].leaner_kernels;
-    CHECK(leaner.empty() == (prefer == "speed"));
+    if (!conv_first) CHECK(leaner.empty() == (prefer == "speed"));
     Session s(model);
     s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
     s.run();

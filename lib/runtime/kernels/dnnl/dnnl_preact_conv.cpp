@@ -60,7 +60,8 @@ std::vector<float> floats_of(const Tensor& t) {
 
 struct Geometry {
   int64_t n = 0, c = 0, h = 0, w = 0, m = 0;
-  int block = 0;  // the input's and output's layout: 0 plain, else channel-blocked
+  int block = 0;      // the input's layout: 0 plain, else channel-blocked (the activated chunks' too)
+  int out_block = 0;  // the output's
   int64_t pixels() const { return h * w; }
 };
 
@@ -185,9 +186,9 @@ class PreActivatedConvBuilder {
     if (pre_.scale.size() != static_cast<size_t>(xd[1]) || pre_.shift.size() != static_cast<size_t>(xd[1]))
       fail(at_ + ": " + kPreScaleAttr + " and " + kPreShiftAttr + " must have one value per input channel (" +
            std::to_string(xd[1]) + ")");
-    if (x->channel_block != y->channel_block || x->channel_block < 0)
-      fail_unsupported(at_ + ": a pre-activated Conv needs its input and output in one layout");
-    geo_ = {xd[0], xd[1], xd[2], xd[3], wd[0], x->channel_block};
+    if (x->channel_block < 0 || y->channel_block < 0)
+      fail_unsupported(at_ + ": a pre-activated Conv on a channels-last tensor is not supported");
+    geo_ = {xd[0], xd[1], xd[2], xd[3], wd[0], x->channel_block, y->channel_block};
     const Value* b = input_at(node_, 2);
     if (b && dims_of(b) != Dims{geo_.m})
       fail(at_ + ": bias '" + b->name + "' has shape " + dims_string(dims_of(b)) + ", expected [" +
@@ -223,7 +224,7 @@ class PreActivatedConvBuilder {
   // reference kernel for a chunk (the whole kernel still takes that).
   std::unique_ptr<Kernel> part(int64_t first, int64_t count, bool first_part, bool last_part, bool chunked) const {
     const Dims src{geo_.n, count, geo_.h, geo_.w}, wdims{geo_.m, count, 1, 1}, dst{geo_.n, geo_.m, geo_.h, geo_.w};
-    const dnnl::memory::desc src_md = blocked_md(src, geo_.block), dst_md = blocked_md(dst, geo_.block);
+    const dnnl::memory::desc src_md = blocked_md(src, geo_.block), dst_md = blocked_md(dst, geo_.out_block);
     dnnl::post_ops po;
     if (!first_part) po.append_sum(1.f);
     if (last_part) append_activation(po, node_, at_);
