@@ -262,7 +262,8 @@ using ShapeMap = std::map<std::string, std::vector<int64_t>>;
 
 std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap> shapes,
                                  std::optional<std::map<std::string, int64_t>> dims, std::optional<ShapeMap> bounds,
-                                 const std::string& strategy, bool static_only, uint64_t alignment, int threads) {
+                                 const std::string& strategy, bool static_only, uint64_t alignment, int threads,
+                                 const std::string& prefer, bool external_inputs) {
   memplan::CompileOptions options;
   if (shapes) options.input_shapes = std::move(*shapes);
   if (dims) options.dims = std::move(*dims);
@@ -271,6 +272,8 @@ std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap
   options.static_only = static_only;
   options.alignment = alignment;
   options.threads = threads;
+  options.prefer = prefer;
+  options.external_inputs = external_inputs;
   auto m = std::make_shared<PyModel>();
   py::gil_scoped_release nogil;
   m->model = memplan::CompiledModel::compile(path, options);
@@ -375,6 +378,8 @@ PYBIND11_MODULE(memplan, m) {
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model", "A compiled model (memplan.compile or memplan.load).")
       .def_property_readonly("arena_bytes", [](const PyModel& p) { return p.model->arena_bytes(); })
+      .def_property_readonly("external_inputs", [](const PyModel& p) { return p.model->external_inputs(); },
+                             "True when the inputs have no arena bytes (compile(external_inputs=True))")
       .def_property_readonly("threads", [](const PyModel& p) { return p.model->threads(); },
                              "OpenMP threads its kernels were made for (compile's threads=, 0 chooses)")
       .def_property_readonly("inputs", [](const PyModel& p) { return tensor_infos(p.model->inputs()); })
@@ -412,8 +417,11 @@ PYBIND11_MODULE(memplan, m) {
         py::arg("shapes") = py::none(), py::arg("dims") = py::none(), py::arg("bounds") = py::none(),
         py::arg("strategy") = "auto",
         py::arg("static_only") = false, py::arg("alignment") = 64, py::arg("threads") = 0,
+        py::arg("prefer") = "balanced", py::arg("external_inputs") = false,
         "Compiles an ONNX model: shapes fixes input shapes, dims symbolic dims, bounds the largest shapes of "
-        "run-time-sized tensors; strategy is naive, best-fit, greedy-by-size, greedy-by-breadth or auto.");
+        "run-time-sized tensors; strategy is naive, best-fit, greedy-by-size, greedy-by-breadth or auto; prefer "
+        "is balanced, memory or speed (kernels chosen for memory); external_inputs plans no arena bytes for "
+        "the inputs (run reads 64-byte-aligned arrays in place: memplan.aligned_empty).");
   m.def("load", &load, py::arg("model_path"), py::arg("plan_path"),
         "Loads a model with a plan from Model.save_plan or `memplan compile -o`.");
   m.def(

@@ -41,6 +41,10 @@ struct CompileOptions {
   // arena's peak and it costs at most 1.25x the time), "memory" (whatever the time) or "speed".
   std::string prefer = "balanced";
   uint64_t max_arena = 0;  // fail to compile unless the arena fits this many bytes (0: no budget)
+  // Plan no arena bytes for the main graph's inputs (nor for views of them, such as a Reshape):
+  // each run reads them where the caller keeps them (Session::bind_input, zero copy). An input
+  // set by copy instead goes into a buffer the session makes for it, outside the arena.
+  bool external_inputs = false;
   // OpenMP threads the oneDNN kernels are made for (oneDNN fixes a primitive's work split when it
   // is made). 0: one for a model too small to gain from a second (under about 1 MFLOP per
   // inference), else OpenMP's default (OMP_NUM_THREADS, or every CPU this process may use).
@@ -76,6 +80,7 @@ class CompiledModel {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   uint64_t arena_bytes() const;
+  bool external_inputs() const;  // compiled with CompileOptions::external_inputs (or loaded so)
   int threads() const;  // the OpenMP threads its kernels were made for
   void save_plan(const std::string& path) const;
   std::string report_text() const;
@@ -135,6 +140,7 @@ class Session {
 
   // Copies an input into its arena slot. dtype and shape must match the compiled input. The slot
   // is reused once the input has been read, so a copied input is set again before every run.
+  // (With external inputs the copy goes into the session's own buffer and stays for later runs.)
   void set_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
                  uint64_t bytes);
   // The input's arena slot, to fill in place (e.g. straight from a file), after the same checks.

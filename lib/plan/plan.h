@@ -56,9 +56,14 @@ struct PlannedBuffer {
   // lives in the bytes of the If output that k is written into, not in the frame: k for every
   // member (its offset is then from the start of that If output), -1 otherwise.
   int32_t bound_output = -1;
+  // With external inputs (MemoryPlan::external_inputs): a main-graph input, or a view of one, in
+  // the caller's bytes, not the arena's (its offset is from the start of that input's bytes).
+  bool external = false;
 
   // "x", "region:loop1", "scratchpad:conv1": how reports name it.
   std::string label() const;
+  // False for a buffer in an If output's bytes or the caller's: it takes none of its frame's.
+  bool in_frame() const { return bound_output < 0 && !external; }
 };
 
 // A subgraph value that is not planned but bound, at run time, to parent memory.
@@ -137,6 +142,8 @@ struct MemoryPlan {
   std::string model_path;    // for messages only
   ShapeOptions shapes;       // the shape options it was made with
   uint64_t alignment = 64;
+  // Main-graph inputs are not planned: each run reads them from the caller's bytes (zero copy).
+  bool external_inputs = false;
   std::string strategy;          // asked for ("auto" or one name)
   std::string chosen_strategy;   // whose result was kept
   uint64_t arena_bytes = 0;

@@ -35,7 +35,8 @@ void check_group(const GraphPlan& g, const PlannedBuffer& b, const std::string& 
     invalid(where + ": buffer '" + b.label() + "' names group " + std::to_string(b.group) + ", past the buffers");
   const PlannedBuffer& root = g.buffers[static_cast<size_t>(b.group)];
   if (b.kind != BufferKind::Tensor || root.kind != BufferKind::Tensor || root.group != -1 || b.offset < root.offset ||
-      b.size > root.size || b.offset - root.offset > root.size - b.size || b.bound_output != root.bound_output)
+      b.size > root.size || b.offset - root.offset > root.size - b.size || b.bound_output != root.bound_output ||
+      b.external != root.external)
     invalid(where + ": buffer '" + b.label() + "' is not inside the tensor its group names");
 }
 
@@ -59,8 +60,8 @@ void check_structure(const MemoryPlan& p, const std::string& path) {
     if (!fits(g.base_offset, g.frame_bytes, p.arena_bytes)) invalid(where + ": its frame leaves the arena");
     if (g.num_steps < 0) invalid(where + ": negative step count");
     for (const PlannedBuffer& b : g.buffers) {
-      // A buffer in an If output's bytes: the verifier checks it against that output's size.
-      const bool in_frame = b.bound_output < 0;
+      // A buffer in an If output's bytes or the caller's: the verifier checks it against those.
+      const bool in_frame = b.in_frame();
       if ((in_frame && !fits(b.offset, b.size, g.frame_bytes)) || b.first < 0 || b.last < b.first || b.bound_output < -1 ||
           (!in_frame && b.kind != BufferKind::Tensor))
         invalid(where + ": buffer '" + b.label() + "' lies outside its frame or has no lifetime");
@@ -114,6 +115,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
   add_named(p.shapes.bounds, out.mutable_bounds());
   out.set_static_only(p.shapes.static_only);
   out.set_alignment(p.alignment);
+  out.set_external_inputs(p.external_inputs);
   out.set_strategy(p.strategy);
   out.set_chosen_strategy(p.chosen_strategy);
   out.set_arena_bytes(p.arena_bytes);
@@ -159,6 +161,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
       pb.set_group(b.group);
       pb.set_alias(static_cast<planfile::Buffer::Alias>(b.alias));
       pb.set_bound_output_plus_one(b.bound_output + 1);
+      pb.set_external(b.external);
     }
     for (const Binding& b : g.bindings) {
       planfile::Binding& pb = *pg.add_bindings();
@@ -208,6 +211,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   for (const auto& nd : in.bounds()) p.shapes.bounds[nd.name()] = dims_of(nd.dims());
   p.shapes.static_only = in.static_only();
   p.alignment = in.alignment();
+  p.external_inputs = version >= 6 && in.external_inputs();
   p.strategy = in.strategy();
   p.chosen_strategy = in.chosen_strategy();
   p.arena_bytes = in.arena_bytes();
@@ -237,7 +241,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
       g.buffers.push_back({static_cast<BufferKind>(pb.kind()), pb.value(), pb.node(), pb.name(), pb.producer(), pb.size(),
                            pb.offset(), pb.first(), pb.last(), pb.upper_bound(),
                            version >= 3 ? pb.group() : -1, static_cast<AliasKind>(pb.alias()),
-                           version >= 5 ? pb.bound_output_plus_one() - 1 : -1});
+                           version >= 5 ? pb.bound_output_plus_one() - 1 : -1, version >= 6 && pb.external()});
     for (const planfile::Binding& pb : pg.bindings())
       g.bindings.push_back({static_cast<Binding::Kind>(pb.kind()), pb.name(), pb.parent_value(), pb.slot()});
     for (const planfile::Region& pr : pg.regions()) {

@@ -15,7 +15,9 @@ namespace memplan {
 //    plans have two slots per carried value and still load.
 // 5: storage groups of an If branch in the bytes of an If output (PlannedBuffer::bound_output).
 //    Older plans have none and still load.
-constexpr uint32_t kPlanFormatVersion = 5;
+// 6: external inputs (MemoryPlan::external_inputs, PlannedBuffer::external). Older plans have
+//    their inputs in the arena and still load.
+constexpr uint32_t kPlanFormatVersion = 6;
 constexpr uint32_t kOldestPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.

@@ -9,7 +9,7 @@ std::vector<Storage> storages_of(const GraphPlan& g) {
   std::vector<Storage> out;
   std::map<size_t, size_t> at;  // root buffer -> index in out
   for (size_t i = 0; i < g.buffers.size(); ++i)
-    if (g.buffers[i].group < 0 && g.buffers[i].bound_output < 0) {  // not in an If output's bytes
+    if (g.buffers[i].group < 0 && g.buffers[i].in_frame()) {  // not in an If output's bytes or the caller's
       at[i] = out.size();
       out.push_back({&g.buffers[i], {}, g.buffers[i].first, g.buffers[i].last});
     }

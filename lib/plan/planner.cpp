@@ -74,7 +74,7 @@ Chosen place(Strategy strategy, const std::vector<BufferRequest>& requests, uint
 
 // What the strategies place: one request per storage group (live for the union of its members,
 // as large as its root) and per region and scratchpad. `unit[i]` is local buffer i's request
-// (kNoUnit for a group in an If output's bytes).
+// (kNoUnit for a group in an If output's bytes or the caller's).
 constexpr size_t kNoUnit = SIZE_MAX;
 struct Units {
   std::vector<BufferRequest> requests, lb_requests;
@@ -85,15 +85,16 @@ Units units_of(const GraphBuffers& buffers, const plan::StorageGroups& groups) {
   const auto& locals = buffers.locals;
   Units u;
   u.unit.assign(locals.size(), kNoUnit);
+  auto outside = [&](size_t root) { return groups.bound_output[root] >= 0 || groups.external[root]; };
   for (size_t i = 0; i < locals.size(); ++i) {
-    if (groups.root[i] != i || groups.bound_output[i] >= 0) continue;  // not placed: in an If output
+    if (groups.root[i] != i || outside(i)) continue;  // not placed: in an If output or the caller's bytes
     u.unit[i] = u.requests.size();
     const bool region = locals[i].kind == LocalBuffer::Kind::Region;
     u.requests.push_back({locals[i].size, locals[i].first, locals[i].last});
     u.lb_requests.push_back({region ? buffers.region_alb[i] : locals[i].size, locals[i].first, locals[i].last});
   }
   for (size_t i = 0; i < locals.size(); ++i) {
-    if (groups.root[i] == i || groups.bound_output[groups.root[i]] >= 0) continue;
+    if (groups.root[i] == i || outside(groups.root[i])) continue;
     const size_t k = u.unit[i] = u.unit[groups.root[i]];
     for (auto* r : {&u.requests[k], &u.lb_requests[k]}) {
       r->first = std::min(r->first, locals[i].first);
@@ -126,6 +127,7 @@ class Planner {
     std::vector<BufferRequest> lb_requests, own_requests;
     for (size_t i = 0; i < buffers.locals.size(); ++i) {
       const LocalBuffer& b = buffers.locals[i];
+      if (groups.external[i]) continue;  // an external input: the caller's bytes in every plan
       const bool region = b.kind == LocalBuffer::Kind::Region;
       lb_requests.push_back({region ? buffers.region_lb[i] : b.size, b.first, b.last});
       if (!region) {
@@ -174,7 +176,7 @@ class Planner {
   // of concatenations (by the Concat at its root) is left out in turn, and kept out where that
   // makes the frame smaller; the refusal says by how much.
   Grouped group_and_place(const Graph& g, const GraphBuffers& buffers, Strategy strategy) const {
-    plan::GroupOptions options{opts_.alignment, true, {}, bound_outputs_of(g)};
+    plan::GroupOptions options{opts_.alignment, true, {}, bound_outputs_of(g), opts_.external_inputs};
     Grouped best = grouped(g, buffers, strategy, options);
     std::vector<const Node*> roots;  // Concats whose output holds slices, in step order
     for (size_t i = 0; i < buffers.locals.size(); ++i)
@@ -321,7 +323,8 @@ class Planner {
       }
       pb.size = aligned(b.size);
       pb.bound_output = groups.bound_output[groups.root[i]];
-      pb.offset = (pb.bound_output >= 0 ? 0 : placement.offsets[units.unit[i]]) + groups.offset[i];
+      pb.external = groups.external[groups.root[i]];
+      pb.offset = (pb.in_frame() ? placement.offsets[units.unit[i]] : 0) + groups.offset[i];
       if (groups.root[i] != i) pb.group = static_cast<int32_t>(groups.root[i]);
       pb.alias = groups.kind[i];
       pb.first = b.first;
@@ -458,6 +461,7 @@ MemoryPlan plan_memory(const Model& model, const PlanOptions& options) {
   const GraphResult main = planner.plan_graph(*model.main, options.strategy, -1);
   assign_bases(plan);
   plan.alignment = options.alignment;
+  plan.external_inputs = options.external_inputs;
   plan.strategy = std::string(plan::strategy_name(options.strategy));
   plan.arena_bytes = main.frame;
   plan.lower_bound_bytes = main.lower_bound;

@@ -29,6 +29,7 @@ struct PlanOptions {
   bool share_storage = true;  // false: the pipeline sets no aliasing (every tensor its own bytes)
   KernelPreference prefer = KernelPreference::Balanced;
   uint64_t max_arena = 0;     // a budget the arena must fit (0: none); compiling fails otherwise
+  bool external_inputs = false;  // main-graph inputs stay in the caller's bytes (MemoryPlan::external_inputs)
 };
 
 // Fills everything in the plan but the model identity and shape options (the caller's job).

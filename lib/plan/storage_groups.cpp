@@ -9,6 +9,16 @@
 namespace memplan::plan {
 namespace {
 
+// Per local buffer: 1 for a main-graph input the caller binds (GroupOptions::external_inputs).
+std::vector<uint8_t> external_inputs(const Graph& g, const std::vector<LocalBuffer>& locals, const GroupOptions& o) {
+  std::vector<uint8_t> out(locals.size(), 0);
+  for (size_t i = 0; i < locals.size(); ++i) {
+    const Value* v = locals[i].value;
+    out[i] = o.external_inputs && !g.owner && v && v->is_graph_input && !v->producer;
+  }
+  return out;
+}
+
 // One group while it grows: the union of its members.
 struct Group {
   int32_t last = 0;
@@ -25,6 +35,7 @@ class Grouper {
     out_.kind.assign(locals.size(), AliasKind::None);
     out_.offset.assign(locals.size(), 0);
     out_.bound_output.assign(locals.size(), -1);
+    out_.external = external_inputs(g, locals, o);
     for (size_t i = 0; i < locals.size(); ++i) {
       out_.root[i] = i;
       const LocalBuffer& b = locals[i];
@@ -238,6 +249,7 @@ StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>
     none.kind.assign(locals.size(), AliasKind::None);
     none.offset.assign(locals.size(), 0);
     none.bound_output.assign(locals.size(), -1);
+    none.external = external_inputs(g, locals, options);
     return none;
   }
   return Grouper(g, locals, rules, options).run();

@@ -47,6 +47,8 @@ struct GroupOptions {
   // The branch's bound outputs: a group that dies where one of them is written over it in place
   // moves into that If output's bytes (it takes none of the frame's).
   std::map<const Value*, BoundOutput> bound_outputs;
+  // Main-graph inputs are the caller's bytes, outside the arena: each roots a group of its views.
+  bool external_inputs = false;
 };
 
 using AliasRules = std::function<NodeAliasing(const Node&)>;
@@ -58,6 +60,7 @@ struct StorageGroups {
   std::vector<AliasKind> kind;
   std::vector<uint64_t> offset;  // bytes from the start of the root's
   std::vector<int32_t> bound_output;  // per root: the bound output whose If output holds the group, or -1
+  std::vector<uint8_t> external;      // per root: 1 for an external input's group (the caller's bytes)
   std::vector<RefusedAlias> refused;
 };
 
@@ -70,7 +73,8 @@ struct StorageGroups {
 // concat_in_place, each Concat (the last of a chain first) takes its inputs as slices of its
 // output, all or none; a Concat whose inputs already lie end to end in one group becomes that
 // stretch of it. A node writing a bound output (options.bound_outputs) over an input's group, by
-// the same rules, moves that whole group into the If output's bytes.
+// the same rules, moves that whole group into the If output's bytes. With external_inputs, a
+// main-graph input's group (the input and its views) is in the caller's bytes.
 StorageGroups find_storage_groups(const Graph& g, const std::vector<LocalBuffer>& locals, const AliasRules& rules,
                                   const GroupOptions& options = {});
 

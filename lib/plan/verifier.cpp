@@ -241,6 +241,29 @@ class Verifier {
       reject(where + ": buffer '" + b.label() + "' ends past its frame (" + std::to_string(limit) + " bytes)");
   }
 
+  // With external inputs, a main-graph input's group is in the caller's bytes: the input at their
+  // start and views of it (verify_groups has checked that each view is a view op's output over a
+  // member at its bytes, and that nothing writes in place over an input). No other group is.
+  // True when the group is external (and so takes no bytes of the frame).
+  bool verify_external(const Graph& g, const PlannedBuffer& root, const std::vector<const Member*>& group,
+                       const std::string& where) const {
+    const auto own = std::find_if(group.begin(), group.end(), [&](const Member* m) { return m->b == &root; });
+    const Value* v = own == group.end() ? nullptr : (*own)->value;
+    const bool input = !g.owner && v && v->is_graph_input && !v->producer;
+    const bool external = plan_.external_inputs && input;
+    if (root.external != external)
+      reject(where + ": '" + root.label() + "' is " + (root.external ? "" : "not ") + "planned in the caller's bytes, but " +
+             (external ? "the plan's inputs are external" : input ? "the plan's inputs are in the arena" : "it is no main-graph input"));
+    for (const Member* m : group) {
+      if (m->b->external != external)
+        reject(where + ": '" + m->b->label() + "' and its group's root '" + root.label() + "' disagree on being in the caller's bytes");
+      if (external && (m->b->bound_output >= 0 || (m->b != &root && m->b->alias != AliasKind::View)))
+        reject(where + ": '" + m->b->label() + "' is in the caller's bytes, but is not a view of input '" + root.name + "'");
+    }
+    if (external && root.offset != 0) reject(where + ": external input '" + root.label() + "' does not start its bytes");
+    return external;
+  }
+
   // A storage group in the bytes of the If output that branch output k (= root.bound_output) is
   // written into: k is such an output, written by a node that reads exactly one member, after
   // every other read of the group (so the group dies there, as an in-place write needs), and the
@@ -325,6 +348,7 @@ class Verifier {
     // A storage group is one use of its root's bytes, once its aliases are shown to be safe.
     std::set<int32_t> in_if_outputs;
     for (const auto& [root, group] : verify_groups(g, gp, members)) {
+      if (verify_external(g, gp.buffers[root], group, where)) continue;  // the caller's bytes, not the frame's
       if (gp.buffers[root].bound_output >= 0) {
         if (!in_if_outputs.insert(gp.buffers[root].bound_output).second)
           reject(where + ": two storage groups are placed in the If output of branch output " +
@@ -346,6 +370,7 @@ class Verifier {
     std::vector<int> scratchpads(g.nodes.size(), 0);
     for (const PlannedBuffer& b : gp.buffers) {
       if (b.kind == BufferKind::Tensor) continue;
+      if (!b.in_frame()) reject(where + ": '" + b.label() + "' is a " + (b.external ? "scratchpad or region in the caller's bytes" : "scratchpad or region in an If output"));
       if (b.node < 0 || static_cast<size_t>(b.node) >= g.nodes.size() || b.first != b.node || b.last != b.node)
         reject(where + ": '" + b.label() + "' is not live at its node's step only");
       const Node& n = *g.nodes[static_cast<size_t>(b.node)];

@@ -56,6 +56,15 @@ std::string shared_with(const Storage& s) {
 
 constexpr size_t kRefusalsInText = 20;
 
+// Bytes of the main-graph inputs that each run reads from the caller's buffers.
+uint64_t external_input_bytes(const MemoryPlan& plan) {
+  uint64_t bytes = 0;
+  if (!plan.graphs.empty())
+    for (const auto& b : plan.graphs[0].buffers)
+      if (b.external && b.group < 0) bytes += b.size;
+  return bytes;
+}
+
 uint64_t scratchpad_bytes(const MemoryPlan& plan) {
   uint64_t most = 0;
   for (const auto& g : plan.graphs)
@@ -101,6 +110,7 @@ std::string plan_report_text(const MemoryPlan& p) {
   o << "  weights        " << p.weights_bytes << " bytes (read-only, outside the arena)\n";
   o << "  scratchpad     " << scratchpad_bytes(p) << " bytes (largest kernel scratchpad, inside the arena)\n";
   o << "  alignment      " << p.alignment << " bytes\n";
+  if (p.external_inputs) o << "  inputs         " << external_input_bytes(p) << " bytes (external: read from the caller's buffers, outside the arena)\n";
   o << "strategies (arena bytes):";
   for (const auto& [name, bytes] : p.strategy_bytes) o << "  " << name << " " << bytes;
   o << "\ngraphs (frame bytes at absolute offset; lower bound):\n";
@@ -159,7 +169,8 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
     << ", \"aliased_bound_bytes\": " << p.aliased_bound_bytes
     << ", \"naive_bytes\": " << p.naive_bytes << ", \"per_subgraph_bytes\": " << p.per_subgraph_bytes
     << ", \"weights_bytes\": " << p.weights_bytes << ", \"scratchpad_bytes\": " << scratchpad_bytes(p)
-    << ", \"alignment\": " << p.alignment << ", \"strategy\": " << json_string(p.strategy)
+    << ", \"alignment\": " << p.alignment << ", \"external_inputs\": " << (p.external_inputs ? "true" : "false")
+    << ", \"external_input_bytes\": " << external_input_bytes(p) << ", \"strategy\": " << json_string(p.strategy)
     << ", \"chosen_strategy\": " << json_string(p.chosen_strategy) << ", \"strategies\": {";
   bool first = true;
   for (const auto& [name, bytes] : p.strategy_bytes) {
@@ -214,7 +225,7 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
       o << (bi ? ", " : "") << "{\"name\": " << json_string(b.label()) << ", \"bytes\": " << b.size
         << ", \"offset\": " << b.offset << ", \"first\": " << b.first << ", \"last\": " << b.last
         << ", \"group\": " << b.group << ", \"alias\": " << json_string(alias_name(b.alias))
-        << ", \"bound_output\": " << b.bound_output << "}";
+        << ", \"bound_output\": " << b.bound_output << ", \"external\": " << (b.external ? "true" : "false") << "}";
     }
     o << "]}";
   }

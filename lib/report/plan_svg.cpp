@@ -209,7 +209,7 @@ class Painter {
     };
     for (size_t i = 0; i < g.buffers.size(); ++i) {
       const PlannedBuffer& b = g.buffers[i];
-      if (b.bound_output >= 0) continue;  // in the If output's bytes, drawn with the parent
+      if (!b.in_frame()) continue;  // in the If output's bytes (drawn with the parent) or the caller's
       const PlannedBuffer* root = root_of(b);
       const int first = std::max(b.first, 0), last = std::max(b.last, first);
       const double x = x0 + first * sx, w = std::max((last + 1 - first) * sx, kMinRect);
@@ -247,7 +247,7 @@ class Painter {
     };
     std::map<const PlannedBuffer*, Span> groups;
     for (const PlannedBuffer& b : g.buffers)
-      if (const PlannedBuffer* root = root_of(b); root && root->bound_output < 0) {
+      if (const PlannedBuffer* root = root_of(b); root && root->in_frame()) {
         Span& sp = groups.try_emplace(root, Span{std::max(root->first, 0), std::max(root->last, root->first), ""}).first->second;
         sp.first = std::min(sp.first, std::max(b.first, 0));
         sp.last = std::max(sp.last, b.last);

@@ -97,6 +97,23 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
   for (const Value* v : m.model.main->outputs) m.outputs.push_back(info_of(v));
 }
 
+// Per main-graph input, the values in the caller's bytes: the input and its views (the verifier
+// has checked that only these are external); none for an input in the arena.
+std::vector<std::vector<int32_t>> external_members_of(const CompiledModel::Impl& m, const Graph& main,
+                                                      const GraphPlan& gp) {
+  std::vector<std::vector<int32_t>> out(main.inputs.size());
+  for (size_t k = 0; k < main.inputs.size(); ++k) {
+    const int32_t id = m.id(main.inputs[k]);
+    if (m.homes[static_cast<size_t>(id)] != CompiledModel::Impl::Home::External) continue;
+    out[k].push_back(id);
+    for (const PlannedBuffer& b : gp.buffers)
+      if (b.external && b.group >= 0 &&
+          main.values[static_cast<size_t>(gp.buffers[static_cast<size_t>(b.group)].value)].get() == main.inputs[k])
+        out[k].push_back(m.id(main.values[static_cast<size_t>(b.value)].get()));
+  }
+  return out;
+}
+
 // Arena offsets and loop slots from the (verified) plan: buffers name values by their index in
 // their graph and nodes by their step.
 void bind_plan(CompiledModel::Impl& m) {
@@ -123,6 +140,10 @@ void bind_plan(CompiledModel::Impl& m) {
         const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
         m.graphs.at(&g).in_if_outputs.push_back({id, static_cast<size_t>(b.bound_output), b.offset});
         m.in_if_output[static_cast<size_t>(id)] = 1;
+      } else if (b.kind == BufferKind::Tensor && b.external) {
+        const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
+        m.homes[static_cast<size_t>(id)] = CompiledModel::Impl::Home::External;
+        m.offsets[static_cast<size_t>(id)] = b.offset;
       } else if (b.kind == BufferKind::Tensor) {
         const int32_t id = m.id(g.values[static_cast<size_t>(b.value)].get());
         m.homes[static_cast<size_t>(id)] = CompiledModel::Impl::Home::Arena;
@@ -131,6 +152,7 @@ void bind_plan(CompiledModel::Impl& m) {
         node_at(b.node).scratchpad_offset = at;
       }
     }
+    if (gi == 0) m.external_members = external_members_of(m, g, gp);
     for (const Region& r : gp.regions) {
       const uint64_t base = gp.base_offset + gp.buffers[static_cast<size_t>(r.buffer)].offset;
       NodeExec& ne = node_at(r.step);
@@ -183,6 +205,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   if (!prefer) fail("unknown preference '" + o.prefer + "' (balanced, memory or speed)");
   planning.prefer = *prefer;
   planning.max_arena = o.max_arena;
+  planning.external_inputs = o.external_inputs;
   if (o.threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(o.threads));
   const RequestedThreads threads(o.threads);
   return finish(compile_model(path, shape_options(o), planning));
@@ -202,6 +225,7 @@ std::vector<TensorInfo> model_inputs(const std::string& model_path) {
 const std::vector<TensorInfo>& CompiledModel::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& CompiledModel::outputs() const { return impl_->outputs; }
 uint64_t CompiledModel::arena_bytes() const { return impl_->plan.arena_bytes; }
+bool CompiledModel::external_inputs() const { return impl_->plan.external_inputs; }
 int CompiledModel::threads() const { return impl_->threads; }
 void CompiledModel::save_plan(const std::string& path) const { write_plan_file(impl_->plan, path); }
 std::string CompiledModel::report_text() const { return plan_report_text(impl_->plan); }

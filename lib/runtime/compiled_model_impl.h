@@ -55,14 +55,18 @@ struct CompiledModel::Impl {
   std::unordered_map<const Value*, int32_t> ids;
   std::vector<const Value*> values;
   // Dynamic: a buffer the session allocates when the value's producer runs (outside the arena).
-  enum class Home : uint8_t { None, Arena, Weight, Dynamic };
+  // External: a main-graph input (or a view of one) in the caller's bytes (external inputs).
+  enum class Home : uint8_t { None, Arena, Weight, Dynamic, External };
   std::vector<Home> homes;
-  std::vector<uint64_t> offsets;     // Arena: absolute offset
+  std::vector<uint64_t> offsets;     // Arena: absolute offset; External: from the input's start
   std::vector<uint64_t> capacities;  // bytes the memory holds
   std::vector<uint8_t> in_if_output;  // 1: an If branch's value planned in an If output's bytes
   // Storage groups (guard mode): the values that share each value's bytes, itself included;
   // empty for a value with bytes of its own.
   std::vector<std::vector<int32_t>> sharing;
+  // External inputs: per main-graph input, the values in its bytes (itself first, then its views);
+  // empty for an input in the arena.
+  std::vector<std::vector<int32_t>> external_members;
   std::vector<const std::byte*> weights;  // Weight: the constant's bytes
   std::vector<std::vector<std::byte>> materialized;  // splat constants expanded once
 

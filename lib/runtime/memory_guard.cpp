@@ -12,12 +12,14 @@ namespace {
 
 constexpr std::byte kPoison{0xA5};
 
-// Arena buffers, dynamic tensors and an If branch's values in an If output's bytes are
-// checksummed; only arena buffers are poisoned when dead (a dynamic tensor's memory is its own
-// until the session grows it; a value in an If output shares its bytes with that output).
+// Arena buffers, dynamic tensors, an If branch's values in an If output's bytes and external
+// inputs (and their views) are checksummed; only arena buffers are poisoned when dead (a dynamic
+// tensor's memory is its own until the session grows it; a value in an If output shares its bytes
+// with that output; an external input is the caller's).
 bool guarded(const CompiledModel::Impl& m, size_t id) {
-  const CompiledModel::Impl::Home h = m.homes[id];
-  return h == CompiledModel::Impl::Home::Arena || h == CompiledModel::Impl::Home::Dynamic || m.in_if_output[id];
+  using Home = CompiledModel::Impl::Home;
+  const Home h = m.homes[id];
+  return h == Home::Arena || h == Home::Dynamic || h == Home::External || m.in_if_output[id];
 }
 
 uint64_t checksum(const rt::TensorView& v) {

@@ -14,12 +14,24 @@ namespace {
 
 constexpr uint64_t kArenaAlignment = 64;
 
+// 64-byte-aligned memory for `bytes` (at least one byte), rounded up to the alignment; null when
+// the allocation fails.
+std::byte* allocate_aligned(uint64_t bytes) {
+  const uint64_t alloc = (std::max<uint64_t>(bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  return static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
+}
+
 const Value* main_input(const CompiledModel::Impl& m, const std::string& name) {
   for (const Value* v : m.model.main->inputs)
     if (v->name == name) return v;
   std::string names;
   for (const Value* v : m.model.main->inputs) names += (names.empty() ? "" : ", ") + v->name;
   fail(m.model.path + ": the model has no input named '" + name + "' (inputs: " + names + ")");
+}
+
+size_t input_index(const CompiledModel::Impl& m, const Value* v) {
+  const auto& inputs = m.model.main->inputs;
+  return static_cast<size_t>(std::find(inputs.begin(), inputs.end(), v) - inputs.begin());
 }
 
 // Allocation-free unless it fails: inputs are set before every run.
@@ -56,10 +68,9 @@ int session_threads(const CompiledModel::Impl& m, const SessionOptions& o) {
 Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions opts)
     : owner(std::move(model)), m(owner->impl()), options(opts), stream(m.dnnl->engine) {
   arena_bytes = m.plan.arena_bytes;
-  const uint64_t alloc = (std::max<uint64_t>(arena_bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  arena = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
+  arena = allocate_aligned(arena_bytes);
   if (!arena)
-    fail(m.model.path + ": cannot allocate the arena of " + std::to_string(alloc) + " bytes; the peak is at " +
+    fail(m.model.path + ": cannot allocate the arena of " + std::to_string(arena_bytes) + " bytes; the peak is at " +
          plan_peak_summary(m.plan));
   // A constructor that throws runs no destructor: if what follows refuses the model (a rank above
   // kMaxRank), the arena is freed on the way out.
@@ -94,6 +105,7 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   }
   input_ready.assign(m.model.main->inputs.size(), 0);
   input_bound.assign(m.model.main->inputs.size(), 0);
+  input_copies.assign(m.model.main->inputs.size(), nullptr);
   // What the kernels change while they run is this session's: sessions of one model run at once.
   // Made with the session's thread count in effect (a oneDNN kernel made for more threads makes
   // the session a primitive of its own).
@@ -120,6 +132,7 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
 
 Session::Impl::~Impl() {
   for (DynamicBuffer& b : dynamic_buffers) std::free(b.data);
+  for (std::byte* copy : input_copies) std::free(copy);
   std::free(arena);
 }
 
@@ -130,15 +143,14 @@ void Session::Impl::reserve_dynamic(int32_t id, uint64_t bytes, bool keep) {
   if (bytes > b.capacity) {
     // Doubling keeps a growing scan output's copies linear in its final size.
     const uint64_t want = std::max(bytes, b.capacity * 2);
-    const uint64_t alloc = (want + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-    auto* grown = static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
+    auto* grown = allocate_aligned(want);
     if (!grown)
       fail(m.model.path + ": dynamic tensor '" + m.values[static_cast<size_t>(id)]->name + "' needs " +
            std::to_string(bytes) + " bytes, which could not be allocated");
     if (keep && b.data) std::memcpy(grown, b.data, b.capacity);
     std::free(b.data);
     b.data = grown;
-    b.capacity = alloc;
+    b.capacity = want;
   }
   v.data = b.data;
   v.capacity = b.capacity;
@@ -178,10 +190,30 @@ void Session::Impl::run_dynamic(const NodeExec& ne) {
 }
 
 void Session::Impl::mark_input(const Value* v, bool zero_copy) {
-  const auto& inputs = m.model.main->inputs;
-  const size_t i = static_cast<size_t>(std::find(inputs.begin(), inputs.end(), v) - inputs.begin());
+  const size_t i = input_index(m, v);
   input_ready[i] = 1;
   input_bound[i] = zero_copy ? 1 : 0;
+}
+
+void Session::Impl::point_input(size_t k, std::byte* data) {
+  const int32_t id = m.id(m.model.main->inputs[k]);
+  view(id).data = data;
+  for (int32_t member : m.external_members[k]) view(member).data = data + m.offsets[static_cast<size_t>(member)];
+}
+
+std::byte* Session::Impl::input_slot(const Value* v) {
+  const size_t k = input_index(m, v);
+  const auto id = static_cast<size_t>(m.id(v));
+  if (m.homes[id] != CompiledModel::Impl::Home::External) {
+    point_input(k, arena + m.offsets[id]);
+    mark_input(v, false);  // the slot is reused once read
+    return arena + m.offsets[id];
+  }
+  if (!input_copies[k] && !(input_copies[k] = allocate_aligned(m.capacities[id])))
+    fail(m.model.path + ": input '" + v->name + "': cannot allocate a copy of " + std::to_string(m.capacities[id]) + " bytes");
+  point_input(k, input_copies[k]);
+  mark_input(v, true);  // the session's own copy: nothing reuses it
+  return input_copies[k];
 }
 
 void Session::Impl::run() {
@@ -257,19 +289,14 @@ void Session::set_input(const std::string& name, int32_t dtype, std::span<const 
                         uint64_t bytes) {
   const Value* v = main_input(impl_->m, name);
   check_input(impl_->m, v, dtype, shape, bytes);
-  rt::TensorView& tv = impl_->view(impl_->m.id(v));
-  tv.data = impl_->arena + impl_->m.offsets[static_cast<size_t>(impl_->m.id(v))];
-  if (bytes) std::memcpy(tv.data, data, bytes);
-  impl_->mark_input(v, false);
+  std::byte* slot = impl_->input_slot(v);
+  if (bytes) std::memcpy(slot, data, bytes);
 }
 
 void* Session::input_buffer(const std::string& name, int32_t dtype, std::span<const int64_t> shape, uint64_t bytes) {
   const Value* v = main_input(impl_->m, name);
   check_input(impl_->m, v, dtype, shape, bytes);
-  rt::TensorView& tv = impl_->view(impl_->m.id(v));
-  tv.data = impl_->arena + impl_->m.offsets[static_cast<size_t>(impl_->m.id(v))];
-  impl_->mark_input(v, false);
-  return tv.data;
+  return impl_->input_slot(v);
 }
 
 void Session::bind_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
@@ -278,7 +305,7 @@ void Session::bind_input(const std::string& name, int32_t dtype, std::span<const
   check_input(impl_->m, v, dtype, shape, bytes);
   if (reinterpret_cast<uintptr_t>(data) % kArenaAlignment != 0)
     fail(impl_->m.model.path + ": input '" + name + "': a zero-copy buffer must be 64-byte aligned");
-  impl_->view(impl_->m.id(v)).data = static_cast<std::byte*>(const_cast<void*>(data));
+  impl_->point_input(input_index(impl_->m, v), static_cast<std::byte*>(const_cast<void*>(data)));
   impl_->mark_input(v, true);
 }
 

@@ -36,6 +36,11 @@ struct Session::Impl {
   void guard_after(const NodeExec& ne);
 
   void mark_input(const Value* v, bool zero_copy);
+  // Where an input set by copy goes: its arena slot, or for an external input the session's own
+  // buffer (made on first use, then kept), which its values are pointed at.
+  std::byte* input_slot(const Value* v);
+  // Points main-graph input k's values at `data`: itself, and with external inputs its views.
+  void point_input(size_t k, std::byte* data);
   rt::TensorView& view(int32_t id) { return views[static_cast<size_t>(id)]; }
   // Copies src's bytes and shape into dst (which must have the capacity); names `what` on overflow.
   void copy_into(rt::TensorView& dst, const rt::TensorView& src, const Node& node, const char* what);
@@ -60,6 +65,7 @@ struct Session::Impl {
   // reused once it has been read, so a copied input must be set again before each run.
   std::vector<uint8_t> input_ready;
   std::vector<uint8_t> input_bound;  // zero-copy inputs stay valid across runs
+  std::vector<std::byte*> input_copies;  // external inputs set by copy: per input, null until then
   // Profiling (SessionOptions::profile): per NodeExec, calls and self time; nested_ns collects the
   // time of the nodes run inside the current control-flow node, to subtract from its own.
   std::vector<uint64_t> profile_calls, profile_ns;

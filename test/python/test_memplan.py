@@ -114,6 +114,37 @@ class CompileAndRun(unittest.TestCase):
         with self.assertRaises(memplan.Error):  # a list becomes float64: memplan does not convert
             s.run({"x": [[0.25] * 64]})
 
+    def test_external_inputs_take_no_arena_bytes(self):
+        inputs, expected = data_set("example")
+        inside = memplan.compile(os.path.join(MODELS, "example", "model.onnx"), prefer="memory")
+        m = memplan.compile(os.path.join(MODELS, "example", "model.onnx"), prefer="memory", external_inputs=True)
+        self.assertTrue(m.external_inputs)
+        self.assertFalse(inside.external_inputs)
+        # Two inputs of 401,408 bytes are the caller's now.
+        self.assertGreaterEqual(inside.arena_bytes - m.arena_bytes, 401408)
+        self.assertTrue(json.loads(m.report("json"))["external_inputs"])
+        aligned = {}
+        for name, a in inputs.items():
+            aligned[name] = memplan.aligned_empty(a.shape, a.dtype)
+            aligned[name][...] = a
+        s = memplan.Session(m, check_memory=True)
+        got = s.run(aligned)
+        self.assertEqual(sorted(s.zero_copy_inputs), sorted(n for n, a in inputs.items() if a.nbytes > 0))
+        for name, want in expected.items():
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5)
+        for name, a in inputs.items():  # never written
+            np.testing.assert_array_equal(aligned[name], a)
+        # Misaligned arrays are copied, into the session's own buffers, with the same answer.
+        def misaligned(a):
+            raw = memplan.aligned_empty((a.size + 1,), a.dtype)
+            out = raw[1:].reshape(a.shape)
+            out[...] = a
+            return out
+        copied = s.run({name: misaligned(a) for name, a in inputs.items()})
+        self.assertEqual(s.zero_copy_inputs, [])
+        for name, want in expected.items():
+            np.testing.assert_allclose(copied[name], want, rtol=1e-5, atol=1e-5)
+
     def test_dims_bounds_and_strategy(self):
         m = memplan.compile(os.path.join(MODELS, "bad", "symbolic_dim.onnx"), dims={"N": 4}, strategy="naive")
         self.assertEqual(m.inputs[0].shape, (4, 3))

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "io/npy.h"
 #include "support/cli_runner.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
@@ -270,4 +272,42 @@ TEST_CASE("cli: --max-arena fails naming the smallest arena it can reach and its
   expect_error({"compile", m, "--max-arena", "64"}, 2, {m, "the smallest arena memplan can plan is", "over the budget of 64 bytes", "its peak is at step"});
   Run fits = run_cli({"compile", m, "--max-arena", "100000"});
   CHECK(fits.exit_code == 0);
+}
+
+TEST_CASE("cli: --external-inputs plans no arena bytes for the inputs; its plan loads and runs to the expected answer",
+          "[cli][external-inputs]") {
+  const fs::path dir = kModels / "example";
+  const std::string m = (dir / "model.onnx").string();
+  auto number = [](const std::string& json, const std::string& key) {
+    const auto at = json.find("\"" + key + "\": ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(json.substr(at + key.size() + 4));
+  };
+  Run inside = run_cli({"compile", m, "--prefer", "memory", "--report", "json"});
+  REQUIRE(inside.exit_code == 0);
+  memplan::test::TempDir tmp("cli_external_inputs");
+  const std::string plan = tmp / "example.mplan";
+  Run outside = run_cli({"compile", m, "--prefer", "memory", "--external-inputs", "--report", "json", "-o", plan});
+  INFO(outside.err);
+  REQUIRE(outside.exit_code == 0);
+  CHECK_THAT(outside.out, Catch::Contains("\"external_inputs\": true"));
+  CHECK(number(outside.out, "external_input_bytes") == 2 * 401408 + 64);  // input, add_in, cond
+  CHECK(number(inside.out, "arena_bytes") >= number(outside.out, "arena_bytes") + 401408);
+  Run text = run_cli({"inspect", plan});
+  CHECK_THAT(text.out, Catch::Contains("(external: read from the caller's buffers, outside the arena)"));
+  const fs::path data = dir / "test_data_set_0";
+  std::vector<std::string> args{"run", m, "--plan", plan, "--check-memory", "--output-dir", tmp / "out"};
+  for (const std::string name : {"input", "cond", "add_in"})
+    args.push_back("--input=" + name + "=" + (data / "inputs" / (name + ".npy")).string());
+  Run run = run_cli(args);
+  INFO(describe(args, run));
+  REQUIRE(run.exit_code == 0);
+  const memplan::io::NpyArray got = memplan::io::read_npy((fs::path(tmp / "out") / "output.npy").string());
+  const memplan::io::NpyArray want = memplan::io::read_npy((data / "expected" / "output.npy").string());
+  REQUIRE(got.info == want.info);
+  const auto* g = reinterpret_cast<const float*>(got.data.data());
+  const auto* w = reinterpret_cast<const float*>(want.data.data());
+  float worst = 0;
+  for (size_t i = 0; i < got.data.size() / sizeof(float); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
+  CHECK(worst < 1e-4f);
 }

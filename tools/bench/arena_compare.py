@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """Arena of every model under two memplan builds, side by side: what a memory change did.
 
-Usage: arena_compare.py BEFORE_MEMPLAN AFTER_MEMPLAN [--prefer balanced|memory|speed] MODEL.onnx...
+Usage: arena_compare.py BEFORE_MEMPLAN AFTER_MEMPLAN [--prefer balanced|memory|speed] [--after-flag FLAG]...
+                         MODEL.onnx...
 
 Prints a Markdown table (model, arena before and after, after/before, the no-alias lower bound, the
 bound with storage groups and the largest scratchpad, from the after build) and the geometric mean
 of after/before, and names every model whose arena grew. `--prefer balanced` (the default) times
 kernels at compile, so run it on a quiet machine and repeat a surprising row. DNNL_MAX_CPU_ISA is
-passed through: run it once per ISA.
+passed through: run it once per ISA. `--after-flag` gives the after build one more compile flag
+(repeatable): the same build twice with `--after-flag --external-inputs` shows what that option saves.
 """
 import json
 import math
@@ -15,8 +17,8 @@ import subprocess
 import sys
 
 
-def report(memplan, model, prefer):
-    r = subprocess.run([memplan, "compile", model, "--report", "json", "--prefer", prefer],
+def report(memplan, model, prefer, flags=()):
+    r = subprocess.run([memplan, "compile", model, "--report", "json", "--prefer", prefer, *flags],
                        capture_output=True, text=True)
     if r.returncode != 0:
         return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
@@ -33,14 +35,19 @@ def main(argv):
         sys.exit(__doc__)
     before, after, rest = argv[1], argv[2], argv[3:]
     prefer = "balanced"
-    if rest[:1] == ["--prefer"]:
-        prefer, rest = rest[1], rest[2:]
-    print(f"prefer {prefer}\n")
+    after_flags = []
+    while rest[:1] in (["--prefer"], ["--after-flag"]) and len(rest) > 1:
+        if rest[0] == "--prefer":
+            prefer = rest[1]
+        else:
+            after_flags.append(rest[1])
+        rest = rest[2:]
+    print(f"prefer {prefer}" + (f"; after with {' '.join(after_flags)}" if after_flags else "") + "\n")
     print("| model | arena before | arena after | after / before | no-alias bound | aliased bound | scratchpad |")
     print("|---|---|---|---|---|---|---|")
     ratios, grew = [], []
     for model in rest:
-        (b, berr), (a, aerr) = report(before, model, prefer), report(after, model, prefer)
+        (b, berr), (a, aerr) = report(before, model, prefer), report(after, model, prefer, after_flags)
         if not a or not b:
             print(f"| {name_of(model)} | {berr or b['arena_bytes']} | {aerr or a['arena_bytes']} | | | | |")
             continue

@@ -25,7 +25,7 @@ struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
   int threads = 0, sessions = 1, repeat = 1, warmup = 0;
-  bool check_memory = false, profile = false, no_share = false, fixed_threads = false;
+  bool check_memory = false, profile = false, no_share = false, fixed_threads = false, external_inputs = false;
   std::string prefer = "balanced";
   uint64_t max_arena = 0;
   ShapeArgs shapes;
@@ -139,6 +139,7 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.share_storage = !a.no_share;
   options.prefer = a.prefer;
   options.max_arena = a.max_arena;
+  options.external_inputs = a.external_inputs;
   options.threads = compile_threads(a);
   for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
   return CompiledModel::compile(a.model, options);
@@ -282,6 +283,8 @@ void register_run(CLI::App& app) {
   sub->add_option("--prefer", a->prefer, "balanced, memory or speed (see compile)")
       ->check(CLI::IsMember({"balanced", "memory", "speed"}));
   sub->add_option("--max-arena", a->max_arena, "Fail unless the arena fits in this many bytes");
+  sub->add_flag("--external-inputs", a->external_inputs,
+                "Plan no arena bytes for the inputs; they are read from the files' buffers (see compile)");
   add_shape_options(*sub, a->shapes);
   add_action(sub, [a] {
     std::vector<InputFile> files;
