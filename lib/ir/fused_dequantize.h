@@ -32,4 +32,17 @@ inline constexpr size_t kDequantScaleInput = 4, kDequantBiasInput = 5;
 inline constexpr const char* kRequantizeAttr = "memplan_requantize";
 inline constexpr size_t kRequantizeScaleInput = 3, kRequantizeZeroInput = 4;
 
+// DequantizeLinear(x, x_scale, x_zp) -> Resize (opset 11+) -> QuantizeLinear(y_scale, y_zp), per
+// tensor with constant scales and zero points, of static shapes whose dims but the last two are
+// not resized (a segmentation decoder's upsampling), becomes one Resize from the 8-bit x to the
+// 8-bit y with
+//   memplan_quantized    int 1
+//   inputs 4, 5, 6, 7    x_scale, x_zp, y_scale, y_zp
+// Each plane of x is dequantized by DequantizeLinear's row loop, resampled by the float Resize's
+// row sums and quantized by QuantizeLinear's row loop: the same bytes as the three nodes, with no
+// float32 tensor.
+inline constexpr const char* kQuantizedResizeAttr = "memplan_quantized";
+inline constexpr size_t kResizeInScaleInput = 4, kResizeInZeroInput = 5, kResizeOutScaleInput = 6,
+                        kResizeOutZeroInput = 7;
+
 }  // namespace memplan

@@ -371,6 +371,39 @@ bool fuse_qdq_max_pool(Graph& g, Node& pool, std::unordered_set<const Node*>& de
   return true;
 }
 
+// DequantizeLinear(xq, s, z) -> Resize -> QuantizeLinear(s', z')  ==>  Resize(xq) from bytes to bytes
+// (ir/fused_dequantize.h's memplan_quantized): the kernel dequantizes, resamples and quantizes each
+// plane with the three nodes' own loops, so the same bytes, without the two float32 tensors (four
+// times the bytes) and their passes over memory (the upsampling of a QDQ segmentation decoder).
+// Static shapes whose dims but the last two keep their size, as the kernel resamples planes.
+bool fuse_qdq_resize(Graph& g, Node& resize, std::unordered_set<const Node*>& dead) {
+  if (resize.opset < 11 || resize.outputs.size() != 1 || !resize.outputs[0] || resize.inputs.empty() ||
+      resize.inputs.size() > 4 || !resize.inputs[0] || resize.attr_string("coordinate_transformation_mode", "") == "tf_crop_and_resize")
+    return false;
+  Node* dq = resize.inputs[0]->producer;
+  Node* q = sole_consumer(resize.outputs[0]);
+  const std::optional<Quantization> out = quantization_of(q, "QuantizeLinear");
+  Quantization in;
+  Value* xq = dequantized_bytes(dq, g, in);
+  if (!xq || !out || q->graph != &g) return false;
+  const Value* y = resize.outputs[0];
+  if (!xq->type.is_static() || xq->shape_varies || !y->type.is_static() || y->shape_varies) return false;
+  const std::vector<int64_t> from = xq->type.static_dims(), to = y->type.static_dims();
+  if (from.size() < 2 || from.size() != to.size() || !std::equal(from.begin(), from.end() - 2, to.begin())) return false;
+  resize.inputs.resize(kResizeInScaleInput, nullptr);
+  resize.inputs[0] = xq;
+  static_assert(kResizeInZeroInput == kResizeInScaleInput + 1 && kResizeOutScaleInput == kResizeInScaleInput + 2 &&
+                kResizeOutZeroInput == kResizeInScaleInput + 3);
+  resize.inputs.insert(resize.inputs.end(), {dq->inputs[1], dq->inputs[2], q->inputs[1], q->inputs[2]});
+  set_flag(resize, kQuantizedResizeAttr);
+  Value* old_out = resize.outputs[0];
+  resize.outputs[0] = q->outputs[0];
+  resize.outputs[0]->producer = &resize;
+  dead.insert(q);
+  g.release_value(old_out);
+  return true;
+}
+
 // Concat(DequantizeLinear(x_i, s_i, z_i), ...) -> QuantizeLinear(s, z)  ==>  Concat(x_i'), with
 // x_i' = x_i where (s_i, z_i) is (s, z) (the round trip gives each byte back, as for MaxPool) and
 // x_i requantized from (s_i, z_i) to (s, z) where it is not (ir/fused_dequantize.h): the same
@@ -603,6 +636,7 @@ int fuse_quantized(Model& model) {
       if (dead.count(n.get()) || !n->domain.empty()) continue;
       if (n->op_type == "MaxPool") fuse_qdq_max_pool(g, *n, dead);
       else if (n->op_type == "Concat") fuse_qdq_concat(g, *n, dead, insertions);
+      else if (n->op_type == "Resize") fuse_qdq_resize(g, *n, dead);
     }
     for (auto& n : g.nodes)
       if (n->op_type == "Gemm" && n->domain.empty() && !fuse_qdq_gemm(g, *n, insertions) &&

@@ -431,3 +431,100 @@ TEST_CASE("a QLinearMatMul by constant weights becomes a 1x1 QLinearConv between
       CHECK(static_cast<int>(y[r * kN + n]) == static_cast<int>(std::clamp(v, 0.0, 255.0)));
     }
 }
+
+namespace {
+
+// DequantizeLinear(xq uint8 [1, planes, h, w]) -> Resize (linear, half_pixel; to `out_h` x `out_w`
+// by sizes) -> QuantizeLinear (int8, another scale and zero point) -> y. `block` also returns the
+// float Resize output, which keeps the three nodes apart (the reference).
+std::string write_qdq_resize(bool block, int64_t planes, int64_t h, int64_t w, int64_t out_h, int64_t out_w) {
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "xq", onnx::TensorProto::UINT8, {1, planes, h, w});
+  add_initializer(g, tensor_f32("xs", {}, {0.037f}));
+  add_initializer(g, tensor_u8("xz", {}, {11}));
+  add_initializer(g, tensor_f32("ys", {}, {0.0291f}));
+  add_initializer(g, tensor_i8("yz", {}, {-5}));
+  add_initializer(g, tensor_i64("sizes", {4}, {1, planes, out_h, out_w}));
+  add_node(g, "DequantizeLinear", {"xq", "xs", "xz"}, {"xf"}, "dq");
+  auto* r = add_node(g, "Resize", {"xf", "", "", "sizes"}, {"rf"}, "resize");
+  add_attr(r, "mode", onnx::AttributeProto::STRING)->set_s("linear");
+  add_node(g, "QuantizeLinear", {"rf", "ys", "yz"}, {"y"}, "q");
+  add_output(g, "y", onnx::TensorProto::INT8, {1, planes, out_h, out_w});
+  if (block) add_output(g, "rf", elem::kFloat, {1, planes, out_h, out_w});
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fuse_qdq_resize_" + std::to_string(block) + "_" + std::to_string(planes) + "_" +
+                             std::to_string(out_h) + "x" + std::to_string(out_w) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  return path;
+}
+
+std::vector<int8_t> run_resize(const std::string& path, const std::vector<uint8_t>& x, std::vector<int64_t> shape,
+                               int threads) {
+  CompileOptions o;
+  o.threads = threads;
+  auto model = CompiledModel::compile(path, o);
+  SessionOptions so;
+  so.check_memory = true;
+  so.adapt_to_load = false;
+  Session s(model, so);
+  s.set_input("xq", kUint8, shape, x.data(), x.size());
+  s.run();
+  const TensorRef y = s.output("y");
+  const auto* p = static_cast<const int8_t*>(y.data);
+  return {p, p + y.bytes};
+}
+
+}  // namespace
+
+TEST_CASE("QDQ around a Resize becomes one Resize from bytes to bytes: the same bytes as the float one, on 1 and 2 threads",
+          "[passes][fusion][quantized]") {
+  // Doubling (the vectorized rows) and an odd size (the general linear rows); 16 planes of 64 x 64
+  // are enough to resample planes on two threads.
+  for (const auto& [planes, h, w, out_h, out_w] : {std::array<int64_t, 5>{16, 64, 64, 128, 128}, {3, 7, 9, 10, 13}}) {
+    INFO(planes << " planes " << h << "x" << w << " to " << out_h << "x" << out_w);
+    Model ir = prepare_model(write_qdq_resize(false, planes, h, w, out_h, out_w), {});
+    REQUIRE(ir.main->nodes.size() == 1);
+    const Node& n = *ir.main->nodes[0];
+    CHECK(n.op_type == "Resize");
+    CHECK(n.attr_int("memplan_quantized", 0) == 1);
+    CHECK(n.inputs[0]->type.dtype == DType::Uint8);
+    CHECK(n.outputs[0]->type.dtype == DType::Int8);
+    Model plain = prepare_model(write_qdq_resize(true, planes, h, w, out_h, out_w), {});
+    CHECK(plain.main->nodes.size() == 3);
+
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> d(0, 255);
+    std::vector<uint8_t> x(static_cast<size_t>(planes * h * w));
+    for (uint8_t& v : x) v = static_cast<uint8_t>(d(rng));
+    const std::vector<int64_t> shape{1, planes, h, w};
+    const std::vector<int8_t> want = run_resize(write_qdq_resize(true, planes, h, w, out_h, out_w), x, shape, 1);
+    for (int threads : {1, 2}) {
+      INFO(threads << " threads");
+      CHECK(run_resize(write_qdq_resize(false, planes, h, w, out_h, out_w), x, shape, threads) == want);
+    }
+  }
+}
+
+TEST_CASE("a QDQ Resize whose float output is read elsewhere, or that resizes more than its last two dims, stays a "
+          "float Resize", "[passes][fusion][quantized]") {
+  Model read = prepare_model(write_qdq_resize(true, 3, 7, 9, 14, 18), {});
+  CHECK(read.main->nodes.size() == 3);
+  // Resizing the planes' count too: the kernel resamples whole planes only, so nothing is fused.
+  ModelBuilder m;
+  auto& g = m.graph();
+  add_input(g, "xq", onnx::TensorProto::UINT8, {1, 2, 4, 4});
+  add_initializer(g, tensor_f32("s", {}, {0.1f}));
+  add_initializer(g, tensor_u8("z", {}, {0}));
+  add_initializer(g, tensor_i64("sizes", {4}, {1, 4, 8, 8}));
+  add_node(g, "DequantizeLinear", {"xq", "s", "z"}, {"xf"}, "dq");
+  add_node(g, "Resize", {"xf", "", "", "sizes"}, {"rf"}, "resize");
+  add_node(g, "QuantizeLinear", {"rf", "s", "z"}, {"y"}, "q");
+  add_output(g, "y", onnx::TensorProto::UINT8, {1, 4, 8, 8});
+  const std::string path = (std::filesystem::temp_directory_path() / "fuse_qdq_resize_channels.onnx").string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  Model ir = prepare_model(path, {});
+  std::vector<std::string> ops;
+  for (const auto& n : ir.main->nodes) ops.push_back(n->op_type);
+  CHECK(ops == std::vector<std::string>{"DequantizeLinear", "Resize", "QuantizeLinear"});
+}

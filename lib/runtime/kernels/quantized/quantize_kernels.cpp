@@ -8,6 +8,7 @@
 
 #include "ir/fused_dequantize.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/quantized/factories.h"
 #include "runtime/kernels/quantized/quantize_common.h"
 #include "runtime/kernels/quantized/quantize_loops.h"
@@ -80,13 +81,15 @@ class QuantizeKernel final : public Kernel {
         // 8-bit rows (every row of a per-tensor Q/DQ) go through the vectorized loops.
         const bool eight_bit = (dequantize_ ? x.dtype : q_) == DType::Uint8 || (dequantize_ ? x.dtype : q_) == DType::Int8;
         if (eight_bit && (dequantize_ || x.dtype == DType::Float32)) {
-          if (dequantize_) {
-            dequantize_row(static_cast<const std::byte*>(x.data) + i, x.dtype == DType::Int8, s.inner, zp, sc,
-                           y.as<float>() + i);
-          } else {
-            quantize_row(x.as<const float>() + i, s.inner, sc, zp, range_.lo, range_.hi,
-                         static_cast<std::byte*>(y.data) + i);
-          }
+          const auto* bytes = static_cast<const std::byte*>(x.data) + i;
+          const float* floats = dequantize_ ? nullptr : x.as<const float>() + i;
+          auto* out = dequantize_ ? nullptr : static_cast<std::byte*>(y.data) + i;
+          float* out_floats = dequantize_ ? y.as<float>() + i : nullptr;
+          const bool is_signed = x.dtype == DType::Int8;
+          parallel_chunks(s.inner, kParallelChunkBytes, [&](uint64_t b, uint64_t e) {
+            if (dequantize_) dequantize_row(bytes + b, is_signed, e - b, zp, sc, out_floats + b);
+            else quantize_row(floats + b, e - b, sc, zp, range_.lo, range_.hi, out + b);
+          });
           i += s.inner;
           continue;
         }
@@ -135,12 +138,14 @@ class RequantizeKernel final : public Kernel {
     shape::set_shape_like(a.outputs[0], x, where_);
     const std::byte* in = x.data;
     std::byte* out = a.outputs[0].data;
-    float row[1024];
-    for (uint64_t i = 0, n = x.element_count(); i < n; i += std::size(row)) {
-      const uint64_t k = std::min<uint64_t>(std::size(row), n - i);
-      dequantize_row(in + i, is_signed_, k, x_zero_, x_scale_, row);
-      quantize_row(row, k, y_scale_, y_zero_, range_.lo, range_.hi, out + i);
-    }
+    parallel_chunks(x.element_count(), kParallelChunkBytes, [&](uint64_t begin, uint64_t end) {
+      float row[1024];
+      for (uint64_t i = begin; i < end; i += std::size(row)) {
+        const uint64_t k = std::min<uint64_t>(std::size(row), end - i);
+        dequantize_row(in + i, is_signed_, k, x_zero_, x_scale_, row);
+        quantize_row(row, k, y_scale_, y_zero_, range_.lo, range_.hi, out + i);
+      }
+    });
   }
 
  private:

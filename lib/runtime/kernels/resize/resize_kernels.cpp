@@ -9,9 +9,14 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ir/fused_dequantize.h"
 #include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/shape_common.h"
+#include "runtime/kernels/quantized/quantize_common.h"
+#include "runtime/kernels/quantized/quantize_loops.h"
 #include "runtime/kernels/resize/factories.h"
+#include "util/checked.h"
 
 namespace memplan::rt::elt {
 namespace {
@@ -199,16 +204,74 @@ class FloatSource {
   Floats value_;
 };
 
+// The odd and even columns of upsample_row_by_2, four products summed in a fixed order. Compiled
+// for AVX2 too where the CPU has it (4 doubles a vector instead of SSE2's 2): the same IEEE
+// operations in the same order (no FMA), so the same bits on every CPU.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void doubled_columns(const float* r0, const float* r1, const std::array<double, 8>& w, int64_t n, float* dst) {
+  const double odd00 = w[0], odd01 = w[1], odd10 = w[2], odd11 = w[3];
+  const double even00 = w[4], even01 = w[5], even10 = w[6], even11 = w[7];
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const double a = r0[k], b = r0[k + 1], c = r1[k], d = r1[k + 1];
+    double odd = 0, even = 0;
+    odd += odd00 * a;
+    odd += odd01 * b;
+    odd += odd10 * c;
+    odd += odd11 * d;
+    even += even00 * a;
+    even += even01 * b;
+    even += even10 * c;
+    even += even11 * d;
+    dst[2 * k + 1] = static_cast<float>(odd);
+    dst[2 * k + 2] = static_cast<float>(even);
+  }
+}
+
+// An 8-bit Resize's bytes and the float values it resamples (ir/fused_dequantize.h's
+// memplan_quantized): x dequantized with (in_scale, in_zero), y quantized with (out_scale, out_zero).
+struct Requantize {
+  bool on = false;
+  bool in_signed = false;
+  float in_scale = 1, out_scale = 1;
+  int32_t in_zero = 0, out_zero = 0;
+  quant::QRange out_range;
+};
+
+// Where the planes of the last two dims are resampled: their sizes and the columns' taps (in the
+// scratchpad), once per run.
+struct PlaneTaps {
+  uint64_t planes = 1;
+  int64_t ih = 0, iw = 0, oh = 0, ow = 0;
+  const Pair* pairs = nullptr;  // every column has two taps (linear): packed
+  const Taps* cols = nullptr;   // else the full taps
+  bool doubles = false;         // linear upsampling by exactly 2 (doubling())
+};
+
+constexpr uint64_t align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
 class ResizeKernel final : public Kernel {
  public:
   // `last_dim_bound`: the output's last dimension when it is known at load (0: unknown), for the
-  // scratchpad of the fast path's column taps.
+  // scratchpad of the fast path's column taps. `plane_floats`: with `rq`, the elements of one input
+  // plane (its static last two dims), dequantized into the scratchpad, one per thread of `threads`
+  // (the run's at most: planes are resampled in parallel).
   ResizeKernel(std::string where, const Params& p, FloatSource scales, shape::IntsSource sizes, FloatSource roi,
-               int64_t last_dim_bound)
+               int64_t last_dim_bound, Requantize rq = {}, uint64_t plane_floats = 0, int threads = 1)
       : where_(std::move(where)), p_(p), scales_(std::move(scales)), sizes_(std::move(sizes)), roi_(std::move(roi)),
-        columns_(last_dim_bound) {}
+        columns_(last_dim_bound), rq_(rq), plane_floats_(plane_floats), threads_(std::max(threads, 1)) {}
 
-  uint64_t scratchpad_bytes() const override { return static_cast<uint64_t>(columns_) * sizeof(Taps); }
+  // The column taps; an 8-bit Resize adds, per thread, a dequantized input plane and one output
+  // row of floats.
+  uint64_t scratchpad_bytes() const override {
+    const auto columns = static_cast<uint64_t>(columns_);
+    if (!rq_.on) return columns * sizeof(Taps);
+    return checked_add(align64(columns * sizeof(Taps)),
+                       checked_mul(static_cast<uint64_t>(threads_), thread_floats() * sizeof(float), "a Resize's scratchpad"),
+                       "a Resize's scratchpad");
+  }
 
   void run(const KernelArgs& args) override {
     const TensorView& x = args.inputs[0];
@@ -218,6 +281,7 @@ class ResizeKernel final : public Kernel {
     shape::set_shape(y, out.rank, out.dims.data(), where_);
     if (out.count() == 0) return;
     if (Shape::of(x).count() == 0) fail(where_ + ": cannot resize an empty input to shape " + out.str());
+    if (rq_.on) return resample_quantized(x, Shape::of(x), y, out, axes, args.scratchpad);
     if (!resample_planes(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes, args.scratchpad))
       resample(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
   }
@@ -320,81 +384,114 @@ class ResizeKernel final : public Kernel {
                                 float* dst) {
     dst[0] = linear_pair(r0, r1, ty, pairs[0]);
     dst[2 * iw - 1] = linear_pair(r0, r1, ty, pairs[2 * iw - 1]);
-    const double odd00 = ty.w[0] * pairs[1].w0, odd01 = ty.w[0] * pairs[1].w1, odd10 = ty.w[1] * pairs[1].w0,
-                 odd11 = ty.w[1] * pairs[1].w1;
-    const double even00 = ty.w[0] * pairs[2].w0, even01 = ty.w[0] * pairs[2].w1, even10 = ty.w[1] * pairs[2].w0,
-                 even11 = ty.w[1] * pairs[2].w1;
-#pragma omp simd
-    for (int64_t k = 0; k < iw - 1; ++k) {
-      const double a = r0[k], b = r0[k + 1], c = r1[k], d = r1[k + 1];
-      double odd = 0, even = 0;
-      odd += odd00 * a;
-      odd += odd01 * b;
-      odd += odd10 * c;
-      odd += odd11 * d;
-      even += even00 * a;
-      even += even01 * b;
-      even += even10 * c;
-      even += even11 * d;
-      dst[2 * k + 1] = static_cast<float>(odd);
-      dst[2 * k + 2] = static_cast<float>(even);
-    }
+    const std::array<double, 8> w{ty.w[0] * pairs[1].w0, ty.w[0] * pairs[1].w1, ty.w[1] * pairs[1].w0,
+                                  ty.w[1] * pairs[1].w1, ty.w[0] * pairs[2].w0, ty.w[0] * pairs[2].w1,
+                                  ty.w[1] * pairs[2].w0, ty.w[1] * pairs[2].w1};
+    doubled_columns(r0, r1, w, iw - 1, dst);
   }
 
   // The common case (an image upsampled or downsampled in its last two dims, any mode but
   // tf_crop_and_resize) without the general walk's per-element tap computation: each output row's
-  // taps once per row, each column's once per run (in the scratchpad). The same products and sums
-  // in the same order as element(), so the same bits. False when it does not apply.
-  bool resample_planes(const float* src, const Shape& in, float* dst, const Shape& out,
-                       const std::array<Axis, kMaxRank>& axes, std::byte* scratchpad) const {
+  // taps once per row, each column's once per run (in the scratchpad). False when it does not apply.
+  bool plane_taps(const Shape& in, const Shape& out, const std::array<Axis, kMaxRank>& axes, std::byte* scratchpad,
+                  PlaneTaps& t) const {
     const int r = in.rank;
     if (r < 2 || p_.coord == Coord::TfCropAndResize || !scratchpad || out.dims[r - 1] > columns_) return false;
-    uint64_t planes = 1;
+    t.planes = 1;
     for (int d = 0; d < r - 2; ++d) {
       if (!axes[d].identity) return false;
-      planes *= static_cast<uint64_t>(in.dims[d]);
+      t.planes *= static_cast<uint64_t>(in.dims[d]);
     }
-    const int64_t ih = in.dims[r - 2], iw = in.dims[r - 1], oh = out.dims[r - 2], ow = out.dims[r - 1];
-    // The columns' taps, once per run: packed pairs (32 bytes against 72) when every column has
-    // two (linear), else the full taps. The scratchpad is 64-byte aligned; both are trivially copyable.
-    Pair* pairs = reinterpret_cast<Pair*>(scratchpad);
-    Taps* cols = nullptr;
-    for (int64_t c = 0; c < ow && pairs; ++c) {
-      const Taps t = taps_for(p_, axes[r - 1], c);
-      if (t.n == 2) pairs[c] = Pair{t.idx[0], t.idx[1], t.w[0], t.w[1]};
+    t.ih = in.dims[r - 2], t.iw = in.dims[r - 1], t.oh = out.dims[r - 2], t.ow = out.dims[r - 1];
+    // The columns' taps: packed pairs (32 bytes against 72) when every column has two (linear),
+    // else the full taps. The scratchpad is 64-byte aligned; both are trivially copyable.
+    auto* pairs = reinterpret_cast<Pair*>(scratchpad);
+    for (int64_t c = 0; c < t.ow && pairs; ++c) {
+      const Taps x = taps_for(p_, axes[r - 1], c);
+      if (x.n == 2) pairs[c] = Pair{x.idx[0], x.idx[1], x.w[0], x.w[1]};
       else pairs = nullptr;
     }
+    t.pairs = pairs;
     if (!pairs) {
-      cols = reinterpret_cast<Taps*>(scratchpad);
-      for (int64_t c = 0; c < ow; ++c) cols[c] = taps_for(p_, axes[r - 1], c);
+      auto* cols = reinterpret_cast<Taps*>(scratchpad);
+      for (int64_t c = 0; c < t.ow; ++c) cols[c] = taps_for(p_, axes[r - 1], c);
+      t.cols = cols;
     }
-    const bool doubles = pairs && doubling(pairs, iw, ow);
-    for (uint64_t p = 0; p < planes; ++p) {
-      const float* plane = src + p * static_cast<uint64_t>(ih * iw);
-      for (int64_t y = 0; y < oh; ++y, dst += ow) {
-        const Taps ty = taps_for(p_, axes[r - 2], y);
-        if (ty.n == 2 && doubles) {
-          upsample_row_by_2(plane + ty.idx[0] * iw, plane + ty.idx[1] * iw, ty, pairs, iw, dst);
-          continue;
-        }
-        if (ty.n == 2 && pairs) {  // (bi)linear: the same sums unrolled, over compact column taps
-          const float* r0 = plane + ty.idx[0] * iw;
-          const float* r1 = plane + ty.idx[1] * iw;
-          for (int64_t c = 0; c < ow; ++c) dst[c] = linear_pair(r0, r1, ty, pairs[c]);
-          continue;
-        }
-        for (int64_t c = 0; c < ow; ++c) {
-          const Taps tx = pairs ? Taps{2, false, {pairs[c].i0, pairs[c].i1, 0, 0}, {pairs[c].w0, pairs[c].w1, 0, 0}} : cols[c];
-          double sum = 0;
-          for (int a = 0; a < ty.n; ++a) {
-            const float* row = plane + ty.idx[a] * iw;
-            for (int b = 0; b < tx.n; ++b) sum += ty.w[a] * tx.w[b] * static_cast<double>(row[tx.idx[b]]);
-          }
-          dst[c] = static_cast<float>(sum);
+    t.doubles = pairs && doubling(pairs, t.iw, t.ow);
+    return true;
+  }
+
+  // Output row `y` of one plane: the same products and sums in the same order as element(), so
+  // the same bits.
+  void plane_row(const PlaneTaps& t, const Axis& rows, const float* plane, int64_t y, float* dst) const {
+    const Taps ty = taps_for(p_, rows, y);
+    const int64_t iw = t.iw, ow = t.ow;
+    if (ty.n == 2 && t.doubles) return upsample_row_by_2(plane + ty.idx[0] * iw, plane + ty.idx[1] * iw, ty, t.pairs, iw, dst);
+    if (ty.n == 2 && t.pairs) {  // (bi)linear: the same sums unrolled, over compact column taps
+      const float* r0 = plane + ty.idx[0] * iw;
+      const float* r1 = plane + ty.idx[1] * iw;
+      for (int64_t c = 0; c < ow; ++c) dst[c] = linear_pair(r0, r1, ty, t.pairs[c]);
+      return;
+    }
+    for (int64_t c = 0; c < ow; ++c) {
+      const Taps tx = t.pairs ? Taps{2, false, {t.pairs[c].i0, t.pairs[c].i1, 0, 0}, {t.pairs[c].w0, t.pairs[c].w1, 0, 0}}
+                              : t.cols[c];
+      double sum = 0;
+      for (int a = 0; a < ty.n; ++a) {
+        const float* row = plane + ty.idx[a] * iw;
+        for (int b = 0; b < tx.n; ++b) sum += ty.w[a] * tx.w[b] * static_cast<double>(row[tx.idx[b]]);
+      }
+      dst[c] = static_cast<float>(sum);
+    }
+  }
+
+  // Planes (of at least kParallelChunkBytes of output together) are resampled in parallel.
+  uint64_t planes_per_chunk(const PlaneTaps& t, uint64_t element_bytes) const {
+    return kParallelChunkBytes / std::max<uint64_t>(static_cast<uint64_t>(t.oh * t.ow) * element_bytes, 1) + 1;
+  }
+
+  bool resample_planes(const float* src, const Shape& in, float* dst, const Shape& out,
+                       const std::array<Axis, kMaxRank>& axes, std::byte* scratchpad) const {
+    PlaneTaps t;
+    if (!plane_taps(in, out, axes, scratchpad, t)) return false;
+    const auto in_plane = static_cast<uint64_t>(t.ih * t.iw), out_plane = static_cast<uint64_t>(t.oh * t.ow);
+    parallel_chunks(t.planes, planes_per_chunk(t, sizeof(float)), [&](uint64_t begin, uint64_t end) {
+      for (uint64_t p = begin; p < end; ++p)
+        for (int64_t y = 0; y < t.oh; ++y)
+          plane_row(t, axes[in.rank - 2], src + p * in_plane, y, dst + p * out_plane + static_cast<uint64_t>(y * t.ow));
+    });
+    return true;
+  }
+
+  // Floats of an 8-bit Resize's scratchpad per thread: a plane, then a row (64-byte aligned).
+  uint64_t thread_floats() const {
+    return (align64(plane_floats_ * sizeof(float)) + align64(static_cast<uint64_t>(columns_) * sizeof(float))) / sizeof(float);
+  }
+
+  // An 8-bit Resize: each plane dequantized into the scratchpad, each output row resampled as
+  // plane_row does and quantized, by DequantizeLinear's and QuantizeLinear's own row loops.
+  void resample_quantized(const TensorView& x, const Shape& in, TensorView& y, const Shape& out,
+                          const std::array<Axis, kMaxRank>& axes, std::byte* scratchpad) const {
+    PlaneTaps t;
+    if (!plane_taps(in, out, axes, scratchpad, t) || static_cast<uint64_t>(t.ih * t.iw) > plane_floats_)
+      fail(where_ + ": an 8-bit Resize resamples whole planes of its last two dims only, got " + in.str() + " to " +
+           out.str());
+    auto* floats = reinterpret_cast<float*>(scratchpad + align64(static_cast<uint64_t>(columns_) * sizeof(Taps)));
+    const auto in_plane = static_cast<uint64_t>(t.ih * t.iw), out_plane = static_cast<uint64_t>(t.oh * t.ow);
+    const auto* src = static_cast<const std::byte*>(x.data);
+    auto* dst = static_cast<std::byte*>(y.data);
+    parallel_chunks(t.planes, planes_per_chunk(t, 1), [&](uint64_t begin, uint64_t end) {
+      float* plane = floats + static_cast<uint64_t>(omp_get_thread_num()) * thread_floats();
+      float* row = plane + align64(plane_floats_ * sizeof(float)) / sizeof(float);
+      for (uint64_t p = begin; p < end; ++p) {
+        quant::dequantize_row(src + p * in_plane, rq_.in_signed, in_plane, rq_.in_zero, rq_.in_scale, plane);
+        for (int64_t r = 0; r < t.oh; ++r) {
+          plane_row(t, axes[in.rank - 2], plane, r, row);
+          quant::quantize_row(row, static_cast<uint64_t>(t.ow), rq_.out_scale, rq_.out_zero, rq_.out_range.lo,
+                              rq_.out_range.hi, dst + p * out_plane + static_cast<uint64_t>(r * t.ow));
         }
       }
-    }
-    return true;
+    }, threads_);
   }
 
   // The weighted sum over every combination of the dims' taps.
@@ -423,6 +520,9 @@ class ResizeKernel final : public Kernel {
   shape::IntsSource sizes_;
   FloatSource roi_;
   int64_t columns_;
+  Requantize rq_;
+  uint64_t plane_floats_;
+  int threads_;  // the most threads a run resamples 8-bit planes on (one scratch plane each)
 };
 
 Params read_params(const Node& n, const std::string& at, bool v11) {
@@ -460,13 +560,46 @@ Params read_params(const Node& n, const std::string& at, bool v11) {
   return p;
 }
 
+// An 8-bit Resize's quantizations (ir/fused_dequantize.h's memplan_quantized), and the elements of
+// one plane of its static input.
+Requantize requantize_of(const Node& n, const std::string& at, uint64_t& plane_floats) {
+  Requantize rq;
+  rq.on = true;
+  auto scalar = [&](size_t k, const char* what) {
+    const Value* v = input_at(n, k);
+    if (!v || !v->constant || v->constant->element_count() != 1)
+      fail(at + ": " + what + " must be a one-value constant to resize 8-bit values");
+    return v->constant->float_at(0);
+  };
+  const Value* x = n.inputs[0];
+  quant::QRange in_range;
+  if (!quant::quant_range(x->type.dtype, in_range) || x->type.dtype == DType::Int32 || !x->type.is_static() ||
+      x->shape_varies || x->type.dims.size() < 2)
+    fail(at + ": an 8-bit Resize needs a uint8 or int8 input of static shape, rank 2 or more");
+  if (!quant::quant_range(n.outputs[0]->type.dtype, rq.out_range) || n.outputs[0]->type.dtype == DType::Int32)
+    fail(at + ": an 8-bit Resize needs a uint8 or int8 output");
+  rq.in_signed = x->type.dtype == DType::Int8;
+  rq.in_scale = static_cast<float>(scalar(kResizeInScaleInput, "the input's scale"));
+  rq.in_zero = static_cast<int32_t>(scalar(kResizeInZeroInput, "the input's zero point"));
+  rq.out_scale = static_cast<float>(scalar(kResizeOutScaleInput, "the output's scale"));
+  rq.out_zero = static_cast<int32_t>(scalar(kResizeOutZeroInput, "the output's zero point"));
+  const auto& d = x->type.dims;
+  plane_floats = checked_mul(static_cast<uint64_t>(d[d.size() - 2].value), static_cast<uint64_t>(d.back().value),
+                             "a Resize plane");
+  return rq;
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   const bool upsample = n.op_type == "Upsample";
-  const std::string at = check_arity(n, env, 1, upsample ? 2 : 4);
+  const bool quantized = !upsample && n.attr_int(kQuantizedResizeAttr, 0) != 0;
+  const std::string at = check_arity(n, env, 1, quantized ? kResizeOutZeroInput + 1 : upsample ? 2 : 4);
   const DType dt = n.inputs[0]->type.dtype;
-  if (dt != DType::Float32) fail_unsupported(at + ": " + dtype_name(dt) + " input is not supported (float32 only)");
+  if (dt != DType::Float32 && !quantized)
+    fail_unsupported(at + ": " + dtype_name(dt) + " input is not supported (float32 only)");
+  uint64_t plane_floats = 0;
+  const Requantize rq = quantized ? requantize_of(n, at, plane_floats) : Requantize{};
   const bool v11 = !upsample && n.opset >= 11;
   const Params p = read_params(n, at, v11);
 
@@ -488,7 +621,7 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   const Value* y = n.outputs[0];
   const int64_t columns = y->type.is_static() && !y->shape_varies && !y->type.dims.empty() ? y->type.dims.back().value : 0;
   return std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi),
-                                        std::max<int64_t>(columns, 0));
+                                        std::max<int64_t>(columns, 0), rq, plane_floats, omp_get_max_threads());
 }
 
 }  // namespace memplan::rt::elt

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/shape/factories.h"
 
 namespace memplan::rt::elt {
@@ -48,14 +49,18 @@ class ConcatKernel final : public Kernel {
     uint64_t outer = 1, inner = esize_;
     for (int d = 0; d < axis_stored; ++d) outer *= static_cast<uint64_t>(out.dims[d]);
     for (int d = axis_stored + 1; d < rank; ++d) inner *= static_cast<uint64_t>(out.dims[d]);
-    std::byte* dst = y.data;
-    for (uint64_t o = 0; o < outer; ++o)
-      for (const TensorView& in : args.inputs) {
-        const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;  // (axis: the same extent)
-        if (bytes == 0) continue;
-        if (dst != in.data + o * bytes) std::memcpy(dst, in.data + o * bytes, bytes);  // else written in place
-        dst += bytes;
-      }
+    uint64_t row = 0;  // the output's bytes per outer index
+    for (const TensorView& in : args.inputs) row += static_cast<uint64_t>(in.dims[axis]) * inner;
+    parallel_chunks(outer, kParallelChunkBytes / std::max<uint64_t>(row, 1) + 1, [&](uint64_t begin, uint64_t end) {
+      std::byte* dst = y.data + begin * row;
+      for (uint64_t o = begin; o < end; ++o)
+        for (const TensorView& in : args.inputs) {
+          const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;  // (axis: the same extent)
+          if (bytes == 0) continue;
+          if (dst != in.data + o * bytes) std::memcpy(dst, in.data + o * bytes, bytes);  // else written in place
+          dst += bytes;
+        }
+    });
   }
 
  private:
