@@ -98,6 +98,13 @@ std::unique_ptr<Value> Graph::release_value(Value* v) {
   return out;
 }
 
+void Graph::absorb_output(Node& n, Node& next) {
+  Value* old = n.outputs[0];
+  n.outputs[0] = next.outputs[0];
+  n.outputs[0]->producer = &n;
+  release_value(old);
+}
+
 std::string Graph::fresh_name(const std::string& base) const {
   std::string name = base;
   for (int k = 1; by_name_.count(name); ++k) name = base + "_" + std::to_string(k);

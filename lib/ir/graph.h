@@ -127,6 +127,9 @@ struct Graph {
   Value* add_fresh_value(const std::string& base);
   // Moves a value out of this scope (the caller keeps it alive or lets it go).
   std::unique_ptr<Value> release_value(Value* v);
+  // A fusion folds `next`, the reader of n's output 0, into n: n writes what `next` wrote, and
+  // its old output 0 is released (the caller drops `next`).
+  void absorb_output(Node& n, Node& next);
   // Takes a value from another scope; renames it "<name>_<k>" if this scope has the name.
   Value* adopt_value(std::unique_ptr<Value> v);
   std::string path() const;  // "main/If 'if0'.then_branch/..." for messages

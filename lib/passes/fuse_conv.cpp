@@ -73,11 +73,8 @@ void fold_scale_shift(Graph& g, Node& bn, std::unordered_set<const Node*>& dead)
         shift[c] += v[c];
       }
     }
-    Value* old_out = bn.outputs[0];
-    bn.outputs[0] = op->outputs[0];
-    bn.outputs[0]->producer = &bn;
+    g.absorb_output(bn, *op);
     dead.insert(op);
-    g.release_value(old_out);
     folded = true;
   }
   if (!folded) return;
@@ -129,11 +126,8 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   conv.inputs[1] = new_w;
   conv.inputs[2] = new_b;
 
-  Value* old_out = conv.outputs[0];
-  conv.outputs[0] = bn->outputs[0];
-  conv.outputs[0]->producer = &conv;
+  g.absorb_output(conv, *bn);
   dead.insert(bn);
-  g.release_value(old_out);
   return true;
 }
 
@@ -158,11 +152,8 @@ bool fuse_add(Graph& g, Node& conv, std::unordered_set<const Node*>& dead,
     return false;
   conv.inputs.resize(4);  // X, W, B (may be omitted), the addend
   conv.inputs[3] = other;
-  Value* old_out = conv.outputs[0];
-  conv.outputs[0] = add->outputs[0];
-  conv.outputs[0]->producer = &conv;
+  g.absorb_output(conv, *add);
   dead.insert(add);
-  g.release_value(old_out);
   return true;
 }
 
@@ -194,11 +185,8 @@ bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
     return false;
   }
   set_fused_activation(conv, fused, lo, hi);
-  Value* old_out = conv.outputs[0];
-  conv.outputs[0] = act->outputs[0];
-  conv.outputs[0]->producer = &conv;
+  g.absorb_output(conv, *act);
   dead.insert(act);
-  g.release_value(old_out);
   return true;
 }
 
@@ -241,11 +229,8 @@ bool fuse_batch_norm_relu(Graph& g, Node& bn, std::unordered_set<const Node*>& d
   if (!relu || relu->op_type != "Relu" || !relu->domain.empty() || relu->outputs.size() != 1 || !relu->outputs[0])
     return false;
   set_fused_activation(bn, FusedActivation::Relu);
-  Value* old_out = bn.outputs[0];
-  bn.outputs[0] = relu->outputs[0];
-  bn.outputs[0]->producer = &bn;
+  g.absorb_output(bn, *relu);
   dead.insert(relu);
-  g.release_value(old_out);
   return true;
 }
 

@@ -222,15 +222,12 @@ bool fuse_qdq_conv(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) 
     bq->type.has_rank = true;
     bq->type.dims = {Dim{channels, {}}};
   }
-  Value* old_out = conv.outputs[0];
   conv.op_type = "QLinearConv";
   conv.inputs = {xq, dqx->inputs[1], dqx->inputs[2], dqw->inputs[0], dqw->inputs[1], dqw->inputs[2],
                  q->inputs[1], q->inputs[2], bq};
   if (!bq) conv.inputs.pop_back();
-  conv.outputs[0] = q->outputs[0];
-  conv.outputs[0]->producer = &conv;
+  g.absorb_output(conv, *q);
   dead.insert(q);
-  g.release_value(old_out);
   return true;
 }
 
@@ -362,12 +359,9 @@ bool fuse_qdq_max_pool(Graph& g, Node& pool, std::unordered_set<const Node*>& de
   Quantization in;
   Value* xq = dequantized_bytes(pool.inputs[0]->producer, g, in);
   if (!xq || !out || in != *out) return false;
-  Value* old_out = pool.outputs[0];
   pool.inputs[0] = xq;
-  pool.outputs[0] = q->outputs[0];
-  pool.outputs[0]->producer = &pool;
+  g.absorb_output(pool, *q);
   dead.insert(q);
-  g.release_value(old_out);
   return true;
 }
 
@@ -396,11 +390,8 @@ bool fuse_qdq_resize(Graph& g, Node& resize, std::unordered_set<const Node*>& de
                 kResizeOutZeroInput == kResizeInScaleInput + 3);
   resize.inputs.insert(resize.inputs.end(), {dq->inputs[1], dq->inputs[2], q->inputs[1], q->inputs[2]});
   set_flag(resize, kQuantizedResizeAttr);
-  Value* old_out = resize.outputs[0];
-  resize.outputs[0] = q->outputs[0];
-  resize.outputs[0]->producer = &resize;
+  g.absorb_output(resize, *q);
   dead.insert(q);
-  g.release_value(old_out);
   return true;
 }
 
@@ -441,12 +432,9 @@ bool fuse_qdq_concat(Graph& g, Node& concat, std::unordered_set<const Node*>& de
     requantize.push_back(std::move(r));
   }
   for (auto& r : requantize) insertions.push_back({std::move(r), &concat, false});
-  Value* old_out = concat.outputs[0];
   concat.inputs = bytes;
-  concat.outputs[0] = q->outputs[0];
-  concat.outputs[0]->producer = &concat;
+  g.absorb_output(concat, *q);
   dead.insert(q);
-  g.release_value(old_out);
   return true;
 }
 
