@@ -42,6 +42,16 @@ inline constexpr size_t kRequantizeScaleInput = 3, kRequantizeZeroInput = 4;
 // row sums and quantized by QuantizeLinear's row loop: the same bytes as the three nodes, with no
 // float32 tensor.
 inline constexpr const char* kQuantizedResizeAttr = "memplan_quantized";
+
+// DequantizeLinear(a, a_scale, a_zp) + DequantizeLinear(b, b_scale, b_zp) -> QuantizeLinear(y_scale,
+// y_zp), per tensor with constant scales and zero points, a, b and y of one static shape (a QDQ
+// residual connection), becomes one Add of the 8-bit a and b with
+//   memplan_quantized    int 1 (kQuantizedAddAttr)
+//   inputs 2 .. 7        a_scale, a_zp, b_scale, b_zp, y_scale, y_zp
+// y = QuantizeLinear(DequantizeLinear(a) + DequantizeLinear(b)) element by element, by the
+// kernels' own row loops and a float32 add, so the same bytes. Element by element is layout-free.
+inline constexpr const char* kQuantizedAddAttr = "memplan_quantized";
+inline constexpr size_t kAddScaleInput = 2;
 inline constexpr size_t kResizeInScaleInput = 4, kResizeInZeroInput = 5, kResizeOutScaleInput = 6,
                         kResizeOutZeroInput = 7;
 

@@ -395,6 +395,31 @@ bool fuse_qdq_resize(Graph& g, Node& resize, std::unordered_set<const Node*>& de
   return true;
 }
 
+// DequantizeLinear(a) + DequantizeLinear(b) -> QuantizeLinear  ==>  Add(a, b) from bytes to bytes
+// (ir/fused_dequantize.h's memplan_quantized Add): each element dequantized, added and quantized
+// by the three nodes' own operations, so the same bytes, without the three float32 tensors (a QDQ
+// ResNet's residual connections: ONNX Runtime runs them as QLinearAdd). One static shape for all.
+bool fuse_qdq_add(Graph& g, Node& add, std::unordered_set<const Node*>& dead) {
+  if (add.inputs.size() != 2 || add.outputs.size() != 1 || !add.outputs[0] || !add.inputs[0] || !add.inputs[1])
+    return false;
+  Node* dqa = add.inputs[0]->producer;
+  Node* dqb = add.inputs[1]->producer;
+  Node* q = sole_consumer(add.outputs[0]);
+  Quantization qa, qb;
+  Value* a = dequantized_bytes(dqa, g, qa);
+  Value* b = dequantized_bytes(dqb, g, qb);
+  if (!a || !b || !quantization_of(q, "QuantizeLinear") || q->graph != &g) return false;
+  const Value* y = add.outputs[0];
+  for (const Value* v : {static_cast<const Value*>(a), static_cast<const Value*>(b), y})
+    if (!v->type.is_static() || v->shape_varies || v->type.static_dims() != y->type.static_dims()) return false;
+  add.inputs = {a, b, dqa->inputs[1], dqa->inputs[2], dqb->inputs[1], dqb->inputs[2], q->inputs[1], q->inputs[2]};
+  static_assert(kAddScaleInput == 2);
+  set_flag(add, kQuantizedAddAttr);
+  g.absorb_output(add, *q);
+  dead.insert(q);
+  return true;
+}
+
 // Concat(DequantizeLinear(x_i, s_i, z_i), ...) -> QuantizeLinear(s, z)  ==>  Concat(x_i'), with
 // x_i' = x_i where (s_i, z_i) is (s, z) (the round trip gives each byte back, as for MaxPool) and
 // x_i requantized from (s_i, z_i) to (s, z) where it is not (ir/fused_dequantize.h): the same
@@ -625,6 +650,7 @@ int fuse_quantized(Model& model) {
       if (n->op_type == "MaxPool") fuse_qdq_max_pool(g, *n, dead);
       else if (n->op_type == "Concat") fuse_qdq_concat(g, *n, dead, insertions);
       else if (n->op_type == "Resize") fuse_qdq_resize(g, *n, dead);
+      else if (n->op_type == "Add") fuse_qdq_add(g, *n, dead);
     }
     for (auto& n : g.nodes)
       if (n->op_type == "Gemm" && n->domain.empty() && !fuse_qdq_gemm(g, *n, insertions) &&

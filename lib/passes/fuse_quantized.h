@@ -8,7 +8,7 @@
 // A MatMulInteger or QLinearMatMul by constant weights [K, N] becomes the 1x1 ConvInteger or
 // QLinearConv it is, between two Reshapes (views), so it runs on the same oneDNN kernels; a
 // MatMulInteger's dequantizing tail (the same Cast -> Mul [-> Add]) is fused first. In the static
-// QDQ layout, DequantizeLinear -> op -> QuantizeLinear around a Conv, MaxPool, Concat or Resize
+// QDQ layout, DequantizeLinear -> op -> QuantizeLinear around a Conv, MaxPool, Concat, Resize or Add
 // becomes the op on the 8-bit values (the same bytes), and a Gemm by int8 weights an int8 1x1 Conv.
 #pragma once
 

@@ -18,8 +18,8 @@ bool is_4d_8bit(const Value* v) {
 
 // The 8-bit inputs of a node that maps bytes to bytes whatever their layout, as long as they and
 // its output share one: Concat (all its inputs, of whole channel blocks), a requantizing
-// QuantizeLinear (element by element: its input 0), and MaxPool (oneDNN pools 8-bit channels-last
-// only). Empty for any other node.
+// QuantizeLinear (element by element: its input 0), an 8-bit Add (element by element: inputs 0
+// and 1) and MaxPool (oneDNN pools 8-bit channels-last only). Empty for any other node.
 std::vector<Value*> layout_free_inputs(const Node& n, int layout) {
   if (!n.domain.empty() || n.outputs.size() != 1 || !is_4d_8bit(n.outputs[0]) || n.inputs.empty()) return {};
   const bool concat = n.op_type == "Concat" && std::all_of(n.inputs.begin(), n.inputs.end(), is_4d_8bit);
@@ -27,6 +27,8 @@ std::vector<Value*> layout_free_inputs(const Node& n, int layout) {
   const bool pool = n.op_type == "MaxPool" && layout == Value::kChannelsLast && n.inputs.size() == 1;
   if (concat) return n.inputs;
   if ((requantize || pool) && is_4d_8bit(n.inputs[0])) return {n.inputs[0]};
+  const bool add = n.op_type == "Add" && n.attr_int(kQuantizedAddAttr, 0) != 0 && n.inputs.size() > 1;
+  if (add && is_4d_8bit(n.inputs[0]) && is_4d_8bit(n.inputs[1])) return {n.inputs[0], n.inputs[1]};
   return {};
 }
 

@@ -528,3 +528,73 @@ TEST_CASE("a QDQ Resize whose float output is read elsewhere, or that resizes mo
   for (const auto& n : ir.main->nodes) ops.push_back(n->op_type);
   CHECK(ops == std::vector<std::string>{"DequantizeLinear", "Resize", "QuantizeLinear"});
 }
+
+namespace {
+
+// DequantizeLinear(a uint8) + DequantizeLinear(b int8) -> QuantizeLinear (uint8) -> y, all
+// [1, planes, 64, 64]; `block` also returns the float sum (the reference, unfused).
+std::string write_qdq_add(bool block, int64_t planes) {
+  ModelBuilder m;
+  auto& g = m.graph();
+  const Shape shape{1, planes, 64, 64};
+  add_input(g, "a", onnx::TensorProto::UINT8, shape);
+  add_input(g, "b", onnx::TensorProto::INT8, shape);
+  add_initializer(g, tensor_f32("as", {}, {0.031f}));
+  add_initializer(g, tensor_u8("az", {}, {7}));
+  add_initializer(g, tensor_f32("bs", {}, {0.017f}));
+  add_initializer(g, tensor_i8("bz", {}, {-3}));
+  add_initializer(g, tensor_f32("ys", {}, {0.043f}));
+  add_initializer(g, tensor_u8("yz", {}, {120}));
+  add_node(g, "DequantizeLinear", {"a", "as", "az"}, {"af"}, "dqa");
+  add_node(g, "DequantizeLinear", {"b", "bs", "bz"}, {"bf"}, "dqb");
+  add_node(g, "Add", {"af", "bf"}, {"sum"}, "add");
+  add_node(g, "QuantizeLinear", {"sum", "ys", "yz"}, {"y"}, "q");
+  add_output(g, "y", onnx::TensorProto::UINT8, shape);
+  if (block) add_output(g, "sum", elem::kFloat, shape);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fuse_qdq_add_" + std::to_string(block) + "_" + std::to_string(planes) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << m.bytes();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("QDQ around an Add becomes one Add of 8-bit values: the same bytes as the float one, on 1 and 2 threads",
+          "[passes][fusion][quantized]") {
+  const int64_t planes = 32;  // 128 KiB: split across two threads
+  Model ir = prepare_model(write_qdq_add(false, planes), {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  const Node& n = *ir.main->nodes[0];
+  CHECK(n.op_type == "Add");
+  CHECK(n.attr_int("memplan_quantized", 0) == 1);
+  CHECK(n.outputs[0]->type.dtype == DType::Uint8);
+  CHECK(prepare_model(write_qdq_add(true, planes), {}).main->nodes.size() == 4);
+
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> d(0, 255);
+  const size_t count = static_cast<size_t>(planes * 64 * 64);
+  std::vector<uint8_t> a(count), b(count);
+  for (size_t i = 0; i < count; ++i) {
+    a[i] = static_cast<uint8_t>(d(rng));
+    b[i] = static_cast<uint8_t>(d(rng));
+  }
+  const std::vector<int64_t> shape{1, planes, 64, 64};
+  auto run_add = [&](bool block, int threads) {
+    CompileOptions o;
+    o.threads = threads;
+    SessionOptions so;
+    so.check_memory = true;
+    so.adapt_to_load = false;
+    Session s(CompiledModel::compile(write_qdq_add(block, planes), o), so);
+    s.set_input("a", kUint8, shape, a.data(), count);
+    s.set_input("b", 3 /* int8 */, shape, b.data(), count);
+    s.run();
+    const auto* y = static_cast<const uint8_t*>(s.output("y").data);
+    return std::vector<uint8_t>(y, y + count);
+  };
+  const std::vector<uint8_t> want = run_add(true, 1);
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    CHECK(run_add(false, threads) == want);
+  }
+}

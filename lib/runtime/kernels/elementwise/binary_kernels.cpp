@@ -9,9 +9,11 @@
 #include <optional>
 #include <type_traits>
 
+#include "ir/fused_dequantize.h"
 #include "runtime/kernels/common/element_types.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/elementwise/factories.h"
+#include "runtime/kernels/quantized/factories.h"
 
 namespace memplan::rt::elt {
 namespace {
@@ -418,6 +420,7 @@ std::unique_ptr<Kernel> make_binary(const Node& n, const KernelEnv& env, BinSpec
 
 template <Bin op, bool variadic = false, bool mean = false>
 std::unique_ptr<Kernel> factory(const Node& n, const KernelEnv& env) {
+  if (op == Bin::Add && n.attr_int(kQuantizedAddAttr, 0) != 0) return quant::make_quantized_add(n, env);
   return make_binary(n, env, BinSpec{op, variadic, mean});
 }
 

@@ -156,7 +156,65 @@ class RequantizeKernel final : public Kernel {
   QRange range_;
 };
 
+// DequantizeLinear(a) + DequantizeLinear(b) -> QuantizeLinear per tensor (ir/fused_dequantize.h's
+// memplan_quantized Add): the unfused kernels' row loops and a float32 add, over a stretch of the
+// tensors at a time, through float32 rows on the stack, so the same bytes.
+class QuantizedAddKernel final : public Kernel {
+ public:
+  QuantizedAddKernel(const Node& n, const std::string& at) : where_(at) {
+    auto scalar = [&](size_t k) {
+      const Value* v = input_at(n, k);
+      if (!v || !v->constant || v->constant->element_count() != 1)
+        fail_at(at, "the scales and zero points must be one-value constants to add 8-bit values");
+      return v->constant->float_at(0);
+    };
+    for (int k = 0; k < 2; ++k) {
+      signed_[k] = quant_type(n.inputs[static_cast<size_t>(k)], at, "an input") == DType::Int8;
+      scale_[k] = static_cast<float>(scalar(kAddScaleInput + 2 * static_cast<size_t>(k)));
+      zero_[k] = static_cast<int32_t>(scalar(kAddScaleInput + 2 * static_cast<size_t>(k) + 1));
+    }
+    y_scale_ = static_cast<float>(scalar(kAddScaleInput + 4));
+    y_zero_ = static_cast<int32_t>(scalar(kAddScaleInput + 5));
+    quant_range(quant_type(n.outputs[0], at, "the output"), range_);
+  }
+
+  // Each stretch of both inputs is read into rows before its output is written: either input's
+  // bytes may hold the output.
+  bool may_overwrite_input(size_t input) const override { return input < 2; }
+
+  void run(const KernelArgs& args) override {
+    const TensorView& a = args.inputs[0];
+    const TensorView& b = args.inputs[1];
+    if (a.element_count() != b.element_count()) fail_at(where_, "the two inputs differ in size");
+    shape::set_shape_like(args.outputs[0], a, where_);
+    std::byte* out = args.outputs[0].data;
+    parallel_chunks(a.element_count(), kParallelChunkBytes, [&](uint64_t begin, uint64_t end) {
+      float x[512], z[512];
+      for (uint64_t i = begin; i < end; i += std::size(x)) {
+        const uint64_t k = std::min<uint64_t>(std::size(x), end - i);
+        dequantize_row(a.data + i, signed_[0], k, zero_[0], scale_[0], x);
+        dequantize_row(b.data + i, signed_[1], k, zero_[1], scale_[1], z);
+#pragma omp simd
+        for (uint64_t j = 0; j < k; ++j) x[j] += z[j];
+        quantize_row(x, k, y_scale_, y_zero_, range_.lo, range_.hi, out + i);
+      }
+    });
+  }
+
+ private:
+  std::string where_;
+  bool signed_[2] = {false, false};
+  float scale_[2] = {1, 1}, y_scale_ = 1;
+  int32_t zero_[2] = {0, 0}, y_zero_ = 0;
+  QRange range_;
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_quantized_add(const Node& n, const KernelEnv& env) {
+  const std::string at = check_arity(n, env, kAddScaleInput + 6, kAddScaleInput + 6);
+  return std::make_unique<QuantizedAddKernel>(n, at);
+}
 
 std::unique_ptr<Kernel> make_quantize(const Node& n, const KernelEnv& env) {
   if (n.attr_int(kRequantizeAttr, 0) != 0) {
