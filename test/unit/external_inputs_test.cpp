@@ -25,17 +25,7 @@ using namespace memplan::test;
 
 namespace {
 
-constexpr uint64_t kBytes = 4 * 16;  // a [1, 16] float: one 64-byte alignment unit
-
-// Reshape is a view; Relu and Add may write over input 0 (as oneDNN's kernels do).
-plan::NodeAliasing typed_rules(const Node& n) {
-  plan::NodeAliasing a;
-  if (n.op_type == "Reshape") a.view_of = 0;
-  if (n.op_type == "Add" || n.op_type == "Relu") a.in_place = {0};
-  return a;
-}
-
-MemoryPlan external_plan(const Model& m, bool external, const plan::AliasRules& rules = typed_rules) {
+MemoryPlan external_plan(const Model& m, bool external, const plan::AliasRules& rules = view_and_in_place_rules) {
   PlanOptions o;
   o.aliasing = rules;
   o.external_inputs = external;
@@ -89,8 +79,8 @@ TEST_CASE("an external input takes no bytes of the arena: only what the graph ma
   const Model m = prepared(relu_add());
   const MemoryPlan inside = external_plan(m, false);
   const MemoryPlan outside = external_plan(m, true);
-  CHECK(inside.arena_bytes == 2 * kBytes);  // x beside r (y is written over r)
-  CHECK(outside.arena_bytes == kBytes);     // r and y, in place
+  CHECK(inside.arena_bytes == 2 * kUnitBytes);  // x beside r (y is written over r)
+  CHECK(outside.arena_bytes == kUnitBytes);     // r and y, in place
   CHECK(outside.external_inputs);
   const PlannedBuffer& x = buffer(outside, "x");
   CHECK(x.external);
@@ -99,8 +89,8 @@ TEST_CASE("an external input takes no bytes of the arena: only what the graph ma
   CHECK_FALSE(buffer(outside, "r").external);
   CHECK(buffer(outside, "y").alias == AliasKind::InPlace);
   // The bounds count the arena's tensors only: x is the caller's in every plan.
-  CHECK(outside.lower_bound_bytes == 2 * kBytes);
-  CHECK(inside.lower_bound_bytes == 3 * kBytes);
+  CHECK(outside.lower_bound_bytes == 2 * kUnitBytes);
+  CHECK(inside.lower_bound_bytes == 3 * kUnitBytes);
 }
 
 TEST_CASE("an external input is never written in place, and the refusal says why", "[external-inputs]") {
@@ -110,7 +100,7 @@ TEST_CASE("an external input is never written in place, and the refusal says why
   add_output(b.graph(), "y", elem::kFloat, {1, 16});
   const MemoryPlan p = external_plan(prepared(b), true);
   CHECK(buffer(p, "y").alias == AliasKind::None);
-  CHECK(p.arena_bytes == kBytes);
+  CHECK(p.arena_bytes == kUnitBytes);
   CHECK(refused_with(p, "x", "is a graph input or a view of one: never written in place"));
 }
 
@@ -121,12 +111,12 @@ TEST_CASE("a view of an external input is the caller's bytes too, and is not wri
   CHECK(v.external);
   CHECK(v.alias == AliasKind::View);
   CHECK(v.offset == 0);
-  CHECK(p.arena_bytes == kBytes);  // y only
+  CHECK(p.arena_bytes == kUnitBytes);  // y only
   CHECK(refused_with(p, "v", "never written in place"));
   // Without sharing the view is a copy, in the arena.
   const MemoryPlan copied = external_plan(m, true, {});
   CHECK_FALSE(buffer(copied, "v").external);
-  CHECK(copied.arena_bytes == 2 * kBytes);
+  CHECK(copied.arena_bytes == 2 * kUnitBytes);
 }
 
 TEST_CASE("the verifier rejects external buffers that are no input's, and inputs that should be external",

@@ -22,15 +22,6 @@ using namespace memplan::test;
 
 namespace {
 
-constexpr uint64_t kBytes = 4 * 16;  // a [1, 16] float: one 64-byte alignment unit
-
-// Add and Relu may write over input 0, as oneDNN's binary and eltwise kernels do; Mul may not.
-plan::NodeAliasing typed_rules(const Node& n) {
-  plan::NodeAliasing a;
-  if (n.op_type == "Add" || n.op_type == "Relu") a.in_place = {0};
-  return a;
-}
-
 // y = If(cond) { then: `then_nodes`, returning "t_out" } { else: Add(x, two) } over [1, 16]
 // floats; x is a main-graph input the branches read. `extra_output` also returns that value of
 // the then-branch as the If's second output (and the else-branch returns x + two twice).
@@ -86,7 +77,7 @@ const std::vector<std::array<std::string, 3>> kChain{{"Mul", "x", "a"}, {"Add", 
 TEST_CASE("a branch's group that dies where its output is written over it lives in the If output: the frame holds none of it",
           "[if-output]") {
   const Model m = prepared(if_model(kChain));
-  const MemoryPlan p = typed_plan(m, typed_rules);
+  const MemoryPlan p = typed_plan(m, view_and_in_place_rules);
   const GraphPlan& then_g = branch(p, "then_branch");
   CHECK(then_g.frame_bytes == 0);
   for (const std::string name : {"a", "b"}) {
@@ -95,7 +86,7 @@ TEST_CASE("a branch's group that dies where its output is written over it lives 
     CHECK(buffer(then_g, name).offset == 0);
   }
   // The bound without aliasing still gives each its own bytes.
-  CHECK(then_g.lower_bound_bytes == 2 * kBytes);
+  CHECK(then_g.lower_bound_bytes == 2 * kUnitBytes);
   CHECK(then_g.aliased_bound_bytes == 0);
   // The else-branch's Add reads the enclosing graph's x: nothing of its own to move.
   CHECK(refused_with(branch(p, "else_branch"), "x", "lives in the memory of the enclosing graph"));
@@ -105,10 +96,10 @@ TEST_CASE("a branch's group still read after the output is written keeps bytes o
           "[if-output]") {
   // t_out = Relu(b) over b, but the branch also returns b * 2 (the If's second output) after it.
   const Model m = prepared(if_model({{"Mul", "x", "a"}, {"Add", "a", "b"}, {"Relu", "b", "t_out"}, {"Mul", "b", "t2"}}, "t2"));
-  const MemoryPlan p = typed_plan(m, typed_rules);
+  const MemoryPlan p = typed_plan(m, view_and_in_place_rules);
   const GraphPlan& then_g = branch(p, "then_branch");
   CHECK(buffer(then_g, "b").bound_output == -1);
-  CHECK(then_g.frame_bytes == kBytes);
+  CHECK(then_g.frame_bytes == kUnitBytes);
   CHECK(refused_with(then_g, "b", "written into the If output: its bytes are read after this node"));
 }
 
@@ -119,13 +110,13 @@ TEST_CASE("without storage sharing a branch's values keep bytes of the frame", "
   const GraphPlan& then_g = branch(p, "then_branch");
   CHECK(buffer(then_g, "a").bound_output == -1);
   CHECK(buffer(then_g, "b").bound_output == -1);
-  CHECK(then_g.frame_bytes == 2 * kBytes);
+  CHECK(then_g.frame_bytes == 2 * kUnitBytes);
 }
 
 TEST_CASE("the verifier rejects a group planted in an If output that the output's writer does not read last",
           "[if-output]") {
   const Model m = prepared(if_model({{"Mul", "x", "a"}, {"Add", "a", "b"}, {"Relu", "b", "t_out"}, {"Mul", "b", "t2"}}, "t2"));
-  MemoryPlan p = typed_plan(m, typed_rules);
+  MemoryPlan p = typed_plan(m, view_and_in_place_rules);
   GraphPlan& then_g = const_cast<GraphPlan&>(branch(p, "then_branch"));
   // Plant the group of a and b in the If output: t2 = b * 2 reads b after t_out is written.
   for (PlannedBuffer& b : then_g.buffers)
@@ -135,7 +126,7 @@ TEST_CASE("the verifier rejects a group planted in an If output that the output'
     }
   CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("is read after"));
 
-  MemoryPlan q = typed_plan(m, typed_rules);
+  MemoryPlan q = typed_plan(m, view_and_in_place_rules);
   GraphPlan& then_q = const_cast<GraphPlan&>(branch(q, "then_branch"));
   for (PlannedBuffer& b : then_q.buffers)
     if (b.name == "a" || b.name == "b") b.bound_output = 5;  // a branch output that does not exist
@@ -144,7 +135,7 @@ TEST_CASE("the verifier rejects a group planted in an If output that the output'
 
 TEST_CASE("plan files keep a group's place in an If output", "[if-output][plan-file]") {
   const Model m = prepared(if_model(kChain));
-  MemoryPlan p = typed_plan(m, typed_rules);
+  MemoryPlan p = typed_plan(m, view_and_in_place_rules);
   p.model_sha256 = m.sha256;
   TempDir dir("if_output_groups");
   write_plan_file(p, dir / "p.mplan");
