@@ -15,8 +15,9 @@ namespace {
 constexpr uint64_t kArenaAlignment = 64;
 
 // 64-byte-aligned memory for `bytes` (at least one byte), rounded up to the alignment; null when
-// the allocation fails.
+// the allocation fails (or the rounding would overflow: the size may come from a plan file).
 std::byte* allocate_aligned(uint64_t bytes) {
+  if (bytes > UINT64_MAX - kArenaAlignment) return nullptr;
   const uint64_t alloc = (std::max<uint64_t>(bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
   return static_cast<std::byte*>(std::aligned_alloc(kArenaAlignment, alloc));
 }

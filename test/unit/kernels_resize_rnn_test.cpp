@@ -2,6 +2,8 @@
 // (RNN, run-time weights, layout 1, LSTM peepholes) on tiny hand-built cases. Expected Resize values
 // come from ONNX's reference implementation (onnx/backend/test/case/node/resize.py); the
 // recurrent ones from the ONNX equations written out below.
+#include <omp.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -421,6 +423,29 @@ TEST_CASE("DequantizeLinear and DynamicQuantizeLinear", "[kernels][resize-rnn]")
     CHECK(k.result_as<uint8_t>(0) == std::vector<uint8_t>{153, 255, 0, 26, 221, 179});
     require_close(k.result_as<float>(1), {5.f / 255});
     CHECK(k.result_as<uint8_t>(2) == std::vector<uint8_t>{153});
+  }
+  SECTION("dynamic: a large input quantized on two threads gives one thread's bytes and range") {
+    Floats x(4 * 128 * 128);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.001f) * 3.f;
+    x[50000] = 9.f;  // the largest value, in the second thread's half
+    const float lo = std::min(0.f, *std::min_element(x.begin(), x.end()));
+    std::vector<std::vector<uint8_t>> bytes;
+    for (int threads : {1, 2}) {
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      KernelCase k("DynamicQuantizeLinear", 11);
+      k.input("x", F32, {4, 128, 128}, x);
+      k.output("y", DType::Uint8, {4, 128, 128});
+      k.output("y_scale", F32, {});
+      k.output("y_zero_point", DType::Uint8, {});
+      const bool ran = k.run();
+      omp_set_num_threads(before);
+      REQUIRE(ran);
+      CHECK(k.result_as<float>(1) == std::vector<float>{(9.f - lo) / 255.f});
+      bytes.push_back(k.result_as<uint8_t>(0));
+      bytes.back().push_back(k.result_as<uint8_t>(2)[0]);
+    }
+    CHECK(bytes[0] == bytes[1]);
   }
 }
 

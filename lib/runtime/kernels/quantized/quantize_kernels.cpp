@@ -2,6 +2,7 @@
 // and DynamicQuantizeLinear, on uint8 / int8. Plain loops; scales and zero points are read at run
 // time, constant or not.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -252,15 +253,30 @@ class DynamicQuantizeKernel final : public Kernel {
     shape::set_shape_like(a.outputs[0], x, where_);
     const float* in = x.as<const float>();
     const uint64_t n = x.element_count();
+    // The range of x in chunks on the run's threads: min and max of the chunks' are x's, exactly.
+    constexpr int kParts = 64;
+    std::array<float, kParts> los{}, his{};
+    std::array<uint8_t, kParts> finite{};
+    finite.fill(1);
+    parallel_chunks(n, kParallelChunkBytes / sizeof(float), [&](uint64_t begin, uint64_t end) {
+      const auto t = static_cast<size_t>(omp_get_thread_num());
+      finite[t] = min_max(in + begin, end - begin, los[t], his[t]) ? 1 : 0;
+    }, kParts);
     float lo = 0, hi = 0;
-    if (!min_max(in, n, lo, hi)) fail_at(where_, "the input holds NaN");
+    for (int t = 0; t < kParts; ++t) {
+      if (!finite[static_cast<size_t>(t)]) fail_at(where_, "the input holds NaN");
+      lo = std::min(lo, los[static_cast<size_t>(t)]);
+      hi = std::max(hi, his[static_cast<size_t>(t)]);
+    }
     const QRange r{0, 255};
     const float scale = (hi - lo) / 255.f;
     // All zeros: any scale works; 0 would divide by zero, so every output is the zero point 0.
     const int32_t zp = scale > 0 ? saturate_round((0.f - lo) / scale, 0, r) : 0;
     uint8_t* y = a.outputs[0].as<uint8_t>();
     if (scale > 0 && std::isfinite(scale)) {
-      quantize_row(in, n, scale, zp, 0, 255, y);
+      parallel_chunks(n, kParallelChunkBytes / sizeof(float), [&](uint64_t begin, uint64_t end) {
+        quantize_row(in + begin, end - begin, scale, zp, 0, 255, y + begin);
+      });
     } else {  // all zeros, or an infinity in x (x / inf may be NaN: saturate_round's rule)
       for (uint64_t i = 0; i < n; ++i) y[i] = static_cast<uint8_t>(scale > 0 ? saturate_round(in[i] / scale, zp, r) : 0);
     }
