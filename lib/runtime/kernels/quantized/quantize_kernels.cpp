@@ -260,7 +260,7 @@ class DynamicQuantizeKernel final : public Kernel {
     finite.fill(1);
     parallel_chunks(n, kParallelChunkBytes / sizeof(float), [&](uint64_t begin, uint64_t end) {
       const auto t = static_cast<size_t>(omp_get_thread_num());
-      finite[t] = min_max(in + begin, end - begin, los[t], his[t]) ? 1 : 0;
+      if (!min_max(in + begin, end - begin, los[t], his[t])) finite[t] = 0;  // a thread may take two chunks
     }, kParts);
     float lo = 0, hi = 0;
     for (int t = 0; t < kParts; ++t) {
