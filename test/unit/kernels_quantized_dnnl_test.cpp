@@ -21,7 +21,7 @@ namespace {
 
 // A 2-D convolution's shapes and integer data.
 struct Case {
-  int64_t N = 1, C = 4, H = 7, W = 6, M = 6, K = 3, group = 1, stride = 1, pad = 1;
+  int64_t N = 1, C = 4, H = 7, W = 6, M = 6, K = 3, group = 1, stride = 1, pad = 1, dil = 1;
   DType xt = DType::Uint8, wt = DType::Int8;
   std::vector<int> x, w;
   std::vector<int> w_zp;  // one, or M
@@ -29,8 +29,8 @@ struct Case {
   // Weights minus their zero points kept inside int8 (what oneDNN's int8 path takes); false:
   // uint8 weights anywhere around their zero point (quantize_dynamic's), for the float32 form.
   bool fit_int8 = true;
-  int64_t OH() const { return (H + 2 * pad - K) / stride + 1; }
-  int64_t OW() const { return (W + 2 * pad - K) / stride + 1; }
+  int64_t OH() const { return (H + 2 * pad - dil * (K - 1) - 1) / stride + 1; }
+  int64_t OW() const { return (W + 2 * pad - dil * (K - 1) - 1) / stride + 1; }
 
   void fill(unsigned seed) {
     std::mt19937 rng(seed);
@@ -63,7 +63,7 @@ struct Case {
             for (int64_t c = 0; c < cg; ++c)
               for (int64_t kh = 0; kh < K; ++kh)
                 for (int64_t kw = 0; kw < K; ++kw) {
-                  const int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+                  const int64_t ih = oh * stride - pad + kh * dil, iw = ow * stride - pad + kw * dil;
                   if (ih < 0 || iw < 0 || ih >= H || iw >= W) continue;
                   const int xv = x[static_cast<size_t>(((n * C + m / mg * cg + c) * H + ih) * W + iw)];
                   const int wv = w[static_cast<size_t>(((m * cg + c) * K + kh) * K + kw)];
@@ -83,6 +83,7 @@ struct Case {
     else k.input("w_zp", wt, {static_cast<int64_t>(w_zp.size())}, w_zp, true);
     k.attr("pads", Dims{pad, pad, pad, pad});
     k.attr("strides", Dims{stride, stride});
+    k.attr("dilations", Dims{dil, dil});
     k.attr("group", group);
   }
 };
@@ -210,18 +211,60 @@ TEST_CASE("QLinearConv on oneDNN requantizes like ONNX", "[kernels][quantized]")
   CHECK(off_by_one <= acc.size() / 100);
 }
 
-TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loops", "[kernels][quantized]") {
-  SECTION("uint8 weights past int8 whose float32 sums could pass 2^24, with an int32 output") {
-    // w - 0 reaches 255 (no int8 kernel), over 256 channels of 3x3 (a sum may reach
-    // 255 * 255 * 2304, past float32's 2^24 integers).
-    Case c = wide_uint8_weights(0, 2, 4, 3);
-    KernelCase k("ConvInteger", 10);
-    c.add_inputs(k, false);
-    k.output("y", DType::Int32, {c.N, c.M, c.OH(), c.OW()});
-    REQUIRE(k.run());
-    CHECK_FALSE(on_onednn(k));
-    CHECK(k.result_as<int32_t>(0) == c.reference());
+TEST_CASE("uint8 weights about their own zero point run oneDNN's int8 convolution on shifted weights, exact",
+          "[kernels][quantized]") {
+  // quantize_dynamic's uint8 weights: w - w_zp from -255 to 255. With VNNI oneDNN sums x' (w - 128)
+  // and the kernel adds (128 - w_zp) times the window sums of x'; without it the float32 form
+  // (sums below 2^24 here) or, past 2^24 with an int32 output, the loops. The same int32 sums
+  // (and the unfused nodes' float bits) every way.
+  const int variant = GENERATE(range(0, 7));
+  Case c;
+  c.wt = DType::Uint8;
+  c.fit_int8 = false;
+  c.w_zp = {37};
+  bool dequantized = false;
+  switch (variant) {
+    case 0: break;
+    case 1: c.w_zp = {0, 255, 128, 3, 77, 200}; break;                      // per channel, the extremes
+    case 2: c.group = 2; c.stride = 2; c.dil = 2; c.H = 9; c.W = 8; break;  // groups, strides, dilations
+    case 3: c.xt = DType::Int8; c.N = 2; c.pad = 0; c.K = 1; break;           // s8 source, batch 2, 1x1
+    case 4: c.C = 6; c.M = 6; c.group = 6; break;                           // depthwise
+    case 5: c = wide_uint8_weights(0, 2, 4, 3); break;                      // sums past 2^24
+    case 6: dequantized = true; c.w_zp = {9, 250, 128, 3, 77, 200}; break;  // the fused epilogue
   }
+  c.fill(static_cast<unsigned>(100 + variant));
+  const bool x_zp_constant = variant % 2 == 1;
+  INFO("variant " << variant);
+  KernelCase k("ConvInteger", 10);
+  c.add_inputs(k, x_zp_constant);
+  const Floats scale{0.5f, 0.0025f, 0.02f, 0.01f, 0.00125f, 0.04f}, bias{1.f, -2.f, 3.f, -4.f, 5.f, -600.f};
+  if (dequantized) {
+    k.input("scale", F32, {c.M, 1, 1}, scale);  // a run-time per-channel scale, as quantize_dynamic's
+    k.input("bias", F32, {c.M}, bias, true);
+    k.attr(memplan::kDequantizedAttr, int64_t{1});
+    k.attr(memplan::kFusedActivationAttr, static_cast<int64_t>(memplan::FusedActivation::Relu));
+  }
+  k.output("y", dequantized ? F32 : DType::Int32, {c.N, c.M, c.OH(), c.OW()});
+  REQUIRE(k.run());
+  if (memplan::rt::quant::int8_products_exact()) CHECK(on_onednn(k));
+  const std::vector<int32_t> acc = c.reference();
+  if (!dequantized) {
+    CHECK(k.result_as<int32_t>(0) == acc);
+    return;
+  }
+  const std::vector<float> got = k.result_as<float>(0);
+  const size_t plane = static_cast<size_t>(c.OH() * c.OW());
+  size_t differ = 0;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    const size_t m = i / plane % static_cast<size_t>(c.M);
+    float want = static_cast<float>(acc[i]) * scale[m];
+    want = std::max(want + bias[m], 0.f);
+    differ += got[i] != want;
+  }
+  CHECK(differ == 0);
+}
+
+TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loops", "[kernels][quantized]") {
   SECTION("a fused activation other than Relu is refused in one line") {
     Case c;
     c.fill(3);
@@ -257,8 +300,8 @@ TEST_CASE("without VNNI, a ConvInteger whose float32 sums could pass 2^24 stays 
   }
 }
 
-TEST_CASE("a dequantized ConvInteger whose float32 sums could pass 2^24 runs oneDNN's float32 form, rounding as a float "
-          "convolution", "[kernels][quantized]") {
+TEST_CASE("a dequantized ConvInteger whose float32 sums could pass 2^24 runs oneDNN's int8 form exactly with VNNI, else its "
+          "float32 form, rounding as a float convolution", "[kernels][quantized]") {
   // uint8 weights about a zero point of 30 (no int8 kernel) over 256 channels of 3x3: the
   // output is float(sum) * scale, which a float32 convolution gives to within its rounding.
   Case c = wide_uint8_weights(30, 4, 5, 23);
@@ -272,10 +315,15 @@ TEST_CASE("a dequantized ConvInteger whose float32 sums could pass 2^24 runs one
   const std::vector<int32_t> acc = c.reference();
   const std::vector<float> y = k.result_as<float>(0);
   REQUIRE(y.size() == acc.size());
+  // With VNNI the shifted int8 form: ONNX's int32 sum, then one rounding.
+  const bool exact = memplan::rt::quant::int8_products_exact();
+  size_t differ = 0;
   for (size_t i = 0; i < y.size(); ++i) {
     const double want = static_cast<double>(acc[i]) * 0.5;
     CHECK(std::abs(y[i] - want) <= 1e-6 * 255.0 * 255.0 * 2304.0 * 0.5);
+    differ += y[i] != static_cast<float>(acc[i]) * 0.5f;
   }
+  if (exact) CHECK(differ == 0);
 }
 
 TEST_CASE("MatMulInteger's row-wise loops match the reference", "[kernels][quantized]") {

@@ -13,8 +13,12 @@
 // oneDNN picks the activation layouts (channels-last for int8): plain tensors are reordered into
 // the kernel's scratchpad and out of it on each run (PrimitiveKernel's staged tensors).
 //
-// Without VNNI, oneDNN's int8 products saturate, and weights less their zero point may not fit
-// int8 (uint8 weights); in either case the same sums run as a float32 convolution:
+// A ConvInteger whose weights less their zero point do not fit int8 (uint8 weights about their own
+// zero point) runs oneDNN's int8 convolution on weights shifted into int8 and adds back what the
+// shift took, exactly (conv_compensation.h), where the activations are plain.
+//
+// Without VNNI, oneDNN's int8 products saturate; then, and for a QLinearConv whose weights do not
+// fit int8, the same sums run as a float32 convolution:
 // the source reordered to float32 less its zero point, the weights less theirs as float32, and
 // the int32 bias as float32. Each partial sum is then an integer of
 // magnitude at most max|x - x_zp| * sum|w - w_zp| + |bias|; where that is at most 2^24 for every
@@ -22,12 +26,13 @@
 // are ONNX's int32 ones, bit for bit, and the epilogue runs as post-ops in the order above. Past
 // 2^24 a dequantized ConvInteger (float32 output, the value of its sum rounded to float32 anyway)
 // keeps the float32 form and rounds its partial sums as a float32 convolution does (IS-Net's
-// uint8 weights: 130 s an inference on the loops at 1024x1024); for any other output the kernel is
-// not made and the loops run.
+// uint8 weights without VNNI: 130 s an inference on the loops at 1024x1024); for any other output
+// the kernel is not made and the loops run.
 #include "runtime/kernels/quantized/dnnl_qconv.h"
 
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "ir/fused_activation.h"
@@ -35,6 +40,8 @@
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/kernel_common.h"
+#include "runtime/kernels/quantized/conv_compensation.h"
+#include "runtime/kernels/quantized/quantize_common.h"
 
 namespace memplan::rt::quant {
 namespace {
@@ -79,14 +86,33 @@ std::vector<float> constant_values(const Value* v, uint64_t count) {
   return out;
 }
 
+// What a ConvInteger on shifted weights adds after oneDNN's convolution (conv_compensation.h).
+struct ShiftedWeights {
+  WindowGeometry geometry;
+  std::vector<int32_t> shift;  // d - w_zp: 1 or M values
+  bool signed_source = false;
+  int32_t src_zp = 0;           // when the zero point is a constant (or absent)
+  bool dequantized = false;     // ir/fused_dequantize.h's epilogue follows
+  std::vector<float> scale;     // its constant scale (empty: the run-time input)
+  std::vector<float> bias;      // its bias (empty: none)
+  bool relu = false;
+};
+
 class Int8ConvKernel final : public dnnl_kernels::PrimitiveKernel {
  public:
   // `zp_input` >= 0: the source zero point is that (non-constant) input, read on each run.
   Int8ConvKernel(const Node& node, const KernelEnv& env, int zp_input)
       : PrimitiveKernel(node, env), zp_input_(zp_input) {}
 
+  void set_shifted(ShiftedWeights s) { shifted_ = std::move(s); }
+
   bool reads_at_run_time(size_t input) const override {
-    return PrimitiveKernel::reads_at_run_time(input) || (zp_input_ >= 0 && input == static_cast<size_t>(zp_input_));
+    return PrimitiveKernel::reads_at_run_time(input) || (zp_input_ >= 0 && input == static_cast<size_t>(zp_input_)) ||
+           (input == l_x() && shifted_) || (input == kDequantScaleInput && shifted_ && shifted_->dequantized && shifted_->scale.empty());
+  }
+  uint64_t scratchpad_bytes() const override {
+    if (!shifted_) return PrimitiveKernel::scratchpad_bytes();
+    return window_sums_offset() + window_sums_scratch(shifted_->geometry) * sizeof(int32_t);
   }
 
  protected:
@@ -98,8 +124,32 @@ class Int8ConvKernel final : public dnnl_kernels::PrimitiveKernel {
       fail(where() + ": x_zero_point must be one uint8 or int8 value");
   }
 
+  // The shifted weights' correction and the epilogue, on the plain output oneDNN's sums were put in.
+  void after_execute(const KernelArgs& args) override {
+    if (!shifted_) return;
+    const ShiftedWeights& s = *shifted_;
+    const int32_t zp = zp_input_ >= 0 ? qint_at(args.inputs[static_cast<size_t>(zp_input_)], 0) : s.src_zp;
+    auto* sums = reinterpret_cast<int32_t*>(args.scratchpad + window_sums_offset());
+    window_sums(s.geometry, args.inputs[l_x()].data, s.signed_source, zp, sums);
+    ConvEpilogue e{s.shift.data(), s.shift.size() > 1, s.dequantized, s.scale.data(), s.scale.size() > 1,
+                   s.bias.empty() ? nullptr : s.bias.data(), s.relu};
+    if (s.dequantized && s.scale.empty()) {
+      const TensorView& scale = args.inputs[kDequantScaleInput];
+      const uint64_t count = scale.element_count();
+      if (scale.dtype != DType::Float32 || (count != 1 && count != static_cast<uint64_t>(s.geometry.M)))
+        fail(where() + ": the fused scale must be float32 with 1 or " + std::to_string(s.geometry.M) + " values");
+      e.scale = scale.as<const float>();
+      e.per_channel_scale = count > 1;
+    }
+    finish_shifted_conv(s.geometry, sums, e, args.outputs[0].data);
+  }
+
  private:
+  static size_t l_x() { return 0; }  // ConvInteger's source (the only op on shifted weights)
+  uint64_t window_sums_offset() const { return (PrimitiveKernel::scratchpad_bytes() + 63) / 64 * 64; }
+
   int zp_input_;
+  std::optional<ShiftedWeights> shifted_;
 };
 
 class Builder {
@@ -114,7 +164,8 @@ class Builder {
   // The primitive the kernel would run, without reordering its weights; none: the loops.
   std::optional<dnnl::convolution_forward::primitive_desc> describe() {
     if (!env_.dnnl || !read_shapes() || !read_weights() || !read_output()) return std::nullopt;
-    float_ = !int8_products_exact() || !weights_fit_int8_;
+    shifted_ = int8_products_exact() && !weights_fit_int8_ && !l_.qlinear && x_layout_ == 0 && y_layout_ == 0;
+    float_ = !int8_products_exact() || (!weights_fit_int8_ && !shifted_);
     // Past 2^24 the float32 sums round; a dequantized ConvInteger's output is the float32 value of
     // its sum anyway (ONNX Runtime's Cast), so it keeps the float32 form, rounding as a float
     // convolution does. An int32 or 8-bit output must be exact: the loops.
@@ -181,6 +232,10 @@ class Builder {
       weights_fit_int8_ = weights_fit_int8_ && v >= -128 && v <= 127;
       weights_[i] = static_cast<int16_t>(v);
     }
+    // The shift that puts them in int8 when they do not fit: w - d, with d = 128 for uint8 weights.
+    const int64_t d = w.dtype == DType::Uint8 ? 128 : 0;
+    shift_.clear();
+    for (const int64_t z : zeros) shift_.push_back(static_cast<int32_t>(d - z));
     wdims_ = group_ > 1 ? Dims{group_, m_ / group_, wd_[1]} : Dims{m_, wd_[1]};
     wdims_.insert(wdims_.end(), wd_.begin() + 2, wd_.end());
     return true;
@@ -284,7 +339,7 @@ class Builder {
       // oneDNN's int8 convolution does.
       if (dst_zp_ != 0 && float_) po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, static_cast<float>(dst_zp_));
       if (dst_zp_ != 0 && !float_) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
-    } else if (dequantized_) {
+    } else if (dequantized_ && !shifted_) {  // (the shifted form's epilogue is its own loop)
       if (!w_scale_.empty() && float_) append_binary(po, dnnl::algorithm::binary_mul, w_scale_);
       else if (!w_scale_.empty()) attr.set_output_scales(w_scale_.size() == 1 ? 0 : 2, w_scale_);
       if (runtime_scale_ > 0) append_binary(po, dnnl::algorithm::binary_mul, {}, runtime_scale_);
@@ -307,7 +362,8 @@ class Builder {
   }
 
   // The output's type in ONNX; the primitive's tensors are float32 in the float form.
-  dt dst_type() const { return l_.qlinear ? dst_dt_ : dequantized_ ? dt::f32 : dt::s32; }
+  // The shifted form's primitive writes int32 sums into the output's bytes, which its loops finish.
+  dt dst_type() const { return l_.qlinear ? dst_dt_ : dequantized_ && !shifted_ ? dt::f32 : dt::s32; }
   dt sum_type(dt int8_form) const { return float_ ? dt::f32 : int8_form; }
 
   // `own_layouts`: the source and destination in the activations' layouts (not plain ones), so
@@ -357,7 +413,10 @@ class Builder {
                                                                       dnnl_kernels::layout_md(wdims_, dt::f32, 0), pd.weights_desc(),
                                                                       ctx, at_ + ": weights"));
     } else {
-      const std::vector<int8_t> w(weights_.begin(), weights_.end());
+      std::vector<int8_t> w(weights_.size());
+      const size_t per = weights_.size() / static_cast<size_t>(m_);
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = static_cast<int8_t>(weights_[i] - (shifted_ ? shift_[shift_.size() == 1 ? 0 : i / per] : 0));
       k->bind_memory(DNNL_ARG_WEIGHTS, dnnl_kernels::reordered_memory(w.data(), w.size(),
                                                                       dnnl_kernels::layout_md(wdims_, dt::s8, 0), pd.weights_desc(),
                                                                       ctx, at_ + ": int8 weights"));
@@ -391,7 +450,34 @@ class Builder {
       k->bind_memory(arg, dnnl_kernels::reordered_memory(b.values.data(), b.values.size() * sizeof(float), md, md, ctx, at_));
     }
     k->bind_output_staged(DNNL_ARG_DST, 0, dnnl_kernels::layout_md(yd_, dst_type(), y_layout_), pd.dst_desc());
+    if (shifted_) k->set_shifted(shifted_weights());
     return k;
+  }
+
+  ShiftedWeights shifted_weights() const {
+    ShiftedWeights s;
+    WindowGeometry& g = s.geometry;
+    const size_t sp = xd_.size() - 2, off = 3 - sp;
+    g.N = xd_[0];
+    g.C = xd_[1];
+    g.M = m_;
+    g.group = group_;
+    for (size_t i = 0; i < sp; ++i) {
+      g.in[off + i] = xd_[2 + i];
+      g.out[off + i] = yd_[2 + i];
+      g.k[off + i] = win_.kernel[i];
+      g.stride[off + i] = win_.strides[i];
+      g.dil[off + i] = win_.dilations[i];
+      g.pad[off + i] = win_.pads_begin[i];
+    }
+    s.shift = shift_;
+    s.signed_source = src_dt_ == dt::s8;
+    s.src_zp = const_src_zp_;
+    s.dequantized = dequantized_;
+    s.scale = w_scale_;
+    s.bias = bias_;
+    s.relu = relu_;
+    return s;
   }
 
   const Node& n_;
@@ -404,6 +490,8 @@ class Builder {
   dt src_dt_ = dt::u8, dst_dt_ = dt::u8;
   std::vector<int16_t> weights_;
   bool weights_fit_int8_ = true;
+  std::vector<int32_t> shift_;  // d - w_zp (1 or M values): weights - shift fit int8
+  bool shifted_ = false;        // the int8 convolution on shifted weights, finished by conv_compensation
   bool runtime_src_zp_ = false, dequantized_ = false, relu_ = false;
   int64_t runtime_scale_ = 0;  // values of a run-time scale (0: the scale is a constant)
   int32_t const_src_zp_ = 0, dst_zp_ = 0;

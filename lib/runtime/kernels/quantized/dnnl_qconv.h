@@ -9,10 +9,11 @@
 namespace memplan::rt::quant {
 
 // Null when oneDNN cannot run the node exactly (the caller then uses its plain loops): weights or
-// their zero points not constant, weights minus zero point outside int8, QLinearConv's scales or
-// output zero point not constant, no oneDNN implementation, or, on a
-// CPU without VNNI (whose u8 x s8 products saturate in 16 bits, so the sums run in float32), an
-// output channel whose sums could pass 2^24.
+// their zero points not constant, QLinearConv's scales or output zero point not constant, no
+// oneDNN implementation, or, where the sums run in float32 (a CPU without VNNI, whose u8 x s8
+// products saturate in 16 bits; a QLinearConv's weights less their zero point outside int8), an
+// int32 or 8-bit output channel whose sums could pass 2^24. A ConvInteger's weights outside int8
+// run shifted into it, with the shift's share added back (conv_compensation.h).
 std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env);
 std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env);
 // Whether make_dnnl_qlinear_conv makes a kernel for the node, whatever its activations' layouts

@@ -2,8 +2,8 @@
 // ir/fused_dequantize.h) and QLinearConv (requantized 8-bit output) on uint8 / int8, 1-D to 3-D,
 // grouped. oneDNN's convolution runs them where it can (dnnl_qconv.cpp says when: int8 with VNNI,
 // float32 with exact sums without); the rest here as plain loops with int32 accumulators:
-// non-constant weights or weight zero points, weights minus zero point outside int8, QLinearConv's
-// non-constant scales, sums past 2^24 without VNNI. Padding
+// non-constant weights or weight zero points, QLinearConv's non-constant scales, int32 or 8-bit
+// outputs whose float32 sums could pass 2^24. Padding
 // reads as the zero point, i.e. contributes nothing. The window geometry is read like Conv's
 // (dnnl_common's read_window / resolve_forward_pads).
 #include <algorithm>
