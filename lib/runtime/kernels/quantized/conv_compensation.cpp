@@ -27,6 +27,7 @@ void channel_sums(const WindowGeometry& g, const T* x, int32_t x_zp, int32_t* su
     std::fill(out, out + width, base);
     for (uint64_t c = 0; c < cg; ++c) {
       const T* row = x + (q * cg + c) * I + at;
+#pragma omp simd
       for (uint64_t w = 0; w < width; ++w) out[w] += row[w];
     }
   }
@@ -57,6 +58,51 @@ void box_sums(const WindowGeometry& g, const int32_t* channel, int32_t* sums, ui
         }
       }
     }
+  }
+}
+
+// One output row's epilogue constants.
+struct Row {
+  int32_t shift;
+  float scale, bias;
+};
+
+// The rows below go through a block of int32s on the stack: the output's bytes change type in
+// place (int32 sums in, float32 out), so no two pointers of different types alias them. The sums
+// wrap as int32 (they fit: the kernel's factory bounds the products per output).
+constexpr uint64_t kBlock = 64;
+
+inline int32_t shifted(int32_t acc, int32_t shift, int32_t window) {
+  return static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(shift) * static_cast<uint32_t>(window));
+}
+
+void add_shift(unsigned char* y, const int32_t* window, uint64_t n, const Row& r) {
+  int32_t a[kBlock];
+  for (uint64_t at = 0; at < n; at += kBlock) {
+    const uint64_t k = std::min(kBlock, n - at);
+    std::memcpy(a, y + at * 4, k * 4);
+#pragma omp simd
+    for (uint64_t j = 0; j < k; ++j) a[j] = shifted(a[j], r.shift, window[at + j]);
+    std::memcpy(y + at * 4, a, k * 4);
+  }
+}
+
+// float(acc) * scale [+ bias], then Relu: ONNX Runtime's Cast, Mul, Add, Relu, one rounding each
+// (no FMA: the same bits on every CPU).
+template <bool Bias, bool Relu>
+void to_float(unsigned char* y, const int32_t* window, uint64_t n, const Row& r) {
+  int32_t a[kBlock];
+  float f[kBlock];
+  for (uint64_t at = 0; at < n; at += kBlock) {
+    const uint64_t k = std::min(kBlock, n - at);
+    std::memcpy(a, y + at * 4, k * 4);
+#pragma omp simd
+    for (uint64_t j = 0; j < k; ++j) {
+      float v = static_cast<float>(shifted(a[j], r.shift, window[at + j])) * r.scale;
+      if (Bias) v = v + r.bias;
+      f[j] = Relu && v < 0.f ? 0.f : v;
+    }
+    std::memcpy(y + at * 4, f, k * 4);
   }
 }
 
@@ -91,23 +137,17 @@ void finish_shifted_conv(const WindowGeometry& g, const int32_t* sums, const Con
     for (uint64_t i = begin; i < end;) {
       // One plane (n, m) at a time, from i to the plane's end or the chunk's.
       const uint64_t plane = i / P, m = plane % M, n = plane / M, stop = std::min(end, (plane + 1) * P);
-      const int32_t* window = sums + (n * static_cast<uint64_t>(g.group) + m / per_group) * P;
-      const int64_t shift = e.shift[e.per_channel_shift ? m : 0];
-      const float scale = e.to_float ? e.scale[e.per_channel_scale ? m : 0] : 0.f, bias = e.bias ? e.bias[m] : 0.f;
-      for (uint64_t p = i - plane * P; i < stop; ++i, ++p) {
-        int32_t acc;
-        std::memcpy(&acc, bytes + i * 4, 4);  // the same bytes change type: no aliasing pointers
-        // The exact sum fits int32 (the kernel's factory bounds the products per output).
-        acc = static_cast<int32_t>(acc + shift * window[p]);
-        if (!e.to_float) {
-          std::memcpy(bytes + i * 4, &acc, 4);
-          continue;
-        }
-        float v = static_cast<float>(acc) * scale;
-        if (e.bias) v = v + bias;
-        if (e.relu && v < 0.f) v = 0.f;
-        std::memcpy(bytes + i * 4, &v, 4);
-      }
+      const int32_t* window = sums + (n * static_cast<uint64_t>(g.group) + m / per_group) * P + (i - plane * P);
+      Row row{e.shift[e.per_channel_shift ? m : 0], e.to_float ? e.scale[e.per_channel_scale ? m : 0] : 0.f,
+              e.bias ? e.bias[m] : 0.f};
+      unsigned char* out = bytes + i * 4;
+      const uint64_t count = stop - i;
+      if (!e.to_float) add_shift(out, window, count, row);
+      else if (e.bias && e.relu) to_float<true, true>(out, window, count, row);
+      else if (e.bias) to_float<true, false>(out, window, count, row);
+      else if (e.relu) to_float<false, true>(out, window, count, row);
+      else to_float<false, false>(out, window, count, row);
+      i = stop;
     }
   });
 }
