@@ -87,7 +87,8 @@ int64_t now_ns() {
 int LoadAdaptiveThreads::next() const {
   if (full_ <= 1) return fixed_;
   if (runs_ < 2) return full_;  // run 0 untimed (it touches the arena first), run 1 timed
-  if (runs_ < 4) return 1;      // run 2 untimed (see record()), run 3 timed
+  // Then one thread until it is timed: run 2 if it is long (see record()), else run 3.
+  if (average_ms_[0] < 0) return 1;
   if (!last_timed_) return last_;  // the run after a switch: the timed one of that count
   const int best = faster();
   return probing() ? (best == 1 ? full_ : 1) : best;
@@ -107,8 +108,8 @@ void LoadAdaptiveThreads::record(int threads, double ms) {
   used_ = threads;
   // The first run after a switch is not timed: one thread right after all of them shares the
   // machine with their workers, which still spin (libgomp's wait) for a few milliseconds; all
-  // threads right after one first wake workers that had gone to sleep.
-  const bool timed = runs_ > 0 && used_ == last_;
+  // threads right after one first wake workers that had gone to sleep. Neither matters to a long run.
+  const bool timed = runs_ > 0 && (used_ == last_ || ms >= kLongRunMs);
   if (timed) {
     double& avg = average_ms_[used_ == 1 ? 0 : 1];
     // Half of each new run: a couple of runs follow a change of load.

@@ -51,13 +51,18 @@ class RequestedThreads {
 // faster is measured, not guessed: the session times its first runs at both counts, then keeps a
 // moving average of its run times at each and runs the faster. Now and then it probes the other
 // count for two runs, timing the second (the first after a switch pays for it: the other count's
-// workers still spin, or must be woken), so it follows the machine's load both ways. A probe that
+// workers still spin, or must be woken), so it follows the machine's load both ways. A run of
+// kLongRunMs or more is timed even right after a switch (what the switch costs is a few
+// milliseconds of it), so a slow model's probe is one run, and its first one-thread run the
+// third, not the fourth: a 2-second model need not spend two runs on one thread to find two
+// faster. A probe that
 // confirms the choice doubles the wait before the next (8 runs, then 16, ... up to 64: a steady
 // load costs a probe's slower runs ever more rarely); one that changes it starts again from 8.
 // Two clock reads a run, no allocation.
 class LoadAdaptiveThreads {
  public:
   static constexpr uint64_t kFirstProbeAfter = 8, kLongestProbeWait = 64;
+  static constexpr double kLongRunMs = 200;
 
   // enabled = false: every run uses `threads`.
   LoadAdaptiveThreads(int threads, bool enabled) : full_(enabled ? threads : 1), fixed_(threads) {}

@@ -46,6 +46,20 @@ TEST_CASE("when the load goes, a probe finds two threads faster, switches back a
   CHECK(all == want);
 }
 
+TEST_CASE("a slow model probes one thread for a single run, its third first", "[threads]") {
+  // Two threads 1 s, one thread 1.7 s: a run that long is timed right after a switch, so one
+  // thread takes runs 2 (the first measurement), 8 and 25 (probes of one run, the wait doubling).
+  LoadAdaptiveThreads adapt(2, true);
+  const auto slow = [](int threads, int) { return threads == 1 ? 1700.0 : 1000.0; };
+  const std::vector<int> all = runs_on_all_threads(adapt, 0, 31, slow);
+  std::vector<int> one;
+  for (int r = 0, k = 0; r < 31; ++r) {
+    if (k < static_cast<int>(all.size()) && all[static_cast<size_t>(k)] == r) ++k;
+    else one.push_back(r);
+  }
+  CHECK(one == std::vector<int>{2, 8, 25});
+}
+
 TEST_CASE("a session that does not adapt runs every run at its own count", "[threads]") {
   LoadAdaptiveThreads adapt(2, false);
   CHECK(runs_on_all_threads(adapt, 0, 50, busy).size() == 50);
