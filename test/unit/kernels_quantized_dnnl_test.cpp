@@ -264,6 +264,63 @@ TEST_CASE("uint8 weights about their own zero point run oneDNN's int8 convolutio
   CHECK(differ == 0);
 }
 
+TEST_CASE("1-D and 3-D ConvIntegers with uint8 weights past int8 give ONNX's sums", "[kernels][quantized]") {
+  // x [1, 3, D, H, W] (D, H = 1 in 1-D), w [4, 3, k...] about zero point 200, stride 2, dilation
+  // 2, padding 2: the shifted form's window geometry padded in front to three dims.
+  const int rank = GENERATE(1, 3);
+  const std::array<int64_t, 3> in = rank == 1 ? std::array<int64_t, 3>{1, 1, 13} : std::array<int64_t, 3>{5, 6, 7};
+  const std::array<int64_t, 3> k = rank == 1 ? std::array<int64_t, 3>{1, 1, 3} : std::array<int64_t, 3>{2, 3, 3};
+  const int64_t C = 3, M = 4, s = 2, d = 2, p = 2, x_zp = 77, w_zp = 200;
+  std::array<int64_t, 3> out{};
+  for (int a = 0; a < 3; ++a) out[a] = 3 - a > rank ? 1 : (in[a] + 2 * p - d * (k[a] - 1) - 1) / s + 1;
+  std::mt19937 rng(static_cast<unsigned>(rank));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<int> x(static_cast<size_t>(C * in[0] * in[1] * in[2])), w(static_cast<size_t>(M * C * k[0] * k[1] * k[2]));
+  for (int& v : x) v = byte(rng);
+  for (int& v : w) v = byte(rng);
+  Dims xd{1, C}, wd{M, C}, yd{1, M}, pads, strides, dilations;
+  for (int a = 3 - rank; a < 3; ++a) {
+    xd.push_back(in[a]);
+    wd.push_back(k[a]);
+    yd.push_back(out[a]);
+    strides.push_back(s);
+    dilations.push_back(d);
+    pads.push_back(p);
+  }
+  pads.insert(pads.end(), pads.begin(), pads.end());
+  KernelCase kc("ConvInteger", 10);
+  kc.input("x", DType::Uint8, xd, x);
+  kc.input("w", DType::Uint8, wd, w, true);
+  kc.input("x_zp", DType::Uint8, {}, std::vector<int>{static_cast<int>(x_zp)});
+  kc.input("w_zp", DType::Uint8, {}, std::vector<int>{static_cast<int>(w_zp)}, true);
+  kc.attr("pads", pads);
+  kc.attr("strides", strides);
+  kc.attr("dilations", dilations);
+  kc.output("y", DType::Int32, yd);
+  REQUIRE(kc.run());
+  if (memplan::rt::quant::int8_products_exact()) CHECK(on_onednn(kc));
+  std::vector<int32_t> want;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t o0 = 0; o0 < out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < out[1]; ++o1)
+        for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+          int32_t acc = 0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t k0 = 0; k0 < k[0]; ++k0)
+              for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                  const int64_t pd = rank == 3 ? p : 0, sd = rank == 3 ? s : 1, dd = rank == 3 ? d : 1;
+                  const int64_t i0 = o0 * sd - pd + k0 * dd, i1 = o1 * sd - pd + k1 * dd, i2 = o2 * s - p + k2 * d;
+                  if (i0 < 0 || i1 < 0 || i2 < 0 || i0 >= in[0] || i1 >= in[1] || i2 >= in[2]) continue;
+                  const int xv = x[static_cast<size_t>(((c * in[0] + i0) * in[1] + i1) * in[2] + i2)];
+                  const int wv = w[static_cast<size_t>((((m * C + c) * k[0] + k0) * k[1] + k1) * k[2] + k2)];
+                  acc += (xv - static_cast<int>(x_zp)) * (wv - static_cast<int>(w_zp));
+                }
+          want.push_back(acc);
+        }
+  CHECK(kc.result_as<int32_t>(0) == want);
+}
+
 TEST_CASE("ConvInteger configurations oneDNN cannot run exactly stay on the loops", "[kernels][quantized]") {
   SECTION("a fused activation other than Relu is refused in one line") {
     Case c;
