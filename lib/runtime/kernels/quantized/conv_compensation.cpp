@@ -108,6 +108,25 @@ void to_float(unsigned char* y, const int32_t* window, uint64_t n, const Row& r)
 
 }  // namespace
 
+WindowGeometry window_geometry(const GeometryDims& x, const GeometryDims& y, int64_t group, const GeometryDims& kernel,
+                               const GeometryDims& strides, const GeometryDims& dilations, const GeometryDims& pads_begin) {
+  WindowGeometry g;
+  const size_t sp = x.size() - 2, off = 3 - sp;
+  g.N = x[0];
+  g.C = x[1];
+  g.M = y[1];
+  g.group = group;
+  for (size_t i = 0; i < sp; ++i) {
+    g.in[off + i] = x[2 + i];
+    g.out[off + i] = y[2 + i];
+    g.k[off + i] = kernel[i];
+    g.stride[off + i] = strides[i];
+    g.dil[off + i] = dilations[i];
+    g.pad[off + i] = pads_begin[i];
+  }
+  return g;
+}
+
 uint64_t window_sums_scratch(const WindowGeometry& g) {
   const uint64_t planes = checked_mul(static_cast<uint64_t>(g.N), static_cast<uint64_t>(g.group), kWhat);
   return checked_add(checked_mul(planes, static_cast<uint64_t>(g.out_size()), kWhat),

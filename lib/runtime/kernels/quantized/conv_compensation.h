@@ -15,16 +15,26 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace memplan::rt::quant {
 
-// A convolution over plain (N, C, D, H, W) activations, spatial dims padded in front to three.
+// A convolution over plain (N, C, D, H, W) activations, spatial dims padded in front to three
+// (1-D and 2-D convolutions are 3-D ones with size-1 dims). Also what quantized_conv.cpp's loops
+// walk.
 struct WindowGeometry {
   int64_t N = 1, C = 1, M = 1, group = 1;
   std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, stride{1, 1, 1}, dil{1, 1, 1}, pad{0, 0, 0};
   int64_t in_size() const { return in[0] * in[1] * in[2]; }
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
 };
+
+// The geometry of x [N, C, spatial...] convolved into y [N, M, spatial...] (1 to 3 spatial dims)
+// by `group` groups of a window of these kernel sizes, strides, dilations and leading pads (one
+// per spatial dim; dilation 1 is dense, as ONNX's).
+using GeometryDims = std::vector<int64_t>;
+WindowGeometry window_geometry(const GeometryDims& x, const GeometryDims& y, int64_t group, const GeometryDims& kernel,
+                               const GeometryDims& strides, const GeometryDims& dilations, const GeometryDims& pads_begin);
 
 // int32 elements of the scratch window_sums needs: one plane per batch and group at the input's
 // size (the channel sums) and one at the output's (the window sums). Overflow-checked.

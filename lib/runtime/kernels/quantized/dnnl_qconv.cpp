@@ -456,20 +456,7 @@ class Builder {
 
   ShiftedWeights shifted_weights() const {
     ShiftedWeights s;
-    WindowGeometry& g = s.geometry;
-    const size_t sp = xd_.size() - 2, off = 3 - sp;
-    g.N = xd_[0];
-    g.C = xd_[1];
-    g.M = m_;
-    g.group = group_;
-    for (size_t i = 0; i < sp; ++i) {
-      g.in[off + i] = xd_[2 + i];
-      g.out[off + i] = yd_[2 + i];
-      g.k[off + i] = win_.kernel[i];
-      g.stride[off + i] = win_.strides[i];
-      g.dil[off + i] = win_.dilations[i];
-      g.pad[off + i] = win_.pads_begin[i];
-    }
+    s.geometry = window_geometry(xd_, yd_, group_, win_.kernel, win_.strides, win_.dilations, win_.pads_begin);
     s.shift = shift_;
     s.signed_source = src_dt_ == dt::s8;
     s.src_zp = const_src_zp_;

@@ -12,6 +12,7 @@
 #include "ir/fused_dequantize.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/quantized/conv_compensation.h"
 #include "runtime/kernels/quantized/dnnl_qconv.h"
 #include "runtime/kernels/quantized/factories.h"
 #include "runtime/kernels/quantized/quantize_common.h"
@@ -22,10 +23,8 @@ namespace {
 using shape::fail_at;
 using shape::unsupported_at;
 
-// Spatial dims padded in front to three (1-D and 2-D convolutions are 3-D ones with size-1 dims).
-struct ConvGeometry {
-  int64_t N = 0, C = 0, M = 0, group = 1;
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, stride{1, 1, 1}, dil{1, 1, 1}, pad{0, 0, 0};
+// The window (conv_compensation.h's geometry), and x's and y's shapes.
+struct ConvGeometry : WindowGeometry {
   int rank = 0;  // of x
   std::array<int64_t, kMaxRank> x_dims{}, y_dims{};
 };
@@ -36,33 +35,23 @@ ConvGeometry conv_geometry(const Node& n, const Value* x, const Value* w, const 
   const std::vector<int64_t> xd = x->type.static_dims(), wd = w->type.static_dims();
   if (xd.size() < 3 || xd.size() > 5) unsupported_at(at, "rank " + std::to_string(xd.size()) + " (1-D to 3-D only)");
   if (wd.size() != xd.size()) fail_at(at, "x and w differ in rank");
-  ConvGeometry g;
-  const size_t sp = xd.size() - 2, off = 3 - sp;
-  g.rank = static_cast<int>(xd.size());
-  g.N = xd[0];
-  g.C = xd[1];
-  g.M = wd[0];
-  g.group = n.attr_int("group", 1);
-  if (g.group < 1 || g.C % g.group != 0 || g.M % g.group != 0 || wd[1] * g.group != g.C)
-    fail_at(at, "w's shape does not fit x's channels with group " + std::to_string(g.group));
+  const size_t sp = xd.size() - 2;
+  const int64_t group = n.attr_int("group", 1);
+  if (group < 1 || xd[1] % group != 0 || wd[0] % group != 0 || wd[1] * group != xd[1])
+    fail_at(at, "w's shape does not fit x's channels with group " + std::to_string(group));
   dnnl_kernels::Window win =
       dnnl_kernels::read_window(n, at, sp, dnnl_kernels::Dims(wd.begin() + 2, wd.end()));
   dnnl_kernels::resolve_forward_pads(win, dnnl_kernels::Dims(xd.begin() + 2, xd.end()));
-  g.x_dims[0] = g.y_dims[0] = g.N;
-  g.x_dims[1] = g.C;
-  g.y_dims[1] = g.M;
+  std::vector<int64_t> yd{xd[0], wd[0]};
   for (size_t i = 0; i < sp; ++i) {
-    g.in[off + i] = xd[2 + i];
-    g.k[off + i] = win.kernel[i];
-    g.stride[off + i] = win.strides[i];
-    g.dil[off + i] = win.dilations[i];
-    g.pad[off + i] = win.pads_begin[i];
     const int64_t span = xd[2 + i] + win.pads_begin[i] + win.pads_end[i] - dnnl_kernels::effective_kernel(win, i);
     if (span < 0) fail_at(at, "the kernel is larger than the padded input");
-    g.out[off + i] = span / win.strides[i] + 1;
-    g.x_dims[2 + i] = xd[2 + i];
-    g.y_dims[2 + i] = g.out[off + i];
+    yd.push_back(span / win.strides[i] + 1);
   }
+  ConvGeometry g{window_geometry(xd, yd, group, win.kernel, win.strides, win.dilations, win.pads_begin)};
+  g.rank = static_cast<int>(xd.size());
+  std::copy(xd.begin(), xd.end(), g.x_dims.begin());
+  std::copy(yd.begin(), yd.end(), g.y_dims.begin());
   return g;
 }
 
