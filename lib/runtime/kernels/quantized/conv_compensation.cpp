@@ -41,23 +41,17 @@ void box_sums(const WindowGeometry& g, const int32_t* channel, int32_t* sums, ui
     const int64_t q = static_cast<int64_t>(r) / rows, od = static_cast<int64_t>(r) % rows / g.out[1], oh = static_cast<int64_t>(r) % g.out[1];
     int32_t* out = sums + static_cast<int64_t>(r) * g.out[2];
     std::fill(out, out + g.out[2], 0);
-    for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-      const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
-      if (id < 0 || id >= g.in[0]) continue;
-      for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-        const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
-        if (ih < 0 || ih >= g.in[1]) continue;
-        const int32_t* row = channel + (q * g.in_size() + (id * g.in[1] + ih) * g.in[2]);
-        for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-          // Output columns whose tap kw lands inside the row: iw = ow * stride - pad + kw * dil.
-          const int64_t shift = kw * g.dil[2] - g.pad[2], s = g.stride[2];
-          const int64_t first = shift >= 0 ? 0 : (-shift + s - 1) / s;
-          const int64_t span = g.in[2] - 1 - shift;
-          const int64_t last = span < 0 ? 0 : std::min(g.out[2], span / s + 1);  // exclusive
-          for (int64_t ow = first; ow < last; ++ow) out[ow] += row[ow * s + shift];
-        }
+    for_each_window_row(g, od, oh, [&](int64_t, int64_t, int64_t id, int64_t ih) {
+      const int32_t* row = channel + (q * g.in_size() + (id * g.in[1] + ih) * g.in[2]);
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        // Output columns whose tap kw lands inside the row: iw = ow * stride - pad + kw * dil.
+        const int64_t shift = kw * g.dil[2] - g.pad[2], s = g.stride[2];
+        const int64_t first = shift >= 0 ? 0 : (-shift + s - 1) / s;
+        const int64_t span = g.in[2] - 1 - shift;
+        const int64_t last = span < 0 ? 0 : std::min(g.out[2], span / s + 1);  // exclusive
+        for (int64_t ow = first; ow < last; ++ow) out[ow] += row[ow * s + shift];
       }
-    }
+    });
   }
 }
 

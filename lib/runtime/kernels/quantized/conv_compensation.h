@@ -29,6 +29,20 @@ struct WindowGeometry {
   int64_t out_size() const { return out[0] * out[1] * out[2]; }
 };
 
+// Calls f(kd, kh, id, ih) for every kernel row (kd, kh) of output row (od, oh) that lands inside
+// the input, at input row (id, ih); rows in the padding add nothing to any convolution here.
+template <typename F>
+void for_each_window_row(const WindowGeometry& g, int64_t od, int64_t oh, F&& f) {
+  for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+    const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
+    if (id < 0 || id >= g.in[0]) continue;
+    for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+      const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
+      if (ih >= 0 && ih < g.in[1]) f(kd, kh, id, ih);
+    }
+  }
+}
+
 // The geometry of x [N, C, spatial...] convolved into y [N, M, spatial...] (1 to 3 spatial dims)
 // by `group` groups of a window of these kernel sizes, strides, dilations and leading pads (one
 // per spatial dim; dilation 1 is dense, as ONNX's).

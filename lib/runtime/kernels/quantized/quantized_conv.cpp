@@ -72,21 +72,15 @@ void int_conv(const ConvGeometry& g, const TensorView& x, const TensorView& w, i
             for (int64_t c = 0; c < cg; ++c) {
               const uint64_t xbase = static_cast<uint64_t>((b * g.C + grp * cg + c) * isize);
               const uint64_t wbase = static_cast<uint64_t>((m * cg + c) * ksize);
-              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-                const int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dil[0];
-                if (id < 0 || id >= g.in[0]) continue;
-                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                  const int64_t ih = oh * g.stride[1] - g.pad[1] + kh * g.dil[1];
-                  if (ih < 0 || ih >= g.in[1]) continue;
-                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                    const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
-                    if (iw < 0 || iw >= g.in[2]) continue;
-                    const int32_t xv = qint_at(x, xbase + static_cast<uint64_t>((id * g.in[1] + ih) * g.in[2] + iw));
-                    const int32_t wv = qint_at(w, wbase + static_cast<uint64_t>((kd * g.k[1] + kh) * g.k[2] + kw));
-                    acc += (xv - xzp) * (wv - zw);
-                  }
+              for_each_window_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t id, int64_t ih) {
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
+                  if (iw < 0 || iw >= g.in[2]) continue;
+                  const int32_t xv = qint_at(x, xbase + static_cast<uint64_t>((id * g.in[1] + ih) * g.in[2] + iw));
+                  const int32_t wv = qint_at(w, wbase + static_cast<uint64_t>((kd * g.k[1] + kh) * g.k[2] + kw));
+                  acc += (xv - xzp) * (wv - zw);
                 }
-              }
+              });
             }
             emit(o, m, acc);
           }
