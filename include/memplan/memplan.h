@@ -23,7 +23,7 @@
 namespace memplan {
 
 // Element types use ONNX's TensorProto.DataType numbers.
-constexpr int32_t kFloat32 = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat64 = 11;
+constexpr int32_t kFloat32 = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat16 = 10, kFloat64 = 11;
 
 struct CompileOptions {
   std::map<std::string, std::vector<int64_t>> input_shapes;  // fix input shapes

@@ -3,6 +3,11 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MEMPLAN_F16C 1
+#endif
+
 namespace memplan {
 namespace {
 
@@ -53,5 +58,45 @@ float bfloat16_to_float(uint16_t b) {
 }
 
 uint16_t bfloat16_from_double(double v) { return round_to(v, 8, -126, 127); }
+
+namespace {
+
+#if MEMPLAN_F16C
+bool has_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+
+__attribute__((target("avx,f16c"))) uint64_t halves_from_floats_f16c(const float* x, uint16_t* y, uint64_t n) {
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  return i;
+}
+
+__attribute__((target("avx,f16c"))) uint64_t floats_from_halves_f16c(const uint16_t* x, float* y, uint64_t n) {
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  return i;
+}
+#endif
+
+}  // namespace
+
+void halves_from_floats(const float* x, uint16_t* y, uint64_t n) {
+  uint64_t i = 0;
+#if MEMPLAN_F16C
+  if (has_f16c()) i = halves_from_floats_f16c(x, y, n);
+#endif
+  for (; i < n; ++i) y[i] = half_from_double(x[i]);
+}
+
+void floats_from_halves(const uint16_t* x, float* y, uint64_t n) {
+  uint64_t i = 0;
+#if MEMPLAN_F16C
+  if (has_f16c()) i = floats_from_halves_f16c(x, y, n);
+#endif
+  for (; i < n; ++i) y[i] = half_to_float(x[i]);
+}
 
 }  // namespace memplan

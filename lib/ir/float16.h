@@ -12,6 +12,10 @@ namespace memplan {
 
 float half_to_float(uint16_t bits);
 uint16_t half_from_double(double v);
+// Whole arrays, as the functions above give them element by element (F16C's conversions where the
+// CPU has them: the same rounding to nearest even; a NaN may keep other payload bits).
+void halves_from_floats(const float* x, uint16_t* y, uint64_t n);
+void floats_from_halves(const uint16_t* x, float* y, uint64_t n);
 float bfloat16_to_float(uint16_t bits);
 uint16_t bfloat16_from_double(double v);
 

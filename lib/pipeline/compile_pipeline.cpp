@@ -12,6 +12,7 @@
 #include "onnx/importer.h"
 #include "passes/assign_layouts.h"
 #include "passes/drop_noops.h"
+#include "passes/float16_in_float32.h"
 #include "passes/expand_functions.h"
 #include "passes/fuse_conv.h"
 #include "passes/fuse_quantized.h"
@@ -147,6 +148,8 @@ ShapeHooks pipeline_shape_hooks(Model& model) {
 }
 
 void prepare_model(Model& model, const ShapeOptions& shapes) {
+  if (const int widened = compute_float16_in_float32(model))
+    spdlog::debug("{} float16 values computed in float32", widened);
   infer_shapes(model, shapes, pipeline_shape_hooks(model));
   spdlog::debug("shapes fixed");
   const int dropped = drop_noops(model);

@@ -196,7 +196,9 @@ class UnaryKernel final : public Kernel {
     const In* x = in.as<const In>();
     Out* y = out.as<Out>();
     const uint64_t n = in.element_count();
-    for (uint64_t i = 0; i < n; ++i) y[i] = f_(x[i]);
+    // A function with a whole-array form (a vectorized conversion) takes the array at once.
+    if constexpr (requires { f_.all(x, y, n); }) f_.all(x, y, n);
+    else for (uint64_t i = 0; i < n; ++i) y[i] = f_(x[i]);
   }
 
  private:
