@@ -33,9 +33,13 @@ plan::NodeAliasing KernelSelection::aliasing(const Node& n) const {
   return a;
 }
 
+// The first few reasons, then a count: a model with hundreds of nodes of one unsupported type
+// (a float16 network, say) stays a readable line.
 std::string KernelSelection::unsupported_summary() const {
+  constexpr size_t kShown = 5;
   std::string out;
-  for (const auto& u : unsupported) out += (out.empty() ? "" : "; ") + u;
+  for (size_t i = 0; i < unsupported.size() && i < kShown; ++i) out += (out.empty() ? "" : "; ") + unsupported[i];
+  if (unsupported.size() > kShown) out += "; and " + std::to_string(unsupported.size() - kShown) + " more nodes";
   return out;
 }
 
