@@ -27,9 +27,9 @@ bool is_half_cast(const Node& n) {
   return n.domain.empty() && n.op_type == "Cast" && n.attr_int("to", 0) == static_cast<int64_t>(kHalf);
 }
 
-bool has_half(const Graph& main) {
+bool has_half(Graph& main) {
   bool found = false;
-  for_each_graph(const_cast<Graph&>(main), [&](Graph& g) {
+  for_each_graph(main, [&](Graph& g) {
     for (const auto& v : g.values) found = found || v->type.dtype == kHalf || (v->constant && v->constant->dtype == kHalf);
     for (const auto& n : g.nodes) {
       if (is_half_cast(*n)) found = true;
@@ -55,7 +55,7 @@ class Widen {
         keep_.insert(in);
       }
     for (Value* out : std::vector<Value*>(main.outputs))
-      if (out->type.dtype == kHalf && out->producer && !keep_.count(out)) {
+      if (out->type.dtype == kHalf && out->producer && !keep_.count(out) && !is_half_cast(*out->producer)) {
         // Its readers read it rounded, as those of a Cast to float16 (below).
         Node* p = out->producer;
         Value* wide = main.add_fresh_value(out->name + "_float32");
