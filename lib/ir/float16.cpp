@@ -62,19 +62,20 @@ uint16_t bfloat16_from_double(double v) { return round_to(v, 8, -126, 127); }
 namespace {
 
 #if MEMPLAN_F16C
+// Every CPU with AVX2 has F16C (clang's __builtin_cpu_supports does not know "f16c").
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = __builtin_cpu_supports("avx2");
   return yes;
 }
 
-__attribute__((target("avx,f16c"))) uint64_t halves_from_floats_f16c(const float* x, uint16_t* y, uint64_t n) {
+__attribute__((target("avx2,f16c"))) uint64_t halves_from_floats_f16c(const float* x, uint16_t* y, uint64_t n) {
   uint64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   return i;
 }
 
-__attribute__((target("avx,f16c"))) uint64_t floats_from_halves_f16c(const uint16_t* x, float* y, uint64_t n) {
+__attribute__((target("avx2,f16c"))) uint64_t floats_from_halves_f16c(const uint16_t* x, float* y, uint64_t n) {
   uint64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
   return i;
