@@ -108,3 +108,40 @@ TEST_CASE("a model's own Cast to float16 still rounds, between float32 nodes", "
   CHECK(std::isinf(y[1]));  // past float16's largest finite value
   CHECK(y[2] == half_to_float(half_from_double(0.1)));
 }
+
+TEST_CASE("whole-array float16 conversions give the element-by-element values", "[float16]") {
+  // Every float16 bit pattern to float32 (NaNs stay NaN), and floats around every float16 value
+  // (the halfway points between neighbours, tiny subnormals, past the largest finite value) back,
+  // in arrays long enough for the vector path and its scalar tail.
+  std::vector<uint16_t> halves(65536 + 5);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<float> widened(halves.size());
+  floats_from_halves(halves.data(), widened.data(), halves.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < halves.size(); ++i) {
+    const float want = half_to_float(halves[i]);
+    differ += std::isnan(want) ? !std::isnan(widened[i]) : std::memcmp(&want, &widened[i], 4) != 0;
+  }
+  CHECK(differ == 0);
+
+  std::vector<float> floats;
+  for (uint32_t b = 0; b < 0x7c00; ++b) {
+    const float v = half_to_float(static_cast<uint16_t>(b)), next = half_to_float(static_cast<uint16_t>(b + 1));
+    for (const float f : {v, std::nextafter(v, next), (v + next) / 2, std::nextafter((v + next) / 2, next)}) {
+      floats.push_back(f);
+      floats.push_back(-f);
+    }
+  }
+  for (const float f : {65520.f, 65519.f, 1e9f, 1e-9f, 3e-8f, INFINITY, -INFINITY}) floats.push_back(f);
+  floats.push_back(NAN);
+  floats.resize(floats.size() + 3, 0.5f);  // a scalar tail
+  std::vector<uint16_t> narrowed(floats.size());
+  halves_from_floats(floats.data(), narrowed.data(), floats.size());
+  differ = 0;
+  for (size_t i = 0; i < floats.size(); ++i) {
+    const uint16_t want = half_from_double(floats[i]);
+    const bool nan = (want & 0x7c00) == 0x7c00 && (want & 0x3ff) != 0;
+    differ += nan ? !((narrowed[i] & 0x7c00) == 0x7c00 && (narrowed[i] & 0x3ff) != 0) : narrowed[i] != want;
+  }
+  CHECK(differ == 0);
+}
