@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -57,6 +58,22 @@ struct KernelArgs {
   dnnl_stream* stream = nullptr;    // the session's oneDNN stream (null: the kernel's own, one caller at a time)
 };
 
+class Kernel;
+
+// The next variant in a kernel's chain of leaner ones (Kernel::take_leaner): made already, or
+// made when taken, so that a variant with weights of its own costs memory only once chosen.
+class LeanerVariant {
+ public:
+  using Factory = std::function<std::unique_ptr<Kernel>()>;
+  void set(std::unique_ptr<Kernel> k);
+  void set(Factory make) { make_ = std::move(make); }
+  std::unique_ptr<Kernel> take();
+
+ private:
+  std::unique_ptr<Kernel> made_;
+  Factory make_;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -81,10 +98,26 @@ class Kernel {
   // Output 0 is the inputs' bytes end to end (a Concat whose outer dims are 1): inputs already in
   // their places there are not copied, so their producers may write them straight in.
   virtual bool concatenates_end_to_end() const { return false; }
-  // A variant of this kernel for the same node that needs less scratchpad (and may be slower),
-  // made at load while the weights are at hand; null when there is none. Taken once.
-  virtual std::unique_ptr<Kernel> take_leaner() { return nullptr; }
+  // A variant of this kernel for the same node that needs less scratchpad (and may be slower);
+  // null when there is none. Taken once.
+  std::unique_ptr<Kernel> take_leaner() { return leaner_.take(); }
+  // Made at load while the weights are at hand, or made when taken (a factory holding them).
+  void set_leaner(std::unique_ptr<Kernel> k) { leaner_.set(std::move(k)); }
+  void set_leaner(LeanerVariant::Factory make) { leaner_.set(std::move(make)); }
+
+ private:
+  LeanerVariant leaner_;
 };
+
+inline void LeanerVariant::set(std::unique_ptr<Kernel> k) { made_ = std::move(k); }
+
+inline std::unique_ptr<Kernel> LeanerVariant::take() {
+  if (made_) return std::move(made_);
+  if (!make_) return nullptr;
+  Factory make = std::move(make_);
+  make_ = nullptr;
+  return make();
+}
 
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)
 

@@ -101,12 +101,30 @@ std::vector<std::byte> constant_bytes(const Value* v, const std::string& where) 
   return t.materialize();
 }
 
+std::vector<float> floats_from(const std::vector<std::byte>& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
 }  // namespace
 
 std::vector<float> constant_floats(const Value* v, const std::string& where) {
-  std::vector<std::byte> bytes = constant_bytes(v, where);
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return floats_from(constant_bytes(v, where));
+}
+
+std::vector<float> tensor_floats(const Tensor& t, const std::string& what) {
+  if (t.dtype != DType::Float32) fail_unsupported(what + " is " + dtype_name(t.dtype) + ", only float32 is supported");
+  return floats_from(t.materialize());
+}
+
+std::vector<float> channel_slice(const std::vector<float>& w, int64_t rows, int64_t channels, int64_t inner,
+                                 int64_t first, int64_t count) {
+  if (first < 0 || count < 0 || first + count > channels || static_cast<int64_t>(w.size()) != rows * channels * inner)
+    fail_internal("a channel slice lies outside its tensor");
+  std::vector<float> out(static_cast<size_t>(rows * count * inner));
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(w.begin() + (r * channels + first) * inner, count * inner, out.begin() + r * count * inner);
   return out;
 }
 

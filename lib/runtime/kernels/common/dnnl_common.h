@@ -61,6 +61,12 @@ dnnl::memory reordered_memory(const void* data, uint64_t bytes, const dnnl::memo
                               const dnnl::memory::desc& want, DnnlContext& ctx, const std::string& what);
 // The constant's float32 values (splats expanded).
 std::vector<float> constant_floats(const Value* v, const std::string& where);
+// The same for a tensor; `what` names it in the error for another data type.
+std::vector<float> tensor_floats(const Tensor& t, const std::string& what);
+// Channels [first, first + count) of a [rows, channels, inner] array: a convolution's weights cut
+// between its input channels (inner = kernel taps) or its output channels (rows = 1).
+std::vector<float> channel_slice(const std::vector<float>& w, int64_t rows, int64_t channels, int64_t inner,
+                                 int64_t first, int64_t count);
 
 // ---- Sliding-window geometry (Conv, ConvTranspose, pools) --------------------------------------
 
@@ -106,8 +112,6 @@ class PrimitiveKernel : public Kernel {
   // The primitive may write output 0 over `input` (oneDNN allows src = dst for it).
   void allow_in_place(size_t input) { in_place_.push_back(input); }
   // The variant kernel selection may take instead, to lower the arena's peak.
-  void set_leaner(std::unique_ptr<Kernel> k) { leaner_ = std::move(k); }
-  std::unique_ptr<Kernel> take_leaner() override { return std::move(leaner_); }
 
   // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
   // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.
@@ -188,7 +192,6 @@ class PrimitiveKernel : public Kernel {
   std::vector<Arg> args_;
   uint64_t scratchpad_bytes_ = 0;
   std::vector<size_t> in_place_;
-  std::unique_ptr<Kernel> leaner_;
 };
 
 // Appends the node's fused activation (ir/fused_activation.h) as an eltwise post-op.

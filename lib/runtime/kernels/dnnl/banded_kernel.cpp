@@ -30,9 +30,9 @@ struct BandedKernel::State final : KernelState {
   std::vector<std::unique_ptr<KernelState>> parts;
 };
 
-BandedKernel::BandedKernel(std::vector<Part> parts, std::vector<Band> bands, uint64_t in_bytes, uint64_t out_bytes,
-                           int addend, const std::string& where)
-    : parts_(std::move(parts)), bands_(std::move(bands)), in_bytes_(in_bytes), out_bytes_(out_bytes), addend_(addend),
+BandedKernel::BandedKernel(Cut cut, std::vector<Part> parts, std::vector<Band> bands, uint64_t in_bytes,
+                           uint64_t out_bytes, int addend, const std::string& where)
+    : cut_(cut), parts_(std::move(parts)), bands_(std::move(bands)), in_bytes_(in_bytes), out_bytes_(out_bytes), addend_(addend),
       where_(where) {
   for (const Band& b : bands_) {
     if (b.part >= parts_.size()) fail_internal(where_ + ": a band names no part");

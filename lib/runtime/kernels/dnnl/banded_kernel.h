@@ -1,6 +1,7 @@
-// A kernel run in bands of output rows, each band a kernel of its own on views into the same
-// tensors: its staged copies (and a GEMM's im2col buffer) hold one band, not the whole tensor.
-// This is the leanest variant of a convolution whose temporaries set the arena's peak
+// A kernel run in bands, each band a kernel of its own on views into the same tensors: bands of
+// output rows, or chunks of channels (dnnl_conv.cpp says which convolutions take which). Its
+// staged copies (and a GEMM's im2col buffer) hold one band, not the whole tensor. These are the
+// leaner variants of a convolution whose temporaries set the arena's peak
 // (pipeline/lean_kernels): the scratchpad shrinks with the band, the time grows with the number
 // of primitive calls.
 #pragma once
@@ -30,31 +31,35 @@ class BandedKernel final : public Kernel {
     uint64_t in_offset = 0, out_offset = 0;  // bytes into input 0, and into output 0 (and the addend)
   };
 
+  // What a band is: output rows (of every channel), or channels (input channels whose partial
+  // sums the bands add into the whole output, or whole groups of a grouped convolution).
+  enum class Cut : uint8_t { Rows, Channels };
+
   // `in_bytes`, `out_bytes`: the whole input 0 and output 0; every band must lie inside them.
   // `addend`: the input a fused Add reads with output 0's geometry, or -1.
-  BandedKernel(std::vector<Part> parts, std::vector<Band> bands, uint64_t in_bytes, uint64_t out_bytes, int addend,
-               const std::string& where);
+  BandedKernel(Cut cut, std::vector<Part> parts, std::vector<Band> bands, uint64_t in_bytes, uint64_t out_bytes,
+               int addend, const std::string& where);
 
   void run(const KernelArgs& args) override;
   std::unique_ptr<KernelState> make_state() const override;
   uint64_t scratchpad_bytes() const override;
   bool reads_at_run_time(size_t input) const override;
-  // A band reads its rows of the addend into its staged output before it writes any of them, and
-  // no later band reads those rows: the output may be written over the addend.
+  // A band reads its part of the addend into its output before it writes any of it, and no later
+  // band reads that part (chunks of input channels: the first reads the whole addend): the output
+  // may be written over the addend.
   bool may_overwrite_input(size_t input) const override { return addend_ >= 0 && input == static_cast<size_t>(addend_); }
   size_t band_count() const { return bands_.size(); }
+  Cut cut() const { return cut_; }
 
-  void set_leaner(std::unique_ptr<Kernel> k) { leaner_ = std::move(k); }
-  std::unique_ptr<Kernel> take_leaner() override { return std::move(leaner_); }
 
  private:
   struct State;
+  Cut cut_;
   std::vector<Part> parts_;
   std::vector<Band> bands_;
   uint64_t in_bytes_, out_bytes_;
   int addend_;
   std::string where_;
-  std::unique_ptr<Kernel> leaner_;
 };
 
 }  // namespace memplan::rt::dnnl_kernels

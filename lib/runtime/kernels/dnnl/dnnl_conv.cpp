@@ -165,7 +165,7 @@ class ConvBuilder {
       auto kind = dnnl::prop_kind::forward_inference;
       auto alg = dnnl::algorithm::convolution_direct;
       Dims dil = dnnl_dilations(w_);
-      if (input_at(node_, 2)) {
+      if (input_at(node_, 2) && with_bias_) {
         fwd::desc d(kind, alg, src_md, w_md_, plain_md({m_}), dst_md_, w_.strides, dil, w_.pads_begin, w_.pads_end);
         return fwd::primitive_desc(d, attr_, env_.dnnl->engine);
       }
@@ -281,22 +281,184 @@ class ConvBuilder {
       lean = bind();
       pd_ = chosen;
     }
-    attach_bands(lean ? static_cast<PrimitiveKernel&>(*lean) : k, lean ? best_cost : have);
-    if (lean) k.set_leaner(std::move(lean));
+    // The chain: k, the leanest whole kernel, bands of rows, then chunks of channels (made when
+    // taken). Kernel selection passes over a variant too slow for the next one, and takes none
+    // that does not lower the arena: the chunks, faster than the leanest whole kernel where that
+    // is a slow one, may still need more scratchpad.
+    Kernel* tail = &k;
+    auto append = [&](std::unique_ptr<Kernel> next) {
+      Kernel* t = next.get();
+      tail->set_leaner(std::move(next));
+      tail = t;
+    };
+    if (lean) append(std::move(lean));
+    append_bands(append, best ? best_cost : have);
+    if (have > kBandFloor && chunks_apply())
+      tail->set_leaner([node = &node_, env = env_, weights = wv_->constant, bias = constant_bias(), have] {
+        return ConvBuilder(*node, env).chunked(weights, bias, kChunks, have);
+      });
   }
 
   // The banded variants after the leanest whole one (costing `have` bytes): a quarter of the
   // output rows per band, then bands under kBandFloor bytes, each kept only if leaner than the
   // one before.
-  void attach_bands(PrimitiveKernel& k, uint64_t have) {
+  template <class Append>
+  void append_bands(Append& append, uint64_t have) {
     if (have <= kBandFloor) return;
     std::unique_ptr<BandedKernel> quarter = banded(std::max<uint64_t>(have / 4, kBandFloor));
     if (!quarter || quarter->scratchpad_bytes() >= have) return;
-    if (quarter->scratchpad_bytes() > kBandFloor) {
-      std::unique_ptr<BandedKernel> thin = banded(kBandFloor);
-      if (thin && thin->scratchpad_bytes() < quarter->scratchpad_bytes()) quarter->set_leaner(std::move(thin));
+    std::unique_ptr<BandedKernel> thin;
+    if (quarter->scratchpad_bytes() > kBandFloor) thin = banded(kBandFloor);
+    const bool thinner = thin && thin->scratchpad_bytes() < quarter->scratchpad_bytes();
+    append(std::move(quarter));
+    if (thinner) append(std::move(thin));
+  }
+
+  // ---- Chunks of channels --------------------------------------------------------------------
+
+  // The first chunked variant's chunks; each next variant has twice as many.
+  static constexpr int64_t kChunks = 2;
+
+  std::shared_ptr<const Tensor> constant_bias() const {
+    const Value* b = input_at(node_, 2);
+    return b && b->is_constant() ? b->constant : nullptr;
+  }
+
+  // Batch 1 (a chunk of channels is then contiguous, plain or channel-blocked), constant weights
+  // and bias, more than one group or input channel, not the block-diagonal form.
+  bool chunks_apply() const {
+    const Value* b = input_at(node_, 2);
+    return s_.x[0] == 1 && dense_.empty() && wv_->is_constant() && (!b || b->is_constant()) &&
+           xv_->channel_block >= 0 && output_at(node_, 0)->channel_block >= 0 && (s_.group > 1 ? s_.group : c_) > 1;
+  }
+
+  // The convolution in chunks of channels, each a kernel of its own on a view of its channels:
+  // the first variant in `count` chunks (or as many as the channel blocks allow) that needs less
+  // than `below` scratchpad bytes, trying twice as many chunks until one does; null if none does
+  // or oneDNN has no fast kernel for a chunk. A grouped convolution is cut between groups: each
+  // chunk reads its own input channels and writes its own output channels. Any other is cut
+  // between input channels and the chunks' partial sums accumulate in the output (oneDNN's sum
+  // post-op): the first chunk adds the bias and the fused Add's addend, the last applies the
+  // fused activation. What a kernel stages or unfolds of its input (a blocked copy, a strided
+  // 1x1 kernel's unit-stride copy, an im2col buffer) shrinks with the chunk, and unlike bands of
+  // rows the views are dense: no strided reorders. Its leaner variant is the next that needs less
+  // than it. `weights`, `bias`: the node's constants, held by the factory (the model releases its
+  // own once the kernels are made).
+  std::unique_ptr<Kernel> chunked(const std::shared_ptr<const Tensor>& weights,
+                                  const std::shared_ptr<const Tensor>& bias, int64_t count, uint64_t below) {
+    check_arity(node_, env_, 2, 4, 1);
+    check_geometry();
+    set_post_ops();
+    init_descs();
+    if (!chunks_apply()) return nullptr;
+    const Chunking ch = chunking();
+    const std::vector<float> w = tensor_floats(*weights, at_ + ": weights");
+    const std::vector<float> b = bias ? tensor_floats(*bias, at_ + ": bias") : std::vector<float>{};
+    if (static_cast<int64_t>(w.size()) != m_ * (c_ / s_.group) * product(w_.kernel) ||
+        (bias && static_cast<int64_t>(b.size()) != m_))
+      fail_internal(at_ + ": the constant weights or bias do not have the node's shapes");
+    for (;; count *= 2) {
+      const int64_t per = (ch.units + count - 1) / count, chunk = (per + ch.step - 1) / ch.step * ch.step;
+      if (chunk >= ch.units) return nullptr;
+      std::unique_ptr<BandedKernel> k = chunks_of(ch, chunk, w, bias ? &b : nullptr);
+      if (!k) return nullptr;
+      const uint64_t has = k->scratchpad_bytes();
+      if (has < below) {
+        if (chunk > ch.step)
+          k->set_leaner([node = &node_, env = env_, weights, bias, count, has] {
+            return ConvBuilder(*node, env).chunked(weights, bias, count * 2, has);
+          });
+        return k;
+      }
+      if (chunk == ch.step) return nullptr;
     }
-    k.set_leaner(std::move(quarter));
+  }
+
+  // What a chunk is made of: `units` groups (a grouped convolution) or input channels, each
+  // `in_unit` input and `out_unit` output channels (0: every output channel); `step` units, the
+  // fewest whose channels fill whole channel blocks.
+  struct Chunking {
+    bool grouped = false;
+    int64_t units = 0, in_unit = 1, out_unit = 0, step = 1;
+  };
+
+  Chunking chunking() const {
+    Chunking ch;
+    ch.grouped = s_.group > 1;
+    ch.units = ch.grouped ? s_.group : c_;
+    ch.in_unit = ch.grouped ? c_ / s_.group : 1;
+    ch.out_unit = ch.grouped ? m_ / s_.group : 0;
+    const int64_t x_block = std::max(xv_->channel_block, 1), y_block = std::max(output_at(node_, 0)->channel_block, 1);
+    while (ch.step < ch.units && ((ch.step * ch.in_unit) % x_block != 0 || (ch.step * ch.out_unit) % y_block != 0))
+      ++ch.step;
+    return ch;
+  }
+
+  // The variant in chunks of `chunk` units (the last may be shorter); null where oneDNN has no
+  // fast kernel for one. `w`, `b`: the node's weights and bias (null: none).
+  std::unique_ptr<BandedKernel> chunks_of(const Chunking& ch, int64_t chunk, const std::vector<float>& w,
+                                          const std::vector<float>* b) const {
+    const int64_t taps = product(w_.kernel);
+    const uint64_t in_plane = static_cast<uint64_t>(product(s_.x, 2)) * sizeof(float);
+    const uint64_t out_plane = static_cast<uint64_t>(product(s_.y, 2)) * sizeof(float);
+    std::vector<BandedKernel::Part> parts;
+    std::vector<BandedKernel::Band> bands;
+    for (int64_t first = 0; first < ch.units; first += chunk) {
+      const int64_t n = std::min(chunk, ch.units - first);
+      ConvBuilder part = *this;
+      std::unique_ptr<Kernel> k;
+      if (ch.grouped) {
+        const int64_t m0 = first * ch.out_unit, mn = n * ch.out_unit;
+        const std::vector<float> ws = channel_slice(w, 1, m_, ch.in_unit * taps, m0, mn);
+        const std::vector<float> bs = b ? channel_slice(*b, 1, m_, 1, m0, mn) : std::vector<float>{};
+        k = part.chunk(n * ch.in_unit, mn, n, ws, b ? &bs : nullptr, true, true);
+      } else {
+        const std::vector<float> ws = channel_slice(w, m_, c_, taps, first, n);
+        k = part.chunk(n, m_, 1, ws, first == 0 ? b : nullptr, first == 0, first + n == ch.units);
+      }
+      if (!k) return nullptr;
+      const uint64_t in_bytes = part.x_md_.get_size(), out_bytes = part.y_md_.get_size();
+      bands.push_back({parts.size(), static_cast<uint64_t>(first * ch.in_unit) * in_plane,
+                       static_cast<uint64_t>(first * ch.out_unit) * out_plane});
+      parts.push_back({std::move(k), in_bytes, out_bytes, in_bytes, out_bytes});
+    }
+    const uint64_t in_bytes = static_cast<uint64_t>(product(s_.x)) * sizeof(float);
+    const uint64_t out_bytes = static_cast<uint64_t>(product(s_.y)) * sizeof(float);
+    return std::make_unique<BandedKernel>(BandedKernel::Cut::Channels, std::move(parts), std::move(bands), in_bytes,
+                                          out_bytes, addend_ ? 3 : -1, at_);
+  }
+
+  // Makes this (copied) builder's descriptors those of one chunk, `in_ch` input and `out_ch`
+  // output channels in `groups` groups, with the chunk's weights and bias (null: none), and binds
+  // its kernel. `first` and `last`: whether the chunk starts or ends the accumulation (a grouped
+  // convolution's chunks each do both).
+  std::unique_ptr<Kernel> chunk(int64_t in_ch, int64_t out_ch, int64_t groups, const std::vector<float>& weights,
+                                const std::vector<float>* bias, bool first, bool last) {
+    const bool grouped = s_.group > 1;
+    c_ = in_ch;
+    m_ = out_ch;
+    s_.group = groups;
+    s_.x[1] = in_ch;
+    s_.y[1] = out_ch;
+    wdims_ = weight_dims(groups, out_ch, in_ch, w_.kernel);
+    user_w_md_ = plain_md(wdims_);
+    w_md_ = any_md(wdims_);
+    x_md_ = layout_md(s_.x, dnnl::memory::data_type::f32, xv_->channel_block);
+    if (grouped) y_md_ = layout_md(s_.y, dnnl::memory::data_type::f32, output_at(node_, 0)->channel_block);
+    dst_md_ = y_md_;
+    with_bias_ = bias != nullptr;
+    if (!first) addend_ = nullptr;  // an earlier chunk added it
+    dnnl::post_ops po;
+    if (addend_ || !first) po.append_sum(1.f);
+    if (last) append_activation(po, node_, at_);
+    attr_ = user_scratchpad_attr();
+    attr_.set_post_ops(po);
+    choose_layouts();
+    // A later chunk adds into what the earlier ones wrote: their output is written in place.
+    if (is_slow(pd_) || (!grouped && !(pd_.dst_desc() == y_md_))) return nullptr;
+    chunk_weights_ = &weights;
+    chunk_bias_ = bias;
+    return bind();
   }
 
   // The convolution in bands of output rows whose kernels need at most `budget` scratchpad bytes
@@ -315,11 +477,19 @@ class ConvBuilder {
       ~Restore() { b.x_md_ = x, b.y_md_ = y, b.dst_md_ = dst, b.pd_ = pd, b.w_ = w; }
     } restore{*this, x_md_, y_md_, dst_md_, pd_, w_};
     try {
-      // The widest band (in the middle, no padding rows) sets the scratchpad: halve the rows
-      // until it fits.
+      // The widest band (in the middle, no padding rows) mostly sets the scratchpad: halve the
+      // rows until it fits. A band with padding rows may still need more (oneDNN can pick another
+      // kernel for it): halve on until every band fits, or a band would lie wholly in the padding.
       int64_t rows = (s_.y[2] + 1) / 2;
       while (rows > 1 && band_cost(rows) > budget) rows = (rows + 1) / 2;
-      return bands_of(rows);
+      std::unique_ptr<BandedKernel> k = bands_of(rows);
+      while (k && rows > 1 && k->scratchpad_bytes() > budget) {
+        rows = (rows + 1) / 2;
+        std::unique_ptr<BandedKernel> thinner = bands_of(rows);
+        if (!thinner) break;
+        k = std::move(thinner);
+      }
+      return k;
     } catch (const Error&) {
       return nullptr;  // oneDNN has no kernel for some band
     } catch (const dnnl::error&) {
@@ -388,7 +558,8 @@ class ConvBuilder {
     }
     const uint64_t in_bytes = static_cast<uint64_t>(product(s_.x)) * sizeof(float);
     const uint64_t out_bytes = static_cast<uint64_t>(product(s_.y)) * sizeof(float);
-    return std::make_unique<BandedKernel>(std::move(parts), std::move(bands), in_bytes, out_bytes, addend_ ? 3 : -1, at_);
+    return std::make_unique<BandedKernel>(BandedKernel::Cut::Rows, std::move(parts), std::move(bands), in_bytes, out_bytes,
+                                          addend_ ? 3 : -1, at_);
   }
 
   std::unique_ptr<Kernel> bind() const {
@@ -400,10 +571,20 @@ class ConvBuilder {
       k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(dense_.data(), dense_.size() * sizeof(float), user_w_md_,
                                                         pd_.weights_desc(), k->ctx(),
                                                         at_ + ": block-diagonal weights"));
+    else if (chunk_weights_)
+      k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(chunk_weights_->data(), chunk_weights_->size() * sizeof(float),
+                                                        user_w_md_, pd_.weights_desc(), k->ctx(), at_ + ": weights"));
     else if (wv_->is_constant())
       k->bind_memory(DNNL_ARG_WEIGHTS, weights_for(pd_.weights_desc(), k->ctx()));
     else k->bind_input(DNNL_ARG_WEIGHTS, 1, user_w_md_);
-    bind_bias(*k, node_, pd_);
+    if (chunk_weights_) {
+      if (chunk_bias_)
+        k->bind_memory(DNNL_ARG_BIAS, reordered_memory(chunk_bias_->data(), chunk_bias_->size() * sizeof(float),
+                                                       plain_md({m_}), pd_.query_md(dnnl::query::weights_md, 1),
+                                                       k->ctx(), at_ + ": bias"));
+    } else {
+      bind_bias(*k, node_, pd_);
+    }
     k->bind_output_staged(DNNL_ARG_DST, 0, y_md_, pd_.dst_desc(), addend_ ? 3 : -1);
     // The sum post-op accumulates into dst: written over the addend, the copy into dst is skipped
     // (a staged dst reads the addend into the scratchpad before the primitive runs).
@@ -435,6 +616,10 @@ class ConvBuilder {
   // x_md_, y_md_: the activations as given; dst_md_: the output the primitive is asked for.
   dnnl::memory::desc x_md_, y_md_, dst_md_, user_w_md_, w_md_;
   std::vector<float> dense_;  // block-diagonal weights, when try_block_diagonal took them
+  // A chunk's (chunk()): its weights and bias, and whether its kernel adds the bias at all.
+  const std::vector<float>* chunk_weights_ = nullptr;
+  const std::vector<float>* chunk_bias_ = nullptr;
+  bool with_bias_ = true;
   dnnl::convolution_forward::primitive_desc pd_;
 };
 

@@ -50,14 +50,6 @@ void activate_block(const float* x, float* y, size_t pixels, const float* s, con
     for (int k = 0; k < Block / 4; ++k) _mm_storeu_ps(y + 4 * k, activate4(_mm_loadu_ps(x + 4 * k), s4[k], b4[k], relu));
 }
 
-// A float32 constant's values (a splat expanded).
-std::vector<float> floats_of(const Tensor& t) {
-  const std::vector<std::byte> bytes = t.materialize();
-  std::vector<float> out(bytes.size() / sizeof(float));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
-}
-
 struct Geometry {
   int64_t n = 0, c = 0, h = 0, w = 0, m = 0;
   int block = 0;      // the input's layout: 0 plain, else channel-blocked (the activated chunks' too)
@@ -121,8 +113,6 @@ class PreActivatedConv final : public Kernel {
   }
 
   // Made on demand: each variant reorders its own slices of the weights.
-  void set_leaner(std::function<std::unique_ptr<Kernel>()> make) { make_leaner_ = std::move(make); }
-  std::unique_ptr<Kernel> take_leaner() override { return make_leaner_ ? std::exchange(make_leaner_, {})() : nullptr; }
 
  private:
   struct State final : KernelState {
@@ -157,7 +147,6 @@ class PreActivatedConv final : public Kernel {
   std::vector<Part> parts_;
   std::string where_;
   uint64_t staged_bytes_ = 0;
-  std::function<std::unique_ptr<Kernel>()> make_leaner_;
 };
 
 // Makes the kernel in chunks of `chunk` input channels (all of them: one part).
@@ -250,15 +239,12 @@ class PreActivatedConvBuilder {
     k->set_primitive(pd);
     k->bind_input_staged(DNNL_ARG_SRC, 0, src_md, pd.src_desc());
     // This chunk's columns of the [m, c, 1, 1] weights.
-    const std::vector<float> w = floats_of(*weights_);
-    std::vector<float> slice(static_cast<size_t>(geo_.m * count));
-    for (int64_t o = 0; o < geo_.m; ++o)
-      std::copy_n(w.begin() + o * geo_.c + first, count, slice.begin() + o * count);
+    const std::vector<float> slice = channel_slice(tensor_floats(*weights_, at_ + ": weights"), geo_.m, geo_.c, 1, first, count);
     k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(slice.data(), slice.size() * sizeof(float), plain_md(wdims),
                                                       pd.weights_desc(), k->ctx(), at_ + ": weights"));
     if (with_bias) {
       if (bias_) {
-        const std::vector<float> bias = floats_of(*bias_);
+        const std::vector<float> bias = tensor_floats(*bias_, at_ + ": bias");
         k->bind_memory(DNNL_ARG_BIAS, reordered_memory(bias.data(), bias.size() * sizeof(float), plain_md({geo_.m}),
                                                        pd.query_md(dnnl::query::weights_md, 1), k->ctx(), at_ + ": bias"));
       } else {
