@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,7 @@ struct ConvSpec {
   bool runtime_weights = false;  // W a run-time input, not a constant
   bool add = false;   // a fused Add: input 3, the oneDNN sum post-op
   bool relu = false;  // memplan_fused_activation 1
+  bool clip = false;  // memplan_fused_activation 2, to [kClipLo, kClipHi]
 
   int64_t out(size_t axis) const {
     const int64_t k = (wd[2 + axis] - 1) * dilations[axis] + 1;
@@ -65,12 +67,15 @@ struct ConvSpec {
   int64_t taps() const { return wd[1] * wd[2] * wd[3]; }
 };
 
-// The naive convolution, then the fused Add and Relu.
+constexpr float kClipLo = -0.25f, kClipHi = 0.5f;
+
+// The naive convolution, then the fused Add and Relu (or Clip).
 Floats naive(const ConvSpec& s, const Floats& x, const Floats& w, const Floats& b, const Floats& addend) {
   Floats y = memplan::test::naive_conv2d(x, s.xd, w, s.wd, b, {s.group, s.strides, s.dilations, s.pads}, s.out(0), s.out(1));
   for (size_t i = 0; i < y.size(); ++i) {
     double acc = static_cast<double>(y[i]) + (addend.empty() ? 0.0 : addend[i]);
     if (s.relu) acc = std::max(acc, 0.0);
+    if (s.clip) acc = std::clamp(acc, static_cast<double>(kClipLo), static_cast<double>(kClipHi));
     y[i] = static_cast<float>(acc);
   }
   return y;
@@ -144,6 +149,10 @@ class ConvUnderTest {
     if (s.auto_pad.empty()) c_.attr("pads", s.pads);
     else c_.attr("auto_pad", s.auto_pad);
     if (s.relu) c_.attr("memplan_fused_activation", int64_t{1});
+    if (s.clip) {
+      c_.attr("memplan_fused_activation", int64_t{2});
+      c_.attr("memplan_fused_clip", std::vector<float>{kClipLo, kClipHi});
+    }
   }
 
   KernelCase& kernel_case() { return c_; }
@@ -605,6 +614,31 @@ TEST_CASE("a convolution of a batch of two, or of run-time weights, is not cut i
   CHECK(t.chunked().empty());
 }
 
+TEST_CASE("a GEMM convolution on plain tensors applies its fused Relu or Clip after the primitive, to the fused "
+          "numbers", "[kernels][dnnl][chunks]") {
+  // oneDNN's GEMM convolution (a 1x1 Conv of 24 plain channels) applies an eltwise post-op in a
+  // slow loop: the whole kernel, and the last chunk of its variants, clamp the output instead.
+  ConvSpec s;
+  s.xd = {1, 24, 64, 64};
+  s.wd = {24, 24, 1, 1};
+  SECTION("a fused Add and Relu (the Add stays a sum post-op), in place too") {
+    s.add = true;
+    s.relu = true;
+  }
+  SECTION("a fused Clip") { s.clip = true; }
+  SECTION("a fused Add and Clip without bias") {
+    s.add = true;
+    s.clip = true;
+    s.bias = false;
+  }
+  ConvUnderTest t(s, 151);
+  const Floats whole = check_variants(t);
+  if (s.add) require_close(t.run(t.whole(), true), whole, same_sums(s));
+  // Clamped, not merely close: every output within the bounds.
+  const float lo = s.clip ? kClipLo : 0.f, hi = s.clip ? kClipHi : std::numeric_limits<float>::infinity();
+  CHECK(std::count_if(whole.begin(), whole.end(), [&](float v) { return !(v >= lo && v <= hi); }) == 0);
+}
+
 // ---- the example model --------------------------------------------------------------------------
 
 namespace {
@@ -768,4 +802,63 @@ TEST_CASE("a Conv and Add fused and run in bands, written over the Add's other i
   };
   const Floats want = run(fast);
   require_close(run(lean), want, abs_rel(2e-7 * 16 * 9, 1e-5));
+}
+
+namespace {
+
+size_t chunked_kernels(const memplan::CompiledModel& m) {
+  size_t n = 0;
+  for (const memplan::NodeExec& ne : m.impl().nodes)
+    if (auto* b = dynamic_cast<const BandedKernel*>(ne.kernel.get()); b && b->cut() == BandedKernel::Cut::Channels) ++n;
+  return n;
+}
+
+// Every output of one guard-mode run on the same random inputs, end to end.
+Floats run_outputs(const std::shared_ptr<const memplan::CompiledModel>& m) {
+  memplan::SessionOptions guard;
+  guard.check_memory = true;
+  memplan::Session session(m, guard);
+  uint32_t seed = 3;
+  for (const auto& in : m->inputs()) {
+    REQUIRE(in.dtype == memplan::kFloat32);
+    const Floats x = random_floats(in.capacity_bytes / sizeof(float), seed++);
+    session.set_input(in.name, in.dtype, in.shape, x.data(), x.size() * sizeof(float));
+  }
+  session.run();
+  Floats all;
+  for (const auto& out : m->outputs()) {
+    const memplan::TensorRef y = session.output(out.name);
+    const size_t at = all.size();
+    all.resize(at + y.bytes / sizeof(float));
+    std::memcpy(all.data() + at, y.data, y.bytes);
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("blazeface compiled to prefer memory runs convolutions in chunks of channels, in a smaller arena, to the "
+          "outputs of its fastest kernels", "[runtime][chunks]") {
+  // Its depthwise Convs on plain tensors stage channel-blocked copies, and its 1x1 Convs' sums
+  // add into their residuals: chunks of groups and of input channels are leaner than bands there.
+  const std::string path = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/blazeface_back_256/model.onnx";
+  memplan::CompileOptions speed, memory;
+  speed.prefer = "speed";
+  memory.prefer = "memory";
+  const auto fast = memplan::CompiledModel::compile(path, speed);
+  const auto lean = memplan::CompiledModel::compile(path, memory);
+  INFO("arena " << lean->arena_bytes() << " bytes with prefer memory, " << fast->arena_bytes() << " with prefer speed");
+  CHECK(chunked_kernels(*fast) == 0);
+  CHECK(chunked_kernels(*lean) > 0);
+  CHECK(lean->arena_bytes() < fast->arena_bytes());
+  const Floats want = run_outputs(fast), got = run_outputs(lean);
+  require_close(got, want, abs_rel(1e-4, 1e-3));
+
+  // A plan file keeps the choice: loading makes the same chunks and plans the same arena.
+  memplan::test::TempDir dir("chunked_blazeface");
+  lean->save_plan(dir / "lean.mplan");
+  const auto loaded = memplan::CompiledModel::load(path, dir / "lean.mplan");
+  CHECK(loaded->arena_bytes() == lean->arena_bytes());
+  CHECK(chunked_kernels(*loaded) == chunked_kernels(*lean));
+  CHECK(run_outputs(loaded) == got);
 }
