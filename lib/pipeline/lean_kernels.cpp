@@ -150,12 +150,16 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       continue;
     }
     // Two kernels' scratchpads can set the same peak at two steps: a swap that only ties is kept
-    // on trial, until a later one lowers the arena, and undone if none does.
-    if (replanned.arena_bytes == c.plan.arena_bytes) {
+    // on trial, until a later one lowers the arena, and undone if none does. Under Balanced a
+    // swap (with those on trial) must save kMinSaving of the arena, or it counts as a tie: a
+    // slower kernel for an alignment's worth of bytes is no trade.
+    const uint64_t base = trial.empty() ? c.plan.arena_bytes : before_trial.arena_bytes;
+    const uint64_t least = prefer == KernelPreference::Balanced ? static_cast<uint64_t>(base * kMinSaving) : 1;
+    if (replanned.arena_bytes + std::max<uint64_t>(least, 1) > base) {
       if (trial.empty()) before_trial = c.plan;
       trial.push_back({n, std::move(lean), depth});
-      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes: kept on trial", n->describe(),
-                    it->second->scratchpad_bytes(), replanned.arena_bytes);
+      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes (or saves too little): kept on trial",
+                    n->describe(), it->second->scratchpad_bytes(), replanned.arena_bytes);
     } else {
       trial.clear();
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) lowers the arena from {} to {} bytes", n->describe(),

@@ -15,6 +15,8 @@ const char* preference_name(KernelPreference p);
 
 // How much slower than the fastest kernel a leaner one may be under Balanced.
 constexpr double kLeanerSlowdown = 1.25;
+// The least share of the arena a swap under Balanced must save (with the swaps kept on trial).
+constexpr double kMinSaving = 0.01;
 
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
 // c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once

@@ -353,7 +353,8 @@ class ConvBuilder {
     if (lean) append(std::move(lean));
     append_bands(append, best ? best_cost : have);
     if (have > kBandFloor && chunks_apply())
-      tail->set_leaner([node = &node_, env = env_, weights = wv_->constant, bias = constant_bias(), have] {
+      tail->set_leaner([node = &node_, env = env_, weights = weights_for(pd_.weights_desc(), k.ctx()),
+                        bias = std::make_shared<const std::vector<float>>(constant_bias()), have] {
         return ConvBuilder(*node, env).chunked(weights, bias, kChunks, have);
       });
   }
@@ -378,9 +379,10 @@ class ConvBuilder {
   // The first chunked variant's chunks; each next variant has twice as many.
   static constexpr int64_t kChunks = 2;
 
-  std::shared_ptr<const Tensor> constant_bias() const {
+  // The constant bias's values; none without a bias.
+  std::vector<float> constant_bias() const {
     const Value* b = input_at(node_, 2);
-    return b && b->is_constant() ? b->constant : nullptr;
+    return b ? constant_floats(b, at_) : std::vector<float>{};
   }
 
   // Batch 1 (a chunk of channels is then contiguous, plain or channel-blocked), constant weights
@@ -401,25 +403,30 @@ class ConvBuilder {
   // fused activation. What a kernel stages or unfolds of its input (a blocked copy, a strided
   // 1x1 kernel's unit-stride copy, an im2col buffer) shrinks with the chunk, and unlike bands of
   // rows the views are dense: no strided reorders. Its leaner variant is the next that needs less
-  // than it. `weights`, `bias`: the node's constants, held by the factory (the model releases its
-  // own once the kernels are made).
-  std::unique_ptr<Kernel> chunked(const std::shared_ptr<const Tensor>& weights,
-                                  const std::shared_ptr<const Tensor>& bias, int64_t count, uint64_t below) {
+  // than it. `weights`: the whole kernel's reordered weights (a handle on its buffer, so the
+  // factory keeps no copy of them and the model may release its own); `bias`: the bias's values
+  // (none: empty).
+  std::unique_ptr<Kernel> chunked(const dnnl::memory& weights, const std::shared_ptr<const std::vector<float>>& bias,
+                                  int64_t count, uint64_t below) {
     check_arity(node_, env_, 2, 4, 1);
     check_geometry();
     set_post_ops();
     init_descs();
     if (!chunks_apply()) return nullptr;
     const Chunking ch = chunking();
-    const std::vector<float> w = tensor_floats(*weights, at_ + ": weights");
-    const std::vector<float> b = bias ? tensor_floats(*bias, at_ + ": bias") : std::vector<float>{};
+    // The weights back in ONNX's order, from the whole kernel's reordered copy.
+    std::vector<float> w(static_cast<size_t>(product(wdims_)));
+    dnnl::memory reordered = weights, plain(user_w_md_, env_.dnnl->engine, w.data());
+    dnnl::reorder(reordered, plain).execute(env_.dnnl->stream, reordered, plain);
+    env_.dnnl->stream.wait();
+    const std::vector<float>& b = *bias;
     if (static_cast<int64_t>(w.size()) != m_ * (c_ / s_.group) * product(w_.kernel) ||
-        (bias && static_cast<int64_t>(b.size()) != m_))
+        (!b.empty() && static_cast<int64_t>(b.size()) != m_))
       fail_internal(at_ + ": the constant weights or bias do not have the node's shapes");
     for (;; count *= 2) {
       const int64_t per = (ch.units + count - 1) / count, chunk = (per + ch.step - 1) / ch.step * ch.step;
       if (chunk >= ch.units) return nullptr;
-      std::unique_ptr<BandedKernel> k = chunks_of(ch, chunk, w, bias ? &b : nullptr);
+      std::unique_ptr<BandedKernel> k = chunks_of(ch, chunk, w, b.empty() ? nullptr : &b);
       if (!k) return nullptr;
       const uint64_t has = k->scratchpad_bytes();
       if (has < below) {
