@@ -111,7 +111,6 @@ class PrimitiveKernel : public Kernel {
   bool may_overwrite_input(size_t input) const override;
   // The primitive may write output 0 over `input` (oneDNN allows src = dst for it).
   void allow_in_place(size_t input) { in_place_.push_back(input); }
-  // The variant kernel selection may take instead, to lower the arena's peak.
 
   // Load-time wiring. Run-time bound memories are created with a null handle; run() points them
   // at the TensorViews. Binding memories `md` must describe exactly the view's bytes.

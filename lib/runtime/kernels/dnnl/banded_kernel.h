@@ -51,7 +51,6 @@ class BandedKernel final : public Kernel {
   size_t band_count() const { return bands_.size(); }
   Cut cut() const { return cut_; }
 
-
  private:
   struct State;
   Cut cut_;

@@ -360,18 +360,23 @@ class ConvBuilder {
   }
 
   // The banded variants after the leanest whole one (costing `have` bytes): a quarter of the
-  // output rows per band, then bands under kBandFloor bytes, each kept only if leaner than the
-  // one before.
+  // output rows per band, then bands under kBandFloor bytes, then a row per band, each kept only
+  // if leaner than the one before.
   template <class Append>
   void append_bands(Append& append, uint64_t have) {
     if (have <= kBandFloor) return;
-    std::unique_ptr<BandedKernel> quarter = banded(std::max<uint64_t>(have / 4, kBandFloor));
-    if (!quarter || quarter->scratchpad_bytes() >= have) return;
-    std::unique_ptr<BandedKernel> thin;
-    if (quarter->scratchpad_bytes() > kBandFloor) thin = banded(kBandFloor);
-    const bool thinner = thin && thin->scratchpad_bytes() < quarter->scratchpad_bytes();
-    append(std::move(quarter));
-    if (thinner) append(std::move(thin));
+    uint64_t last = have;
+    bool first = true;
+    for (const uint64_t budget : {std::max<uint64_t>(have / 4, kBandFloor), kBandFloor, uint64_t{0}}) {
+      if (last <= budget) continue;  // the last variant fits this budget already
+      std::unique_ptr<BandedKernel> b = banded(budget);
+      const bool leaner = b && b->scratchpad_bytes() < last;
+      if (first && !leaner) return;  // no bands at all where a quarter of the rows is no leaner
+      first = false;
+      if (!leaner) continue;
+      last = b->scratchpad_bytes();
+      append(std::move(b));
+    }
   }
 
   // ---- Chunks of channels --------------------------------------------------------------------

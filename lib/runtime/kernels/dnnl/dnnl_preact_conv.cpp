@@ -112,8 +112,6 @@ class PreActivatedConv final : public Kernel {
     return input == 0 || std::any_of(parts_.begin(), parts_.end(), [&](const Part& p) { return p.conv->reads_at_run_time(input); });
   }
 
-  // Made on demand: each variant reorders its own slices of the weights.
-
  private:
   struct State final : KernelState {
     std::vector<std::unique_ptr<KernelState>> parts;
