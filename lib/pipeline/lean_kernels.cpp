@@ -154,8 +154,9 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     // swap (with those on trial) must save kMinSaving of the arena, or it counts as a tie: a
     // slower kernel for an alignment's worth of bytes is no trade.
     const uint64_t base = trial.empty() ? c.plan.arena_bytes : before_trial.arena_bytes;
-    const uint64_t least = prefer == KernelPreference::Balanced ? static_cast<uint64_t>(base * kMinSaving) : 1;
-    if (replanned.arena_bytes + std::max<uint64_t>(least, 1) > base) {
+    const uint64_t least =
+        prefer == KernelPreference::Balanced ? std::max<uint64_t>(static_cast<uint64_t>(base * kMinSaving), 1) : 1;
+    if (replanned.arena_bytes + least > base) {
       if (trial.empty()) before_trial = c.plan;
       trial.push_back({n, std::move(lean), depth});
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes (or saves too little): kept on trial",

@@ -425,9 +425,8 @@ class ConvBuilder {
     dnnl::reorder(reordered, plain).execute(env_.dnnl->stream, reordered, plain);
     env_.dnnl->stream.wait();
     const std::vector<float>& b = *bias;
-    if (static_cast<int64_t>(w.size()) != m_ * (c_ / s_.group) * product(w_.kernel) ||
-        (!b.empty() && static_cast<int64_t>(b.size()) != m_))
-      fail_internal(at_ + ": the constant weights or bias do not have the node's shapes");
+    if (!b.empty() && static_cast<int64_t>(b.size()) != m_)
+      fail_internal(at_ + ": the constant bias does not have the node's output channels");
     for (;; count *= 2) {
       const int64_t per = (ch.units + count - 1) / count, chunk = (per + ch.step - 1) / ch.step * ch.step;
       if (chunk >= ch.units) return nullptr;
