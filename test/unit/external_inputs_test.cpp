@@ -237,8 +237,9 @@ TEST_CASE("the design example with external inputs needs the arena of its interm
   o.external_inputs = false;
   const auto inside = CompiledModel::compile(model, o);
   // relu_out and the If output (401,408 bytes each) are live across the If whatever the plan; the
-  // branch adds its scratchpads only. The inputs (two of 401,408 bytes) are the caller's.
-  CHECK(external->arena_bytes() < 2 * 401408 + 64 * 1024);
+  // branch adds its Conv's scratchpad only, one row at a time. The inputs (two of 401,408 bytes)
+  // are the caller's. The design reports this graph at 823,104 bytes.
+  CHECK(external->arena_bytes() <= 823104);
   CHECK(inside->arena_bytes() >= external->arena_bytes() + 401408);
 
   const std::vector<int64_t> shape{1, 8, 112, 112};

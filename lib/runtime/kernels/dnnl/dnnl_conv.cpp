@@ -294,45 +294,59 @@ class ConvBuilder {
     return bytes;
   }
 
-  // The leanest of oneDNN's other implementations, for the given layouts and for the chosen ones
-  // (reference kernels left out: orders of magnitude slower). Kernel selection takes it where
-  // the chosen kernel's scratchpad sets the arena's peak (pipeline/lean_kernels).
-  void attach_leaner(PrimitiveKernel& k) {
-    const uint64_t have = cost(pd_);
-    if (have == 0) return;
-    std::optional<dnnl::convolution_forward::primitive_desc> best;
-    uint64_t best_cost = have;
-    // The iterator reads the op descriptor: both live in this scope while it walks.
-    auto consider = [&](const dnnl::memory::desc& src, const dnnl::memory::desc& dst) {
-      using fwd = dnnl::convolution_forward;
-      const auto kind = dnnl::prop_kind::forward_inference;
-      const Dims dil = dnnl_dilations(w_);
-      std::optional<fwd::desc> d;
-      if (input_at(node_, 2))
-        d.emplace(kind, dnnl::algorithm::convolution_direct, src, w_md_, plain_md({m_}), dst, w_.strides, dil,
-                  w_.pads_begin, w_.pads_end);
-      else
-        d.emplace(kind, dnnl::algorithm::convolution_direct, src, w_md_, dst, w_.strides, dil, w_.pads_begin,
-                  w_.pads_end);
-      fwd::primitive_desc p(*d, attr_, env_.dnnl->engine);
-      do {
-        if (!is_ref(p) && cost(p) < best_cost) {
-          best_cost = cost(p);
-          best = fwd::primitive_desc(p.get());  // a clone of this implementation, apart from the iterator
-        }
-      } while (p.next_impl());
-    };
-    // For the given layouts, the chosen ones, and oneDNN's own choice (a blocked kernel whose
-    // staged copies of the activations can cost less than a GEMM's im2col buffer).
-    for (const auto& [src, dst] : {std::pair{pd_.src_desc(), dst_md_}, std::pair{x_md_, y_md_},
-                                   std::pair{any_md(s_.x), any_md(s_.y)}, std::pair{x_md_, any_md(s_.y)},
-                                   std::pair{any_md(s_.x), y_md_}}) {
+  // The leanest of oneDNN's implementations for these pairs of source and destination layouts
+  // that costs less than `below`. Reference kernels are left out (orders of magnitude slower),
+  // and with `fast_only` grouped GEMMs too (bands and chunks do not take them).
+  std::optional<dnnl::convolution_forward::primitive_desc> leanest(
+      std::initializer_list<std::pair<dnnl::memory::desc, dnnl::memory::desc>> layouts, uint64_t below,
+      bool fast_only) const {
+    using fwd = dnnl::convolution_forward;
+    std::optional<fwd::primitive_desc> best;
+    for (const auto& [src, dst] : layouts) {
       try {
-        consider(src, dst);
+        // The iterator reads the op descriptor: both live in this scope while it walks.
+        const auto kind = dnnl::prop_kind::forward_inference;
+        const Dims dil = dnnl_dilations(w_);
+        std::optional<fwd::desc> d;
+        if (input_at(node_, 2) && with_bias_)
+          d.emplace(kind, dnnl::algorithm::convolution_direct, src, w_md_, plain_md({m_}), dst, w_.strides, dil,
+                    w_.pads_begin, w_.pads_end);
+        else
+          d.emplace(kind, dnnl::algorithm::convolution_direct, src, w_md_, dst, w_.strides, dil, w_.pads_begin,
+                    w_.pads_end);
+        fwd::primitive_desc p(*d, attr_, env_.dnnl->engine);
+        do {
+          if (!(fast_only ? is_slow(p) : is_ref(p)) && cost(p) < below) {
+            below = cost(p);
+            best = fwd::primitive_desc(p.get());  // a clone of this implementation, apart from the iterator
+          }
+        } while (p.next_impl());
       } catch (const dnnl::error&) {
         // no such configuration: the others may still have one
       }
     }
+    return best;
+  }
+
+  // Channels-last copies of `dims`: oneDNN's direct kernels for a few channels (fewer than a
+  // block) can read and write them with no scratchpad, where its default kernel keeps one.
+  static dnnl::memory::desc channels_last_md(const Dims& dims) {
+    return layout_md(dims, dnnl::memory::data_type::f32, Value::kChannelsLast);
+  }
+
+  // The leanest of oneDNN's other implementations, for the given layouts and for the chosen ones.
+  // Kernel selection takes it where the chosen kernel's scratchpad sets the arena's peak
+  // (pipeline/lean_kernels).
+  void attach_leaner(PrimitiveKernel& k) {
+    const uint64_t have = cost(pd_);
+    if (have == 0) return;
+    // For the given layouts, the chosen ones, and oneDNN's own choice (a blocked kernel whose
+    // staged copies of the activations can cost less than a GEMM's im2col buffer).
+    const std::optional<dnnl::convolution_forward::primitive_desc> best =
+        leanest({{pd_.src_desc(), dst_md_}, {x_md_, y_md_}, {any_md(s_.x), any_md(s_.y)}, {x_md_, any_md(s_.y)},
+                 {any_md(s_.x), y_md_}},
+                have, false);
+    const uint64_t best_cost = best ? cost(*best) : have;
     std::unique_ptr<Kernel> lean;
     if (best) {
       const auto chosen = pd_;
@@ -360,8 +374,8 @@ class ConvBuilder {
   }
 
   // The banded variants after the leanest whole one (costing `have` bytes): a quarter of the
-  // output rows per band, then bands under kBandFloor bytes, then a row per band, each kept only
-  // if leaner than the one before.
+  // output rows per band, then bands under kBandFloor bytes, then a row per band on the leanest
+  // kernels, each kept only if leaner than the one before.
   template <class Append>
   void append_bands(Append& append, uint64_t have) {
     if (have <= kBandFloor) return;
@@ -534,8 +548,9 @@ class ConvBuilder {
   }
 
   // The convolution in bands of output rows whose kernels need at most `budget` scratchpad bytes
-  // (or one row per band); null where bands do not apply: only 2-D convolutions on plain
-  // tensors, whose rows are strided views oneDNN can read and write.
+  // (with a budget of 0, one row per band on each band's leanest kernel); null where bands do not
+  // apply: only 2-D convolutions on plain tensors, whose rows are strided views oneDNN can read
+  // and write.
   std::unique_ptr<BandedKernel> banded(uint64_t budget) {
     const Value* y = output_at(node_, 0);
     if (s_.spatial != 2 || xv_->channel_block != 0 || y->channel_block != 0 || !dense_.empty() || s_.y[2] < 2)
@@ -548,16 +563,17 @@ class ConvBuilder {
       Window w;
       ~Restore() { b.x_md_ = x, b.y_md_ = y, b.dst_md_ = dst, b.pd_ = pd, b.w_ = w; }
     } restore{*this, x_md_, y_md_, dst_md_, pd_, w_};
+    const bool lean = budget == 0;  // a row per band, each on its leanest kernel
     try {
       // The widest band (in the middle, no padding rows) mostly sets the scratchpad: halve the
       // rows until it fits. A band with padding rows may still need more (oneDNN can pick another
       // kernel for it): halve on until every band fits, or a band would lie wholly in the padding.
       int64_t rows = (s_.y[2] + 1) / 2;
-      while (rows > 1 && band_cost(rows) > budget) rows = (rows + 1) / 2;
-      std::unique_ptr<BandedKernel> k = bands_of(rows);
+      while (rows > 1 && band_cost(rows, lean) > budget) rows = (rows + 1) / 2;
+      std::unique_ptr<BandedKernel> k = bands_of(rows, lean);
       while (k && rows > 1 && k->scratchpad_bytes() > budget) {
         rows = (rows + 1) / 2;
-        std::unique_ptr<BandedKernel> thinner = bands_of(rows);
+        std::unique_ptr<BandedKernel> thinner = bands_of(rows, lean);
         if (!thinner) break;
         k = std::move(thinner);
       }
@@ -578,22 +594,28 @@ class ConvBuilder {
   }
 
   // Points the builder's descriptors at one band of the convolution whose window is `whole`, and
-  // makes its primitive descriptor.
-  void describe_band(const std::array<int64_t, 4>& geo, const Window& whole) {
+  // makes its primitive descriptor: oneDNN's choice, or with `lean` its leanest kernel (in a
+  // one-row band of 8 channels on AVX-512, a direct kernel on channels-last copies with no
+  // scratchpad, where its default keeps 12 KB).
+  void describe_band(const std::array<int64_t, 4>& geo, const Window& whole, bool lean) {
     const int64_t n = s_.x[0], h = s_.x[2], w = s_.x[3], oh = s_.y[2], ow = s_.y[3];
-    x_md_ = strided_md({n, c_, geo[0], w}, {c_ * h * w, h * w, w, 1});
-    y_md_ = strided_md({n, m_, geo[3], ow}, {m_ * oh * ow, oh * ow, ow, 1});
-    dst_md_ = any_md({n, m_, geo[3], ow});
+    const Dims x{n, c_, geo[0], w}, y{n, m_, geo[3], ow};
+    x_md_ = strided_md(x, {c_ * h * w, h * w, w, 1});
+    y_md_ = strided_md(y, {m_ * oh * ow, oh * ow, ow, 1});
+    dst_md_ = any_md(y);
     w_ = whole;
     w_.pads_begin[0] = geo[1];
     w_.pads_end[0] = geo[2];
-    pd_ = make(any_md({n, c_, geo[0], w}));
+    pd_ = make(any_md(x));
+    if (!lean) return;
+    if (auto p = leanest({{any_md(x), any_md(y)}, {channels_last_md(x), channels_last_md(y)}}, cost(pd_), true))
+      pd_ = *p;
   }
 
-  uint64_t band_cost(int64_t rows) {
+  uint64_t band_cost(int64_t rows, bool lean) {
     const Window whole = w_;
     const int64_t mid = std::min(s_.y[2] - rows, s_.y[2] / 2);
-    describe_band(band_geometry(whole, mid, mid + rows), whole);
+    describe_band(band_geometry(whole, mid, mid + rows), whole, lean);
     w_ = whole;
     return cost(pd_);
   }
@@ -604,7 +626,7 @@ class ConvBuilder {
   }
 
   // One kernel per band geometry, each on strided views of the band's input and output rows.
-  std::unique_ptr<BandedKernel> bands_of(int64_t rows) {
+  std::unique_ptr<BandedKernel> bands_of(int64_t rows, bool lean) {
     const Window whole = w_;
     const int64_t w = s_.x[3], oh = s_.y[2], ow = s_.y[3];
     std::vector<BandedKernel::Part> parts;
@@ -615,7 +637,7 @@ class ConvBuilder {
       if (geo[0] < 1) return nullptr;  // a band wholly in the padding
       auto it = std::find(geometries.begin(), geometries.end(), geo);
       if (it == geometries.end()) {
-        describe_band(geo, whole);
+        describe_band(geo, whole, lean);
         // A fused Add is preloaded into a staged output; ConvKernel's copy of it into an output
         // written in place would copy whole tensors, not rows.
         if (is_slow(pd_) || (addend_ && y_md_ == pd_.dst_desc())) return nullptr;
