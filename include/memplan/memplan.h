@@ -109,10 +109,12 @@ struct SessionOptions {
   // (CompiledModel::threads()); fewer is allowed, more is refused. Each run sets the count for
   // the calling thread only, so sessions on different threads run side by side.
   int threads = 0;
-  // With several threads: run on one for a while when the last run lost its core to other
-  // processes (oneDNN's threads wait for each other after every primitive, so on a machine whose
-  // other cores are busy one thread is faster). Runs at different counts may differ in the last
-  // bits (oneDNN may sum in another order). false: always `threads`, bitwise-repeatable runs.
+  // With several threads: each run takes no more threads than the cores other processes (and
+  // this process's other runs) leave free, measured from the machine's CPU counters (oneDNN's
+  // threads wait for each other after every primitive, so on a machine whose other cores are busy
+  // one thread is faster), and one where the session measured one faster. Runs at different
+  // counts may differ in the last bits (oneDNN may sum in another order). false: always
+  // `threads`, bitwise-repeatable runs.
   bool adapt_to_load = true;
 };
 
@@ -159,6 +161,9 @@ class Session {
   void reset_profile();  // start counting again (after warm-up runs)
   // The model's dynamic tensors (allocated outside the arena) and the largest size each took.
   std::vector<DynamicTensorUse> dynamic_tensors() const;
+  // [k]: how many runs so far used k threads. A session of several threads runs on fewer while
+  // other processes hold the cores (SessionOptions::adapt_to_load), or where one is faster.
+  std::vector<uint64_t> runs_by_threads() const;
 
   struct Impl;
 

@@ -10,6 +10,7 @@
 #include "plan/plan_file.h"
 #include "report/plan_report.h"
 #include "runtime/compiled_model_impl.h"
+#include "runtime/free_cores.h"
 #include "runtime/run_threads.h"
 #include "runtime/kernel_selection.h"
 #include "shapes/shape_inference.h"
@@ -195,6 +196,7 @@ std::shared_ptr<const CompiledModel> finish(Compilation c) {
 }  // namespace
 
 std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& path, const CompileOptions& o) {
+  FreeCores::process();  // its first window of the machine's load spans the compile
   PlanOptions planning;
   auto strategy = plan::parse_strategy(o.strategy);
   if (!strategy) fail("unknown strategy '" + o.strategy + "'");
@@ -212,6 +214,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
 }
 
 std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& model_path, const std::string& plan_path) {
+  FreeCores::process();
   return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
 }
 

@@ -84,8 +84,15 @@ int64_t now_ns() {
 
 }  // namespace
 
-int LoadAdaptiveThreads::next() const {
+int LoadAdaptiveThreads::next(int free_cores) {
   if (full_ <= 1) return fixed_;
+  const int chosen = choose();
+  const int threads = std::clamp(free_cores, 1, chosen);
+  capped_ = threads < chosen;
+  return threads;
+}
+
+int LoadAdaptiveThreads::choose() const {
   if (runs_ < 2) return full_;  // run 0 untimed (it touches the arena first), run 1 timed
   // Then one thread until it is timed: run 2 if it is long (see record()), else run 3.
   if (average_ms_[0] < 0) return 1;
@@ -109,20 +116,20 @@ void LoadAdaptiveThreads::record(int threads, double ms) {
   // The first run after a switch is not timed: one thread right after all of them shares the
   // machine with their workers, which still spin (libgomp's wait) for a few milliseconds; all
   // threads right after one first wake workers that had gone to sleep. Neither matters to a long run.
-  const bool timed = runs_ > 0 && (used_ == last_ || ms >= kLongRunMs);
-  if (timed) {
+  const bool timed = (runs_ > 0 || capped_) && (used_ == last_ || ms >= kLongRunMs);
+  if (timed && (used_ == 1 || used_ == full_)) {
     double& avg = average_ms_[used_ == 1 ? 0 : 1];
     // Half of each new run: a couple of runs follow a change of load.
     avg = avg < 0 ? ms : 0.5 * avg + 0.5 * ms;
     // A probe's timed run ends it: the wait before the next doubles if the choice stands.
-    if (probing()) {
+    if (!capped_ && probing()) {
       probe_wait_ = faster() == used_ ? kFirstProbeAfter : std::min(probe_wait_ * 2, kLongestProbeWait);
       next_probe_ = runs_ + 1 + probe_wait_;
     }
   }
   last_ = used_;
   last_timed_ = timed;
-  ++runs_;
+  if (!capped_) ++runs_;
 }
 
 ThreadScope::ThreadScope(int threads) : previous_(omp_get_max_threads()) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "ir/graph.h"
 
@@ -45,10 +46,13 @@ class RequestedThreads {
 };
 
 // Each run's thread count for a session of several threads: all of them, or one when one is
-// faster. oneDNN's threads meet at a barrier after every primitive, so a thread that loses its
-// core to another process stalls the others: on a machine whose other cores are busy, one thread
-// beats several (and a waiting OpenMP thread spins on the core the busy one needs). Which is
-// faster is measured, not guessed: the session times its first runs at both counts, then keeps a
+// faster, and never more than the cores other processes leave free (runtime/free_cores.h).
+// oneDNN's threads meet at a barrier after every primitive, so a thread that loses its core to
+// another process stalls the others: on a machine whose other cores are busy, one thread beats
+// several (and a waiting OpenMP thread spins on the core the busy one needs). The free cores
+// cap each run (next()'s argument): with one core of two busy, every run takes one thread, with
+// no probes of two. Below the cap, which count is faster is measured (a model may gain nothing
+// from a second thread): the session times its first runs at both counts, then keeps a
 // moving average of its run times at each and runs the faster. Now and then it probes the other
 // count for two runs, timing the second (the first after a switch pays for it: the other count's
 // workers still spin, or must be woken), so it follows the machine's load both ways. A run of
@@ -66,7 +70,9 @@ class LoadAdaptiveThreads {
 
   // enabled = false: every run uses `threads`.
   LoadAdaptiveThreads(int threads, bool enabled) : full_(enabled ? threads : 1), fixed_(threads) {}
-  int next() const;  // the coming run's count
+  // The coming run's count, at most `free_cores`. A run held below the count the timings chose is
+  // timed for its own count but moves neither the probes nor the first runs' schedule.
+  int next(int free_cores = std::numeric_limits<int>::max());
   // Around a run at `threads` (next()'s count): times it and records it.
   void begin(int threads);
   void end();
@@ -74,12 +80,14 @@ class LoadAdaptiveThreads {
   void record(int threads, double ms);
 
  private:
+  int choose() const;  // the count the timings choose, free cores aside
   int faster() const { return average_ms_[0] < average_ms_[1] ? 1 : full_; }
   bool probing() const { return runs_ >= 4 && runs_ >= next_probe_; }
 
   int full_;   // the count to adapt from (1: no adapting)
   int fixed_;  // the count when not adapting
   int used_ = 1;
+  bool capped_ = false;  // the coming (or last) run is held below the timings' choice
   int last_ = 0;            // the count of the previous run
   bool last_timed_ = false;  // whether the previous run was timed
   uint64_t runs_ = 0;

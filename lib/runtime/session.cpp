@@ -6,6 +6,7 @@
 
 #include "memplan/error.h"
 #include "report/plan_report.h"
+#include "runtime/free_cores.h"
 #include "runtime/session_impl.h"
 
 namespace memplan {
@@ -64,6 +65,14 @@ int session_threads(const CompiledModel::Impl& m, const SessionOptions& o) {
   return o.threads > 0 ? o.threads : m.threads;
 }
 
+// The threads the cores left free allow this run: the other processes' load, shared among this
+// process's runs in flight. No limit where the machine's counters cannot be read.
+int free_cores(int full) {
+  FreeCores& cores = FreeCores::process();
+  const std::optional<double> others = cores.others_busy();
+  return others ? threads_for_free_cores(full, cores.cpus(), *others, RunInFlight::count()) : full;
+}
+
 }  // namespace
 
 Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions opts)
@@ -112,6 +121,7 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   // the session a primitive of its own).
   run_threads = session_threads(m, options);
   adaptive = LoadAdaptiveThreads(run_threads, options.adapt_to_load);
+  runs_by_threads.assign(static_cast<size_t>(run_threads) + 1, 0);
   kernel_states.resize(m.nodes.size());
   {
     const ThreadScope threads(run_threads);
@@ -223,12 +233,14 @@ void Session::Impl::run() {
     if (!input_ready[i] && !input_bound[i])
       fail(m.model.path + ": input '" + inputs[i]->name +
            "' is not set; set it before each run (its memory is reused once read) or bind it zero-copy");
-  const int threads = adaptive.next();
+  const RunInFlight in_flight;
+  const int threads = adaptive.next(options.adapt_to_load ? free_cores(run_threads) : run_threads);
   const ThreadScope scope(threads);
   adaptive.begin(threads);
   if (options.check_memory) std::fill(written.begin(), written.end(), 0);
   run_graph(*m.model.main);
   adaptive.end();
+  ++runs_by_threads[static_cast<size_t>(std::clamp(threads, 0, run_threads))];
   std::fill(input_ready.begin(), input_ready.end(), 0);
 }
 
@@ -328,6 +340,8 @@ std::vector<DynamicTensorUse> Session::dynamic_tensors() const {
       out.push_back({impl_->m.values[i]->name, impl_->dynamic_buffers[i].peak});
   return out;
 }
+
+std::vector<uint64_t> Session::runs_by_threads() const { return impl_->runs_by_threads; }
 
 void Session::reset_profile() {
   std::fill(impl_->profile_calls.begin(), impl_->profile_calls.end(), 0);

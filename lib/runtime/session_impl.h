@@ -56,6 +56,7 @@ struct Session::Impl {
   std::vector<std::unique_ptr<rt::KernelState>> kernel_states;
   dnnl::stream stream;  // this session's: a oneDNN stream is used by one thread at a time
   int run_threads = 1;  // OpenMP threads of each run (run_threads.h)
+  std::vector<uint64_t> runs_by_threads;  // [k]: runs that used k threads
   LoadAdaptiveThreads adaptive{1, false};  // one thread while other processes hold the cores
   std::vector<rt::TensorView> in_scratch;   // KernelArgs arrays, reused
   std::vector<rt::TensorView> out_scratch;

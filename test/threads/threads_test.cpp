@@ -5,9 +5,16 @@
 //  - a model compiled for 2 threads, run by a session of SessionOptions::threads = 1: the OpenMP
 //    worker does (next to) nothing; by a session of 2 threads: it does a good share of the work;
 //  - a small model is compiled for 1 thread by default, a large one for OpenMP's default;
-//  - a session asking for more threads than the model was compiled for is refused.
+//  - a session asking for more threads than the model was compiled for is refused;
+//  - with another process busy on every other core, a session of 2 threads that adapts to the
+//    load runs on one: its OpenMP worker does (next to) nothing, and it says so.
 #include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +90,35 @@ Share run_and_measure(memplan::Session& s, const memplan::CompiledModel& model, 
   return share;
 }
 
+// A busy loop in a child process on each of `n` cores, for the scope: other processes' load.
+class BusyCores {
+ public:
+  explicit BusyCores(int n) {
+    for (int k = 0; k < n; ++k) {
+      const pid_t p = fork();
+      if (p == 0) {
+        volatile unsigned long spin = 0;
+        for (;;) spin = spin + 1;
+      }
+      if (p > 0) pids_.push_back(p);
+    }
+  }
+  ~BusyCores() {
+    for (pid_t p : pids_) kill(p, SIGKILL);
+    for (pid_t p : pids_) waitpid(p, nullptr, 0);
+  }
+  size_t count() const { return pids_.size(); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+int allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
 }  // namespace
 
 int main() {
@@ -118,6 +154,24 @@ int main() {
     const Share s = run_and_measure(both, *big, 8);
     check(s.others * 4 >= s.main,
           "SessionOptions::threads = 2: another thread did at least a quarter as much as this one (main " +
+              std::to_string(s.main) + " ticks, others " + std::to_string(s.others) + ")");
+  }
+  {
+    const int cpus = allowed_cpus();
+    BusyCores busy(cpus - 1);
+    check(busy.count() == static_cast<size_t>(cpus - 1), "a busy process started on each of the other cores");
+    Session adapting(big, memplan::SessionOptions{false, false, 2, true});
+    // Runs for a while first: the session reads the machine's load over windows of 100 ms.
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(400)) run_and_measure(adapting, *big, 1);
+    const std::vector<uint64_t> before = adapting.runs_by_threads();
+    const Share s = run_and_measure(adapting, *big, 8);
+    const std::vector<uint64_t> after = adapting.runs_by_threads();
+    check(after.size() == 3 && after[2] == before[2] && after[1] >= before[1] + 8,
+          "with the other cores busy, an adapting session of 2 threads ran its runs on one (runs on 2 threads: " +
+              std::to_string(after.size() == 3 ? after[2] - before[2] : 0) + " of 8)");
+    check(s.main > 20 && s.others * 5 <= s.main,
+          "with the other cores busy, the other threads did at most a fifth of the work (main " +
               std::to_string(s.main) + " ticks, others " + std::to_string(s.others) + ")");
   }
   bool refused = false;

@@ -389,6 +389,7 @@ TEST_CASE("run: --fixed-threads runs every inference at --threads, the same bits
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   CHECK(json_number(first.out, "threads") == 2);
+  CHECK(first.out.find("\"runs_by_threads\": {\"2\": 12}") != std::string::npos);  // every run on both
   std::vector<std::string> again = example_args(b.path);
   again.insert(again.end(), {"--threads", "2", "--fixed-threads", "--prefer", "speed"});
   REQUIRE(run_cli(again).exit_code == 0);

@@ -2,8 +2,11 @@
 // (runtime/run_threads.h), fed made-up times: the decision alone, whatever the machine's load.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
+#include "runtime/free_cores.h"
 #include "runtime/run_threads.h"
 
 using memplan::LoadAdaptiveThreads;
@@ -65,4 +68,67 @@ TEST_CASE("a session that does not adapt runs every run at its own count", "[thr
   CHECK(runs_on_all_threads(adapt, 0, 50, busy).size() == 50);
   LoadAdaptiveThreads one(1, true);
   CHECK(runs_on_all_threads(one, 0, 50, busy).empty());
+}
+
+TEST_CASE("while other processes hold a core of two, every run takes one thread and no run probes two", "[threads]") {
+  LoadAdaptiveThreads adapt(2, true);
+  runs_on_all_threads(adapt, 0, 20, [](int threads, int) { return threads == 1 ? 10.0 : 4.0; });  // idle: two
+  std::vector<int> counts;
+  for (int r = 0; r < 200; ++r) {
+    const int threads = adapt.next(1);  // one core free
+    counts.push_back(threads);
+    adapt.record(threads, 12.0);
+  }
+  CHECK(std::all_of(counts.begin(), counts.end(), [](int t) { return t == 1; }));
+  // The load goes: the two-thread timings from before it still stand, and the next run takes two.
+  CHECK(adapt.next(2) == 2);
+}
+
+TEST_CASE("a session held to one thread from its first run takes two once a core is free, and probes one after 8 runs",
+          "[threads]") {
+  LoadAdaptiveThreads adapt(2, true);
+  for (int r = 0; r < 10; ++r) adapt.record(adapt.next(1), 12.0);
+  // Its first runs' schedule starts when the cap lifts: two threads (one is timed already, at
+  // 12 ms under the load), faster, until the probe of one thread at the 8th run.
+  std::vector<int> counts;
+  for (int r = 0; r < 12; ++r) {
+    const int threads = adapt.next(2);
+    counts.push_back(threads);
+    adapt.record(threads, threads == 1 ? 10.0 : 4.0);
+  }
+  CHECK(counts == std::vector<int>{2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 2});
+}
+
+TEST_CASE("free cores: the cores other processes use, from a quarter of one on, come off; runs in flight share the rest",
+          "[threads]") {
+  using memplan::threads_for_free_cores;
+  CHECK(threads_for_free_cores(2, 2, 0.0, 1) == 2);
+  CHECK(threads_for_free_cores(2, 2, 0.2, 1) == 2);  // a light load leaves the core free
+  CHECK(threads_for_free_cores(2, 2, 0.3, 1) == 1);  // a thread would lose its core too often
+  CHECK(threads_for_free_cores(2, 2, 0.9, 1) == 1);  // a busy loop on the other core
+  CHECK(threads_for_free_cores(4, 4, 1.1, 1) == 3);
+  CHECK(threads_for_free_cores(2, 2, 5.0, 1) == 1);  // never below one
+  CHECK(threads_for_free_cores(2, 2, 0.0, 2) == 1);  // two sessions of this process at once
+  CHECK(threads_for_free_cores(4, 8, 1.2, 2) == 3);  // 7 free cores for two runs
+  CHECK(threads_for_free_cores(4, 16, 0.0, 1) == 4);  // never above the session's count
+}
+
+TEST_CASE("the other processes' load is the busy time of the allowed CPUs less this process's own", "[threads]") {
+  using memplan::CpuSample;
+  using memplan::others_busy_cores;
+  const CpuSample before{1'000'000'000, 5'000'000'000, 2'000'000'000, 2};
+  // 100 ms later: the CPUs were busy 190 ms between them, 95 ms of it this process's.
+  const CpuSample after{1'100'000'000, 5'190'000'000, 2'095'000'000, 2};
+  CHECK(others_busy_cores(before, after) == Approx(0.95));
+  CHECK(others_busy_cores(after, before) == 0.0);  // out of order
+  const CpuSample own_only{1'100'000'000, 5'090'000'000, 2'095'000'000, 2};  // ticks lag the process's clock
+  CHECK(others_busy_cores(before, own_only) == 0.0);
+}
+
+TEST_CASE("this machine's CPU counters are read, for the CPUs this process may run on", "[threads]") {
+  const std::optional<memplan::CpuSample> s = memplan::read_cpu_sample();
+  REQUIRE(s.has_value());  // Linux: /proc/stat
+  CHECK(s->cpus >= 1);
+  CHECK(s->busy_ns > 0);
+  CHECK(s->own_ns > 0);
 }

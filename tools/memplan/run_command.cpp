@@ -214,8 +214,32 @@ struct Throughput {
   std::vector<Timings> sessions;
 };
 
+// The sessions' runs (warm-up included) by the threads each used: [k] for k threads.
+std::vector<uint64_t> runs_by_threads(const std::vector<const Session*>& sessions) {
+  std::vector<uint64_t> total;
+  for (const Session* s : sessions) {
+    const std::vector<uint64_t> runs = s->runs_by_threads();
+    total.resize(std::max(total.size(), runs.size()), 0);
+    for (size_t k = 0; k < runs.size(); ++k) total[k] += runs[k];
+  }
+  return total;
+}
+
+// "runs on k threads": {"2": 30, "1": 12} in JSON, "30 on 2, 12 on 1" in text; most threads first.
+std::string runs_by_threads_text(const std::vector<uint64_t>& runs, bool json) {
+  std::string out;
+  for (size_t k = runs.size(); k-- > 1;) {
+    if (runs[k] == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += json ? "\"" + std::to_string(k) + "\": " + std::to_string(runs[k])
+                : std::to_string(runs[k]) + " on " + std::to_string(k);
+  }
+  return out;
+}
+
 void print_report(const RunArgs& a, const CompiledModel& model, const Session& session, const Timings& t,
-                  const Throughput& tp, const std::vector<std::string>& written) {
+                  const Throughput& tp, const std::vector<uint64_t>& by_threads,
+                  const std::vector<std::string>& written) {
   const std::vector<DynamicTensorUse> dynamic = session.dynamic_tensors();
   const int threads = session_threads(a, model) > 0 ? session_threads(a, model) : model.threads();
   if (a.report == "json") {
@@ -226,6 +250,7 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
       dynamic_json += (dynamic_json.empty() ? "" : ", ") + json_string(d.name) + ": " + std::to_string(d.max_bytes);
     std::cout << model.report_json("\"run_ms\": " + timings_json(t) + ", \"runs\": " + std::to_string(t.runs) +
                                    ", \"threads\": " + std::to_string(threads) +
+                                   ", \"runs_by_threads\": {" + runs_by_threads_text(by_threads, true) + "}" +
                                    ", \"sessions\": " + std::to_string(std::max<size_t>(tp.sessions.size(), 1)) +
                                    ", \"throughput_per_s\": " + rate(tp.per_s) +
                                    (tp.sessions.empty() ? "" : ", \"session_run_ms\": [" + per_session + "]") +
@@ -238,6 +263,9 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
     std::cout << "dynamic tensor '" << d.name << "': at most " << d.max_bytes << " bytes in these runs\n";
   std::cout << "inference: min " << ms(t.min) << " ms, median " << ms(t.median) << " ms, max " << ms(t.max)
             << " ms over " << t.runs << " run(s), " << threads << " thread(s) per session\n";
+  if (threads > 1)
+    std::cout << "threads per run (warm-up included; fewer while other processes hold the cores): "
+              << runs_by_threads_text(by_threads, false) << "\n";
   for (size_t k = 0; k < tp.sessions.size(); ++k)
     std::cout << "session " << k << ": median " << ms(tp.sessions[k].median) << " ms over " << tp.sessions[k].runs
               << " run(s)\n";
@@ -295,13 +323,16 @@ void register_run(CLI::App& app) {
       const Timings t = run_timed(*a, session, files);
       // One session: its runs one after another, so the throughput is runs over their total time.
       const double per_s = t.sum_ms > 0 ? static_cast<double>(t.runs) * 1000 / t.sum_ms : 0;
-      print_report(*a, *model, session, t, Throughput{per_s, {}}, write_outputs(*a, *model, session));
+      print_report(*a, *model, session, t, Throughput{per_s, {}}, runs_by_threads({&session}),
+                   write_outputs(*a, *model, session));
       return;
     }
     std::vector<std::unique_ptr<Session>> sessions;
     for (int k = 0; k < a->sessions; ++k) sessions.push_back(std::make_unique<Session>(model, options));
     const ConcurrentResult r = run_concurrently(sessions, load_inputs(files), a->warmup, a->repeat);
-    print_report(*a, *model, *sessions[0], r.all, Throughput{r.throughput_per_s, r.sessions},
+    std::vector<const Session*> all;
+    for (const auto& s : sessions) all.push_back(s.get());
+    print_report(*a, *model, *sessions[0], r.all, Throughput{r.throughput_per_s, r.sessions}, runs_by_threads(all),
                  write_outputs(*a, *model, *sessions[0]));
   });
 }

@@ -222,6 +222,13 @@ bool empty_output(const Node& node) {
 
 // ---- PrimitiveKernel ---------------------------------------------------------------------------
 
+// The kernel made again for fewer threads: oneDNN's primitives (its reorders too) run the thread
+// count they were made for, whatever the caller's setting.
+struct PrimitiveKernel::Form {
+  dnnl::primitive primitive;
+  std::vector<dnnl::primitive> reorders, preloads;  // per staged_ (preloads: empty where none)
+};
+
 // One session's memory objects, made with null handles, and the argument array naming them (and
 // the kernel's shared constants). Built when the session is made and passed to the C API:
 // dnnl::primitive::execute would build this vector (a heap allocation) on every call.
@@ -232,12 +239,24 @@ struct PrimitiveKernel::State final : KernelState {
   };
   std::vector<StagedMems> staged;  // per staged_
   dnnl::memory scratchpad;
-  dnnl::primitive primitive;  // made for this session's threads; empty: the kernel's own
-  // Made for one thread, for the runs a session of several makes on one while other processes
-  // hold the cores (run_threads.h); empty when oneDNN has none with these layouts.
-  dnnl::primitive single;
+  std::optional<Form> own;  // for this session's threads, where fewer than the kernel's
+  // For one thread, for the runs a session of several makes on one while other processes hold
+  // the cores (run_threads.h); none when oneDNN has no primitive with these layouts.
+  std::optional<Form> single;
   std::vector<dnnl_exec_arg_t> exec_args;
 };
+
+PrimitiveKernel::Form PrimitiveKernel::form_for_current_threads() const {
+  Form f;
+  f.primitive = primitive_for_current_threads();
+  for (const Staged& st : staged_) {
+    f.reorders.push_back(st.output ? dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, st.want, ctx_->engine, st.user))
+                                   : dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, st.user, ctx_->engine, st.want)));
+    f.preloads.push_back(st.preload >= 0 ? dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, st.user, ctx_->engine, st.want))
+                                         : dnnl::primitive());
+  }
+  return f;
+}
 
 PrimitiveKernel::PrimitiveKernel(const Node& node, const KernelEnv& env)
     : ctx_(env.dnnl), where_(rt::where(node, env)) {
@@ -354,11 +373,11 @@ std::unique_ptr<KernelState> PrimitiveKernel::make_state() const {
   // A session of fewer threads than the primitive was made for: many oneDNN primitives would
   // still run their made-for count whatever the caller's setting.
   const int threads = omp_get_max_threads();
-  if (threads < threads_) s->primitive = primitive_for_current_threads();
+  if (threads < threads_) s->own = form_for_current_threads();
   if (threads > 1 && threads_ > 1) {
     omp_set_num_threads(1);
     try {
-      s->single = primitive_for_current_threads();
+      s->single = form_for_current_threads();
     } catch (const Error&) {
       // None with these layouts: those runs use the session's primitive.
     }
@@ -422,19 +441,22 @@ void PrimitiveKernel::point_staged(State& s, const KernelArgs& args) const {
   }
 }
 
-void PrimitiveKernel::reorder_staged(State& s, dnnl_stream* stream, bool outputs, const KernelArgs& args) const {
+void PrimitiveKernel::reorder_staged(State& s, const Form* form, dnnl_stream* stream, bool outputs,
+                                     const KernelArgs& args) const {
   for (size_t i = 0; i < staged_.size(); ++i) {
     const Staged& st = staged_[i];
     State::StagedMems& mems = s.staged[i];
     if (!outputs && st.preload >= 0) {
       dnnl_exec_arg_t preload_args[2] = {{DNNL_ARG_FROM, mems.preload_user.get()}, {DNNL_ARG_TO, mems.staged.get()}};
-      if (dnnl_primitive_execute(st.preload_reorder.get(), stream, 2, preload_args) != dnnl_success)
+      const dnnl_primitive_t preload = form ? form->preloads[i].get() : st.preload_reorder.get();
+      if (dnnl_primitive_execute(preload, stream, 2, preload_args) != dnnl_success)
         fail_internal(where_ + ": a oneDNN reorder failed");
     }
     if (st.output != outputs) continue;
     dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? mems.staged.get() : mems.user.get()},
                                        {DNNL_ARG_TO, st.output ? mems.user.get() : mems.staged.get()}};
-    if (dnnl_primitive_execute(st.reorder.get(), stream, 2, reorder_args) != dnnl_success)
+    const dnnl_primitive_t reorder = form ? form->reorders[i].get() : st.reorder.get();
+    if (dnnl_primitive_execute(reorder, stream, 2, reorder_args) != dnnl_success)
       fail_internal(where_ + ": a oneDNN reorder failed");
     if (st.shifted) {
       if (dnnl_stream_wait(stream) != dnnl_success) fail_internal(where_ + ": a oneDNN reorder failed");
@@ -477,21 +499,22 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   auto* s = dynamic_cast<State*>(args.state);
   if (!s) fail_internal(where_ + ": run without the session's kernel state");
   dnnl_stream* stream = args.stream ? args.stream : ctx_->stream.get();
+  // The primitive and reorders made for the thread count of this run (Session sets it; oneDNN
+  // would otherwise run the count each was made for).
+  const int threads = omp_get_max_threads();
+  const Form* form = threads >= threads_             ? nullptr
+                            : threads == 1 && s->single     ? &*s->single
+                            : s->own                        ? &*s->own
+                                                            : nullptr;
   point_slots(*s, args);
   point_staged(*s, args);
-  reorder_staged(*s, stream, false, args);
+  reorder_staged(*s, form, stream, false, args);
   before_execute(args);
-  // The primitive made for the thread count of this run (Session sets it; oneDNN would otherwise
-  // run the count a primitive was made for).
-  const int threads = omp_get_max_threads();
-  dnnl_primitive_t prim = threads >= threads_ ? primitive_.get()
-                          : threads == 1 && s->single ? s->single.get()
-                          : s->primitive ? s->primitive.get()
-                                         : primitive_.get();
+  const dnnl_primitive_t prim = form ? form->primitive.get() : primitive_.get();
   dnnl_status_t st = dnnl_primitive_execute(prim, stream, static_cast<int>(s->exec_args.size()), s->exec_args.data());
   if (st == dnnl_success) st = dnnl_stream_wait(stream);
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
-  reorder_staged(*s, stream, true, args);
+  reorder_staged(*s, form, stream, true, args);
   after_execute(args);
 }
 

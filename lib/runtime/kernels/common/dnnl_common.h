@@ -168,15 +168,19 @@ class PrimitiveKernel : public Kernel {
     size_t index = 0;  // into slots_, staged_ or owned_
   };
   struct State;
+  struct Form;
   Staged& bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
                       const dnnl::memory::desc& want, int preload_input);
   void point_slots(State& s, const KernelArgs& args) const;
   void point_staged(State& s, const KernelArgs& args) const;  // staged memories at their tensors and scratchpad
-  void reorder_staged(State& s, dnnl_stream* stream, bool outputs, const KernelArgs& args) const;
+  // `form`: the reorders made for this run's threads, or null for the kernel's own.
+  void reorder_staged(State& s, const Form* form, dnnl_stream* stream, bool outputs, const KernelArgs& args) const;
   void shift_staged(const Staged& st, const KernelArgs& args) const;
   // The primitive made again for the calling thread's OpenMP thread count, with the same memory
   // layouts and a scratchpad no larger (fails, naming the fix, when oneDNN has none).
   dnnl::primitive primitive_for_current_threads() const;
+  // That primitive and the staged tensors' reorders, made for the current count.
+  Form form_for_current_threads() const;
 
   DnnlContext* ctx_;
   std::string where_;
