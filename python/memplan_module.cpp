@@ -208,6 +208,12 @@ class PySession {
     session_->reset_profile();
   }
 
+  std::vector<uint64_t> runs_by_threads() const {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return session_->runs_by_threads();
+  }
+
   std::map<std::string, uint64_t> dynamic_tensors() const {
     py::gil_scoped_release nogil;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -352,15 +358,16 @@ PYBIND11_MODULE(memplan, m) {
   py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
                                                     "One arena for one model; more sessions run one model "
                                                     "with separate memory, concurrently from several threads.")
-      .def(py::init([](const PyModel& model, bool check_memory, bool profile, int threads) {
+      .def(py::init([](const PyModel& model, bool check_memory, bool profile, int threads, bool adapt_to_load) {
              memplan::SessionOptions o;
              o.check_memory = check_memory;
              o.profile = profile;
              o.threads = threads;
+             o.adapt_to_load = adapt_to_load;
              return std::make_shared<PySession>(model.model, o);
            }),
            py::arg("model"), py::kw_only(), py::arg("check_memory") = false, py::arg("profile") = false,
-           py::arg("threads") = 0)
+           py::arg("threads") = 0, py::arg("adapt_to_load") = true)
       .def(
           "run",
           [](const std::shared_ptr<PySession>& self, const py::dict& inputs, bool copy) {
@@ -374,7 +381,9 @@ PYBIND11_MODULE(memplan, m) {
       .def("profile", &PySession::profile, "per-node times (Session(..., profile=True)), summed over runs")
       .def("reset_profile", &PySession::reset_profile)
       .def("dynamic_tensors", &PySession::dynamic_tensors,
-           "{name: most bytes a run needed} for tensors allocated outside the arena");
+           "{name: most bytes a run needed} for tensors allocated outside the arena")
+      .def("runs_by_threads", &PySession::runs_by_threads,
+           "[k]: how many runs so far used k threads (fewer while other processes hold the cores)");
 
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model", "A compiled model (memplan.compile or memplan.load).")
       .def_property_readonly("arena_bytes", [](const PyModel& p) { return p.model->arena_bytes(); })

@@ -233,6 +233,11 @@ class CompileAndRun(unittest.TestCase):
         want = small.run({"x": np.full((1, 64), 0.5, np.float32)})["probs"]
         one = memplan.Session(two, threads=1)
         np.testing.assert_allclose(one.run({"x": np.full((1, 64), 0.5, np.float32)})["probs"], want, rtol=1e-5)
+        self.assertEqual(one.runs_by_threads(), [0, 1])
+        fixed = memplan.Session(two, adapt_to_load=False)
+        for _ in range(3):
+            fixed.run({"x": np.full((1, 64), 0.5, np.float32)})
+        self.assertEqual(fixed.runs_by_threads(), [0, 0, 3])  # every run on both, whatever the load
         with self.assertRaises(memplan.Error) as e:
             memplan.Session(two, threads=3)
         self.assertIn("compiled for 2", str(e.exception))
