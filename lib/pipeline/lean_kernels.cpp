@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -46,8 +47,11 @@ void scratchpads_at_peak(const Compilation& c, const std::vector<const Graph*>& 
 
 // How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
 // compile-time shapes: the fastest run of each, the two run in turn (after a warm-up each) so
-// that a busy moment of the machine slows both, for at least 5 rounds and 20 ms.
-double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
+// that a busy moment of the machine slows both, for at least 5 rounds and 20 ms. Infinite where
+// a kernel refuses the zeroed tensors (a Resize's run-time scales of 0): it cannot be timed.
+double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n);
+
+double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
   auto buffer = [&](uint64_t bytes) {
     const size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64 + 64;
@@ -90,6 +94,15 @@ double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
     total += f + l;
   }
   return best_lean / std::max(best_fast, 1e-9);
+}
+
+double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
+  try {
+    return timed_slowdown(fast, lean, n);
+  } catch (const Error& e) {
+    spdlog::debug("{}: cannot be timed on zeroed inputs ({})", n.describe(), e.what());
+    return std::numeric_limits<double>::infinity();
+  }
 }
 
 }  // namespace

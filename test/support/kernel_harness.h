@@ -77,6 +77,23 @@ class KernelCase {
     env_.file = "test.onnx";
     kernel_ = f(*node_, env_);
     if (!kernel_) return false;
+    execute();
+    return true;
+  }
+
+  // Runs the next leaner variant of the kernel (Kernel::take_leaner) in its place, on the same
+  // inputs; false when there is none.
+  bool run_leaner() {
+    std::unique_ptr<rt::Kernel> lean = kernel_ ? kernel_->take_leaner() : nullptr;
+    if (!lean) return false;
+    kernel_ = std::move(lean);
+    execute();
+    return true;
+  }
+
+ private:
+  void execute() {
+    in_copies_.clear();
     std::vector<rt::TensorView> in(inputs_.size()), out(node_->outputs.size());
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (!inputs_[i]) continue;
@@ -93,9 +110,9 @@ class KernelCase {
     rt::KernelArgs args{in, out, scratch_.data(), state_.get()};
     kernel_->run(args);
     result_views_ = out;
-    return true;
   }
 
+ public:
   const rt::TensorView& result(size_t i) const { return result_views_.at(i); }
   template <typename T>
   std::vector<T> result_as(size_t i) const {

@@ -176,6 +176,7 @@ class FloatSource {
     for (size_t i = 0; i < values.size(); ++i) s.value_.v[i] = values[i];
     return s;
   }
+  bool runtime() const { return present_ && !fixed_; }
   // The list (empty when absent or omitted); reads a run-time input into `scratch`.
   const Floats& get(const KernelArgs& args, Floats& scratch, const std::string& where) const {
     if (fixed_) return value_;
@@ -620,8 +621,15 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   }
   const Value* y = n.outputs[0];
   const int64_t columns = y->type.is_static() && !y->shape_varies && !y->type.dims.empty() ? y->type.dims.back().value : 0;
-  return std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi),
-                                        std::max<int64_t>(columns, 0), rq, plane_floats, omp_get_max_threads());
+  auto k = std::make_unique<ResizeKernel>(at, p, scales, sizes, roi, std::max<int64_t>(columns, 0), rq, plane_floats,
+                                          omp_get_max_threads());
+  // A float Resize's scratchpad is its column taps, a speed-up only: the general walk computes
+  // each element's taps and needs none. Kernel selection takes it where the taps set the arena's
+  // peak and the time allows (pipeline/lean_kernels; --prefer memory whatever the time); with
+  // constant scales, sizes and roi, so that it can be timed on zeroed tensors.
+  if (!quantized && k->scratchpad_bytes() > 0 && !scales.runtime() && !sizes.runtime() && !roi.runtime())
+    k->set_leaner(std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi), 0));
+  return k;
 }
 
 }  // namespace memplan::rt::elt
