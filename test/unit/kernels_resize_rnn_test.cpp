@@ -527,21 +527,27 @@ TEST_CASE("ConvInteger and QLinearConv", "[kernels][resize-rnn]") {
   }
 }
 
-TEST_CASE("a float Resize's leaner variant keeps no column taps and gives the same bits", "[kernels][resize-rnn]") {
-  // The taps table in the scratchpad is a speed-up only; kernel selection may drop it where it
-  // sets the arena's peak (deeplabv3's last Resize: 16,128 bytes).
+TEST_CASE("a float Resize of constant scales keeps its column taps with the kernel, not in the arena, and gives "
+          "the bits of one that computes them each run", "[kernels][resize-rnn]") {
+  // deeplabv3's last Resize kept a 16,128-byte table in the scratchpad, at the arena's peak.
   const std::string mode = GENERATE(std::string("linear"), std::string("cubic"), std::string("nearest"));
   const int64_t planes = 2, ih = 6, iw = 7;
   Floats x(static_cast<size_t>(planes * ih * iw));
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i) * 0.3f) * 5.f + 0.01f * static_cast<float>(i);
   INFO(mode);
-  KernelCase k("Resize", 13);
-  build(k, {mode, "half_pixel", {1, planes, ih, iw}, x, {1, 1, 2.5f, 1.5f}, {}, {}, false, {1, planes, 15, 10}});
-  REQUIRE(k.run());
-  CHECK(k.kernel()->scratchpad_bytes() > 0);
-  const Floats with_taps = k.result_as<float>(0);
-  REQUIRE(k.run_leaner());
-  CHECK(k.kernel()->scratchpad_bytes() == 0);
-  CHECK(k.result_as<float>(0) == with_taps);
-  CHECK_FALSE(k.run_leaner());  // the last of the chain
+  const ResizeCase c{mode, "half_pixel", {1, planes, ih, iw}, x, {1, 1, 2.5f, 1.5f}, {}, {}, false, {1, planes, 15, 10}};
+  KernelCase fixed("Resize", 13);
+  build(fixed, c);
+  REQUIRE(fixed.run());
+  CHECK(fixed.kernel()->scratchpad_bytes() == 0);
+  ResizeCase at_run_time = c;
+  at_run_time.runtime = true;  // scales read each run: the taps are computed into the scratchpad
+  KernelCase computed("Resize", 13);
+  build(computed, at_run_time);
+  REQUIRE(computed.run());
+  CHECK(computed.kernel()->scratchpad_bytes() > 0);
+  CHECK(fixed.result_as<float>(0) == computed.result_as<float>(0));
+  // A second run reads the same table.
+  REQUIRE(fixed.run());
+  CHECK(fixed.result_as<float>(0) == computed.result_as<float>(0));
 }

@@ -7,7 +7,9 @@
 // for linear, 4 for cubic), the separable form of ONNX's reference implementation.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "ir/fused_dequantize.h"
 #include "runtime/kernels/common/elementwise_common.h"
@@ -268,10 +270,30 @@ class ResizeKernel final : public Kernel {
   // row of floats.
   uint64_t scratchpad_bytes() const override {
     const auto columns = static_cast<uint64_t>(columns_);
-    if (!rq_.on) return columns * sizeof(Taps);
+    if (!rq_.on) return fixed_ ? 0 : columns * sizeof(Taps);
     return checked_add(align64(columns * sizeof(Taps)),
                        checked_mul(static_cast<uint64_t>(threads_), thread_floats() * sizeof(float), "a Resize's scratchpad"),
                        "a Resize's scratchpad");
+  }
+
+  // Where scales, sizes and roi are constants and `in` is the input's shape every run: the
+  // column taps, computed once here and kept with the kernel (read-only, like weights), so the
+  // arena holds no table and no run computes one. A geometry this refuses is left to the runs.
+  void fix_taps(const Shape& in) {
+    if (rq_.on || columns_ <= 0 || scales_.runtime() || sizes_.runtime() || roi_.runtime()) return;
+    try {
+      std::array<Axis, kMaxRank> axes;
+      const Shape out = geometry(KernelArgs{}, in, axes);
+      table_.assign(static_cast<size_t>(columns_), Taps{});
+      PlaneTaps t;
+      if (out.count() == 0 || !plane_taps(in, out, axes, reinterpret_cast<std::byte*>(table_.data()), t)) {
+        table_.clear();
+        return;
+      }
+      fixed_ = FixedTaps{in, t};
+    } catch (const Error&) {
+      table_.clear();
+    }
   }
 
   void run(const KernelArgs& args) override {
@@ -454,7 +476,8 @@ class ResizeKernel final : public Kernel {
   bool resample_planes(const float* src, const Shape& in, float* dst, const Shape& out,
                        const std::array<Axis, kMaxRank>& axes, std::byte* scratchpad) const {
     PlaneTaps t;
-    if (!plane_taps(in, out, axes, scratchpad, t)) return false;
+    if (fixed_ && fixed_->in == in) t = fixed_->taps;
+    else if (!plane_taps(in, out, axes, scratchpad, t)) return false;
     const auto in_plane = static_cast<uint64_t>(t.ih * t.iw), out_plane = static_cast<uint64_t>(t.oh * t.ow);
     parallel_chunks(t.planes, planes_per_chunk(t, sizeof(float)), [&](uint64_t begin, uint64_t end) {
       for (uint64_t p = begin; p < end; ++p)
@@ -524,6 +547,13 @@ class ResizeKernel final : public Kernel {
   Requantize rq_;
   uint64_t plane_floats_;
   int threads_;  // the most threads a run resamples 8-bit planes on (one scratch plane each)
+  // fix_taps(): the input shape they hold for, and the taps (pointing into table_).
+  struct FixedTaps {
+    Shape in;
+    PlaneTaps taps;
+  };
+  std::vector<Taps> table_;
+  std::optional<FixedTaps> fixed_;
 };
 
 Params read_params(const Node& n, const std::string& at, bool v11) {
@@ -621,14 +651,9 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   }
   const Value* y = n.outputs[0];
   const int64_t columns = y->type.is_static() && !y->shape_varies && !y->type.dims.empty() ? y->type.dims.back().value : 0;
-  auto k = std::make_unique<ResizeKernel>(at, p, scales, sizes, roi, std::max<int64_t>(columns, 0), rq, plane_floats,
-                                          omp_get_max_threads());
-  // A float Resize's scratchpad is its column taps, a speed-up only: the general walk computes
-  // each element's taps and needs none. Kernel selection takes it where the taps set the arena's
-  // peak and the time allows (pipeline/lean_kernels; --prefer memory whatever the time); with
-  // constant scales, sizes and roi, so that it can be timed on zeroed tensors.
-  if (!quantized && k->scratchpad_bytes() > 0 && !scales.runtime() && !sizes.runtime() && !roi.runtime())
-    k->set_leaner(std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi), 0));
+  auto k = std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi),
+                                          std::max<int64_t>(columns, 0), rq, plane_floats, omp_get_max_threads());
+  if (fixed_shape(n.inputs[0])) k->fix_taps(static_shape(n.inputs[0]));
   return k;
 }
 
