@@ -87,9 +87,10 @@ int64_t now_ns() {
 int LoadAdaptiveThreads::next(int free_cores) {
   if (full_ <= 1) return fixed_;
   const int chosen = choose();
-  const int threads = std::clamp(free_cores, 1, chosen);
-  capped_ = threads < chosen;
-  return threads;
+  // Held below it: one thread. The kernels keep primitives for the session's count and for one
+  // (a primitive made for more threads runs that many whatever the setting).
+  capped_ = free_cores < chosen;
+  return capped_ ? 1 : chosen;
 }
 
 int LoadAdaptiveThreads::choose() const {

@@ -70,8 +70,9 @@ class LoadAdaptiveThreads {
 
   // enabled = false: every run uses `threads`.
   LoadAdaptiveThreads(int threads, bool enabled) : full_(enabled ? threads : 1), fixed_(threads) {}
-  // The coming run's count, at most `free_cores`. A run held below the count the timings chose is
-  // timed for its own count but moves neither the probes nor the first runs' schedule.
+  // The coming run's count: the timings' choice, or one thread where fewer than that many cores
+  // are free. A run held so is timed for one thread but moves neither the probes nor the first
+  // runs' schedule.
   int next(int free_cores = std::numeric_limits<int>::max());
   // Around a run at `threads` (next()'s count): times it and records it.
   void begin(int threads);

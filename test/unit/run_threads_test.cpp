@@ -132,3 +132,11 @@ TEST_CASE("this machine's CPU counters are read, for the CPUs this process may r
   CHECK(s->busy_ns > 0);
   CHECK(s->own_ns > 0);
 }
+
+TEST_CASE("a session of four threads with three cores free runs on one: its kernels have no three-thread form",
+          "[threads]") {
+  LoadAdaptiveThreads adapt(4, true);
+  CHECK(adapt.next(3) == 1);
+  adapt.record(1, 10.0);
+  CHECK(adapt.next(4) == 4);
+}
