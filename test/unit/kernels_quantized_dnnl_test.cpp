@@ -202,8 +202,14 @@ TEST_CASE("QLinearConv on oneDNN requantizes like ONNX", "[kernels][quantized]")
   k.input("B", DType::Int32, {c.M}, bias, true);
   k.attr("pads", Dims{1, 1, 1, 1});
   k.output("y", out, {c.N, c.M, c.OH(), c.OW()});
+  const bool loops = GENERATE(false, true);  // oneDNN's kernel, or its leaner variant, the loops
+  INFO("loops " << loops);
   REQUIRE(k.run());
   CHECK(on_onednn(k));
+  if (loops) {
+    REQUIRE(k.run_leaner());
+    CHECK_FALSE(on_onednn(k));
+  }
   const std::vector<int32_t> acc = c.reference();
   const size_t plane = static_cast<size_t>(c.OH() * c.OW());
   const int lo = out == DType::Uint8 ? 0 : -128;

@@ -502,10 +502,8 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   // The primitive and reorders made for the thread count of this run (Session sets it; oneDNN
   // would otherwise run the count each was made for).
   const int threads = omp_get_max_threads();
-  const Form* form = threads >= threads_             ? nullptr
-                            : threads == 1 && s->single     ? &*s->single
-                            : s->own                        ? &*s->own
-                                                            : nullptr;
+  const Form* form = nullptr;
+  if (threads < threads_) form = threads == 1 && s->single ? &*s->single : s->own ? &*s->own : nullptr;
   point_slots(*s, args);
   point_staged(*s, args);
   reorder_staged(*s, form, stream, false, args);
