@@ -234,7 +234,7 @@ void Session::Impl::run() {
       fail(m.model.path + ": input '" + inputs[i]->name +
            "' is not set; set it before each run (its memory is reused once read) or bind it zero-copy");
   const RunInFlight in_flight;
-  const int threads = adaptive.next(options.adapt_to_load ? free_cores(run_threads) : run_threads);
+  const int threads = adaptive.next(options.adapt_to_load && run_threads > 1 ? free_cores(run_threads) : run_threads);
   const ThreadScope scope(threads);
   adaptive.begin(threads);
   if (options.check_memory) std::fill(written.begin(), written.end(), 0);
