@@ -1,10 +1,10 @@
 // How many cores the machine's other processes leave this process, measured rather than guessed:
 // the kernel's count of each CPU's busy time (/proc/stat, the CPUs this process may run on) less
-// this process's own CPU time, over windows of at least kWindowNs. A session's run uses no more
-// threads than there are free cores (runtime/run_threads.h): oneDNN's OpenMP threads wait for
-// each other after every primitive, so a thread whose core another process holds stalls the rest,
-// and a waiting thread spins on the core the other process needs. With one core of two busy, that
-// made two threads several times slower than one.
+// this process's own CPU time, over windows of at least kWindowNs. A session of several threads
+// runs on one while fewer cores than its count are free (runtime/run_threads.h): oneDNN's OpenMP
+// threads wait for each other after every primitive, so a thread whose core another process holds
+// stalls the rest, and a waiting thread spins on the core the other process needs. With one core
+// of two busy, that made two threads several times slower than one.
 #pragma once
 
 #include <cstdint>
