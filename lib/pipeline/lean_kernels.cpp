@@ -45,12 +45,7 @@ void scratchpads_at_peak(const Compilation& c, const std::vector<const Graph*>& 
   }
 }
 
-// How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
-// compile-time shapes: the fastest run of each, the two run in turn (after a warm-up each) so
-// that a busy moment of the machine slows both, for at least 5 rounds and 20 ms. Infinite where
-// a kernel refuses the zeroed tensors (a Resize's run-time scales of 0): it cannot be timed.
-double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n);
-
+// slowdown(), which may throw where a kernel refuses the zeroed tensors.
 double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
   auto buffer = [&](uint64_t bytes) {
@@ -96,6 +91,10 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   return best_lean / std::max(best_fast, 1e-9);
 }
 
+// How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
+// compile-time shapes: the fastest run of each, the two run in turn (after a warm-up each) so
+// that a busy moment of the machine slows both, for at least 5 rounds and 20 ms. Infinite where
+// a kernel refuses the zeroed tensors (a run-time scale of 0): it cannot be timed.
 double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   try {
     return timed_slowdown(fast, lean, n);

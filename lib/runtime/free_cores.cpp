@@ -1,5 +1,6 @@
 #include "runtime/free_cores.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -7,10 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
-#include <string>
 
 namespace memplan {
 
@@ -46,31 +46,61 @@ int threads_for_free_cores(int full, int cpus, double others_busy, int runs_in_f
   return std::clamp(free, 1, std::max(full, 1));
 }
 
+namespace {
+
+// Adds a "cpuN user nice system idle iowait irq softirq steal ..." line's busy ticks to `s` when
+// CPU N is one of `allowed`.
+void add_cpu_line(const char* line, const cpu_set_t& allowed, int64_t& busy_ticks, CpuSample& s) {
+  char* end = nullptr;
+  const long cpu = std::strtol(line + 3, &end, 10);
+  if (end == line + 3 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) return;
+  int64_t field[8] = {};  // user nice system idle iowait irq softirq steal (steal since Linux 2.6.11)
+  const char* at = end;
+  for (int64_t& f : field) {
+    f = std::strtoll(at, &end, 10);
+    if (end == at) break;
+    at = end;
+  }
+  // Steal time is a virtual CPU's time the host gave to others: busy for this process too.
+  busy_ticks += field[0] + field[1] + field[2] + field[5] + field[6] + field[7];
+  ++s.cpus;
+}
+
+}  // namespace
+
+// Read with open/read into buffers on the stack: a run reads the counters when a window is over,
+// and an inference allocates nothing.
 std::optional<CpuSample> read_cpu_sample() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return std::nullopt;
   const long ticks_per_s = sysconf(_SC_CLK_TCK);
-  std::ifstream stat("/proc/stat");
-  if (ticks_per_s <= 0 || !stat) return std::nullopt;
+  if (ticks_per_s <= 0) return std::nullopt;
+  const int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
   CpuSample s;
   s.wall_ns = steady_ns();
   s.own_ns = process_cpu_ns();
   int64_t busy_ticks = 0;
-  std::string line;
-  // "cpu user nice system idle iowait irq softirq steal ..." sums the CPUs, then "cpuN ..." for
-  // each; the lines after them (interrupt counts) are not read.
-  while (std::getline(stat, line) && line.compare(0, 3, "cpu") == 0) {
-    if (line.size() < 4 || line[3] == ' ') continue;
-    std::istringstream fields(line.substr(3));
-    int cpu = -1;
-    int64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    fields >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;  // steal since Linux 2.6.11
-    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) continue;
-    // Steal time is a virtual CPU's time the host gave to others: busy for this process too.
-    busy_ticks += user + nice + system + irq + softirq + steal;
-    ++s.cpus;
+  // "cpu ..." sums the CPUs, then "cpuN ..." for each; the lines after them (interrupt counts,
+  // long) are not read. A CPU's line is well under kLine bytes.
+  constexpr size_t kLine = 512;
+  char chunk[4096], line[kLine];
+  size_t len = 0;
+  bool done = false;
+  for (ssize_t got; !done && (got = read(fd, chunk, sizeof chunk)) > 0;) {
+    for (ssize_t i = 0; i < got && !done; ++i) {
+      if (chunk[i] != '\n') {
+        if (len + 1 < kLine) line[len++] = chunk[i];
+        continue;
+      }
+      line[len] = '\0';
+      if (len < 4 || std::strncmp(line, "cpu", 3) != 0) done = true;
+      else if (line[3] != ' ') add_cpu_line(line, allowed, busy_ticks, s);
+      len = 0;
+    }
   }
+  close(fd);
   if (s.cpus == 0) return std::nullopt;
   s.busy_ns = busy_ticks * (1'000'000'000 / ticks_per_s);
   return s;

@@ -2,7 +2,10 @@
 // (runtime/run_threads.h), fed made-up times: the decision alone, whatever the machine's load.
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <ctime>
 #include <optional>
 #include <vector>
 
@@ -128,9 +131,26 @@ TEST_CASE("the other processes' load is the busy time of the allowed CPUs less t
 TEST_CASE("this machine's CPU counters are read, for the CPUs this process may run on", "[threads]") {
   const std::optional<memplan::CpuSample> s = memplan::read_cpu_sample();
   REQUIRE(s.has_value());  // Linux: /proc/stat
-  CHECK(s->cpus >= 1);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  REQUIRE(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+  CHECK(s->cpus == CPU_COUNT(&allowed));
   CHECK(s->busy_ns > 0);
-  CHECK(s->own_ns > 0);
+  // 100 ms of this thread's CPU time shows in this process's time and in the CPUs' busy time
+  // (counted in ticks of 10 ms), however busy the machine is.
+  auto thread_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  const int64_t start = thread_ns();
+  volatile uint64_t spin = 0;
+  while (thread_ns() - start < 100'000'000) spin = spin + 1;
+  const std::optional<memplan::CpuSample> later = memplan::read_cpu_sample();
+  REQUIRE(later.has_value());
+  CHECK(later->own_ns - s->own_ns >= 100'000'000);
+  CHECK(later->busy_ns - s->busy_ns >= 70'000'000);
+  CHECK(later->wall_ns - s->wall_ns >= 100'000'000);
 }
 
 TEST_CASE("a session of four threads with three cores free runs on one: its kernels have no three-thread form",

@@ -568,8 +568,9 @@ class ConvBuilder {
       // The widest band (in the middle, no padding rows) mostly sets the scratchpad: halve the
       // rows until it fits. A band with padding rows may still need more (oneDNN can pick another
       // kernel for it): halve on until every band fits, or a band would lie wholly in the padding.
-      int64_t rows = (s_.y[2] + 1) / 2;
-      while (rows > 1 && band_cost(rows, lean) > budget) rows = (rows + 1) / 2;
+      // With no budget, a row each at once.
+      int64_t rows = lean ? 1 : (s_.y[2] + 1) / 2;
+      while (rows > 1 && band_cost(rows) > budget) rows = (rows + 1) / 2;
       std::unique_ptr<BandedKernel> k = bands_of(rows, lean);
       while (k && rows > 1 && k->scratchpad_bytes() > budget) {
         rows = (rows + 1) / 2;
@@ -612,10 +613,10 @@ class ConvBuilder {
       pd_ = *p;
   }
 
-  uint64_t band_cost(int64_t rows, bool lean) {
+  uint64_t band_cost(int64_t rows) {
     const Window whole = w_;
     const int64_t mid = std::min(s_.y[2] - rows, s_.y[2] / 2);
-    describe_band(band_geometry(whole, mid, mid + rows), whole, lean);
+    describe_band(band_geometry(whole, mid, mid + rows), whole, false);
     w_ = whole;
     return cost(pd_);
   }
