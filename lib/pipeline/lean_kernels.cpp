@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -45,6 +46,25 @@ void scratchpads_at_peak(const Compilation& c, const std::vector<const Graph*>& 
   }
 }
 
+// Bytes written between two timed runs to push the last run's out of a core's caches: more than
+// its L2 (1-2 MB on the machines we run on).
+constexpr size_t kEvictBytes = size_t{8} << 20;
+
+// The main graph's nodes with the kLargestScratchpads largest scratchpads, largest first. Where
+// the arena is above its peak (the placement could not pack the buffers tighter), a scratchpad
+// off the peak can set it too (mobilenet_v2_dyn below VNNI: a depthwise convolution's 6 MB of
+// staged float32 copies); the few largest are tried, not every node, to keep compiles short.
+constexpr size_t kLargestScratchpads = 3;
+void largest_scratchpads(const Compilation& c, const Graph& main, std::vector<const Node*>& out) {
+  std::vector<const PlannedBuffer*> pads;
+  for (const PlannedBuffer& b : c.plan.graphs[0].buffers)
+    if (b.kind == BufferKind::Scratchpad && b.node >= 0 && static_cast<size_t>(b.node) < main.nodes.size())
+      pads.push_back(&b);
+  std::stable_sort(pads.begin(), pads.end(), [](const PlannedBuffer* a, const PlannedBuffer* b) { return a->size > b->size; });
+  pads.resize(std::min(pads.size(), kLargestScratchpads));
+  for (const PlannedBuffer* b : pads) out.push_back(main.nodes[static_cast<size_t>(b->node)].get());
+}
+
 // slowdown(), which may throw where a kernel refuses the zeroed tensors.
 double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
@@ -74,7 +94,17 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   std::vector<rt::TensorView> outs = views(n.outputs);
   std::byte* pad = buffer(std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes()));
   const std::unique_ptr<rt::KernelState> fast_state = fast.make_state(), lean_state = lean.make_state();
+  // Each timed run starts as in an inference: its inputs just written by their producers, its
+  // scratchpad and output last touched several nodes ago (out of the nearest caches). Timed back
+  // to back on the same bytes, a kernel with large staged copies would find them all in cache and
+  // look faster than it runs in the model (squeezenet's staged MaxPool: 0.15 ms here against
+  // 0.32 ms in the model, while two chunks of its channels run in 0.33 ms in both).
+  std::byte* evict = buffer(kEvictBytes);
+  uint8_t stamp = 0;
   auto seconds = [&](rt::Kernel& k, rt::KernelState* state) {
+    std::fill_n(evict, kEvictBytes, std::byte{++stamp});
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].data && !n.inputs[i]->constant) std::fill_n(in[i].data, in[i].capacity, std::byte{0});
     const auto t0 = std::chrono::steady_clock::now();
     k.run(rt::KernelArgs{in, outs, pad, state});
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -88,11 +118,13 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
     best_lean = std::min(best_lean, l);
     total += f + l;
   }
+  spdlog::debug("timing {}: fast {:.4f} ms lean {:.4f} ms", n.describe(), best_fast * 1e3, best_lean * 1e3);
   return best_lean / std::max(best_fast, 1e-9);
 }
 
 // How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
-// compile-time shapes: the fastest run of each, the two run in turn (after a warm-up each) so
+// compile-time shapes, each run after the caches were stirred as an inference leaves them: the
+// fastest run of each, the two run in turn (after a warm-up each) so
 // that a busy moment of the machine slows both, for at least 5 rounds and 20 ms. Infinite where
 // a kernel refuses the zeroed tensors (a run-time scale of 0): it cannot be timed.
 double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
@@ -130,37 +162,49 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
   for (int round = 0; round < 64; ++round) {
     std::vector<const Node*> candidates;
     scratchpads_at_peak(c, graphs, 0, candidates);
-    std::erase_if(candidates, [&](const Node* n) { return std::count(tried.begin(), tried.end(), n) > 0; });
+    const auto untried = [&] {
+      std::erase_if(candidates, [&](const Node* n) { return std::count(tried.begin(), tried.end(), n) > 0; });
+    };
+    untried();
+    if (candidates.empty() && c.plan.arena_bytes > plan::peak_of(c.plan.graphs[0]).bytes) {
+      largest_scratchpads(c, *graphs[0], candidates);
+      untried();
+    }
     if (candidates.empty()) break;
     const Node* n = candidates.front();
     tried.push_back(n);
     auto it = c.kernels.kernels.find(n);
     if (it == c.kernels.kernels.end() || !it->second) continue;
-    // Under Balanced, a variant too slow is passed over for its own leaner one, which may be
-    // faster (a convolution in bands against oneDNN's leanest whole kernel): `depth` counts the
-    // variants taken from the current kernel to reach the one tried.
+    // A variant too slow (under Balanced), or that does not lower the arena, is passed over for
+    // its own leaner one, which may be faster (a convolution in bands against oneDNN's leanest
+    // whole kernel) or leaner (bands of fewer rows): `depth` counts the variants taken from the
+    // current kernel to reach the one tried. Each is timed against the current kernel.
     std::unique_ptr<rt::Kernel> lean = it->second->take_leaner();
     double ratio = slower.count(n) ? slower[n] : 1.0;
     int depth = 1;
-    for (; lean && prefer == KernelPreference::Balanced; ++depth) {
-      const double r = ratio * slowdown(*it->second, *lean, *n);
-      if (r <= kLeanerSlowdown) {
+    std::optional<MemoryPlan> replanned;
+    for (; lean; ++depth, lean = lean->take_leaner()) {
+      double r = ratio;
+      if (prefer == KernelPreference::Balanced) {
+        r = ratio * slowdown(*it->second, *lean, *n);
+        if (r > kLeanerSlowdown) {
+          spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: passed over",
+                        n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), r);
+          continue;
+        }
+      }
+      std::swap(it->second, lean);  // `lean` holds the kernel it replaced
+      replanned = plan_memory(c.model, planning);
+      if (replanned->arena_bytes <= c.plan.arena_bytes) {
         ratio = r;
         break;
       }
-      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: passed over",
-                    n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), r);
-      lean = lean->take_leaner();
+      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
+                    n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes, c.plan.arena_bytes);
+      std::swap(it->second, lean);  // the faster kernel stays
+      replanned.reset();
     }
     if (!lean) continue;
-    std::swap(it->second, lean);  // `lean` holds the kernel it replaced
-    MemoryPlan replanned = plan_memory(c.model, planning);
-    if (replanned.arena_bytes > c.plan.arena_bytes) {
-      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
-                    n->describe(), it->second->scratchpad_bytes(), replanned.arena_bytes, c.plan.arena_bytes);
-      std::swap(it->second, lean);  // the faster kernel stays
-      continue;
-    }
     // Two kernels' scratchpads can set the same peak at two steps: a swap that only ties is kept
     // on trial, until a later one lowers the arena, and undone if none does. Under Balanced a
     // swap (with those on trial) must save kMinSaving of the arena, or it counts as a tie: a
@@ -168,17 +212,17 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     const uint64_t base = trial.empty() ? c.plan.arena_bytes : before_trial.arena_bytes;
     const uint64_t least =
         prefer == KernelPreference::Balanced ? std::max<uint64_t>(static_cast<uint64_t>(base * kMinSaving), 1) : 1;
-    if (replanned.arena_bytes + least > base) {
+    if (replanned->arena_bytes + least > base) {
       if (trial.empty()) before_trial = c.plan;
       trial.push_back({n, std::move(lean), depth});
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes (or saves too little): kept on trial",
-                    n->describe(), it->second->scratchpad_bytes(), replanned.arena_bytes);
+                    n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes);
     } else {
       trial.clear();
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) lowers the arena from {} to {} bytes", n->describe(),
-                    it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned.arena_bytes);
+                    it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned->arena_bytes);
     }
-    c.plan = std::move(replanned);
+    c.plan = std::move(*replanned);
     slower[n] = ratio;
     swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);
     tried.pop_back();  // its variant may have a leaner one still

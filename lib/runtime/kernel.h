@@ -119,6 +119,23 @@ inline std::unique_ptr<Kernel> LeanerVariant::take() {
   return make();
 }
 
+// Builds a kernel's chain of leaner variants, leanest last.
+class LeanerChain {
+ public:
+  explicit LeanerChain(Kernel& k) : tail_(&k) {}
+  void append(std::unique_ptr<Kernel> next) {
+    if (!next) return;
+    Kernel* t = next.get();
+    tail_->set_leaner(std::move(next));
+    tail_ = t;
+  }
+  // A variant made when taken: nothing can follow it.
+  void append_last(LeanerVariant::Factory make) { tail_->set_leaner(std::move(make)); }
+
+ private:
+  Kernel* tail_;
+};
+
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)
 
 struct KernelEnv {

@@ -753,6 +753,40 @@ TEST_CASE("a plain pooling oneDNN has no jit kernel for runs channel-blocked, wi
   else CHECK(c.kernel()->scratchpad_bytes() >= staged);
 }
 
+TEST_CASE("a staged pooling has chunks of its channels as leaner variants, with the same values", "[kernels][dnnl][isa]") {
+  // Below AVX-512 (ctest runs this again under DNNL_MAX_CPU_ISA=AVX2) a plain MaxPool is pooled
+  // channel-blocked through staged copies; each chunk of channels stages only its own.
+  const Dims xd{1, 64, 40, 40}, yd{1, 64, 19, 19};
+  Pool2d p;
+  p.kernel = {3, 3};
+  p.strides = {2, 2};
+  p.dilations = {1, 1};
+  p.pads = {0, 0, 0, 0};
+  p.max = true;
+  const Floats x = random_floats(count(xd), 62);
+  KernelCase c("MaxPool");
+  c.input("X", F32, xd, x);
+  c.output("Y", F32, yd);
+  c.attr("kernel_shape", p.kernel);
+  c.attr("strides", p.strides);
+  REQUIRE(c.run());
+  const Floats want = naive_pool2d(x, xd, p, yd[2], yd[3]);
+  require_close(c.result_as<float>(0), want);
+  const bool staged = c.kernel()->scratchpad_bytes() >= (count(xd) + count(yd)) * sizeof(float);
+  uint64_t last = c.kernel()->scratchpad_bytes();
+  int variants = 0;
+  while (c.run_leaner()) {
+    ++variants;
+    CHECK(c.kernel()->scratchpad_bytes() < last);
+    last = c.kernel()->scratchpad_bytes();
+    require_close(c.result_as<float>(0), want);
+  }
+  INFO("staged " << staged);
+  // Staged: 2, 4 and 8 chunks of the 8 channel blocks (down to 64 KB), then the plain kernel.
+  CHECK(variants == (staged ? 4 : 0));
+  CHECK(last == (staged ? 0 : c.kernel()->scratchpad_bytes()));
+}
+
 TEST_CASE("MaxPool auto_pad SAME_UPPER", "[kernels][dnnl]") {
   // in 5, stride 2, kernel 2: out 3, total pad 1 at the end.
   Floats x = random_floats(25, 61);

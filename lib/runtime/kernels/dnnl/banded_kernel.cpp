@@ -9,17 +9,18 @@ namespace memplan::rt::dnnl_kernels {
 
 namespace {
 
-constexpr size_t kMaxInputs = 8;
+// Inputs a banded op may take (QLinearConv: 9).
+constexpr size_t kMaxInputs = 16;
 
-// `span` bytes of `t` from `offset`, as a float32 vector: what a part's strided memory
+// `span` bytes of `t` from `offset`, as a vector of t's type: what a part's strided memory
 // descriptor is sized at (its own check compares byte sizes). Only the part's reach of it is
 // read or written, which the constructor checked lies inside the tensor.
 TensorView band_view(const TensorView& t, uint64_t offset, uint64_t span) {
   TensorView v;
   v.data = t.data + offset;
-  v.dtype = DType::Float32;
+  v.dtype = t.dtype;
   v.rank = 1;
-  v.dims[0] = static_cast<int64_t>(span / sizeof(float));
+  v.dims[0] = static_cast<int64_t>(span / std::max<uint32_t>(dtype_size(t.dtype), 1));
   v.capacity = span;
   return v;
 }
@@ -37,8 +38,7 @@ BandedKernel::BandedKernel(Cut cut, std::vector<Part> parts, std::vector<Band> b
   for (const Band& b : bands_) {
     if (b.part >= parts_.size()) fail_internal(where_ + ": a band names no part");
     const Part& p = parts_[b.part];
-    if (p.in_span % sizeof(float) || p.out_span % sizeof(float) || p.in_reach > p.in_span ||
-        p.out_reach > p.out_span || b.in_offset > in_bytes_ || p.in_reach > in_bytes_ - b.in_offset ||
+    if (p.in_reach > p.in_span || p.out_reach > p.out_span || b.in_offset > in_bytes_ || p.in_reach > in_bytes_ - b.in_offset ||
         b.out_offset > out_bytes_ || p.out_reach > out_bytes_ - b.out_offset)
       fail_internal(where_ + ": a band lies outside its tensors");
   }

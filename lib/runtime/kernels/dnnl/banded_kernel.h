@@ -1,7 +1,8 @@
 // A kernel run in bands, each band a kernel of its own on views into the same tensors: bands of
-// output rows, or chunks of channels (dnnl_conv.cpp says which convolutions take which). Its
-// staged copies (and a GEMM's im2col buffer) hold one band, not the whole tensor. These are the
-// leaner variants of a convolution whose temporaries set the arena's peak
+// output rows (row_bands.h cuts them, for float and int8 convolutions), or chunks of channels
+// (dnnl_conv.cpp's convolutions, dnnl_pool_norm.cpp's staged pools). Its staged copies (and a
+// GEMM's im2col buffer) hold one band, not the whole tensor. These are the leaner variants of a
+// kernel whose temporaries set the arena's peak
 // (pipeline/lean_kernels): the scratchpad shrinks with the band, the time grows with the number
 // of primitive calls.
 #pragma once

@@ -10,6 +10,7 @@
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
 #include "runtime/kernels/dnnl/factories.h"
+#include "runtime/kernels/dnnl/row_bands.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -130,10 +131,6 @@ class ConvBuilder {
     if (dense_.empty()) attach_leaner(static_cast<PrimitiveKernel&>(*k));
     return k;
   }
-
-  // Scratchpad bytes below which a convolution is not cut into bands: its primitive calls would
-  // cost more than the bytes are worth.
-  static constexpr uint64_t kBandFloor = 64 * 1024;
 
  private:
   // oneDNN 2.6's GEMM convolution applies an eltwise post-op in a slow loop (a 1x1 Conv of 24
@@ -358,39 +355,14 @@ class ConvBuilder {
     // taken). Kernel selection passes over a variant too slow for the next one, and takes none
     // that does not lower the arena: the chunks, faster than the leanest whole kernel where that
     // is a slow one, may still need more scratchpad.
-    Kernel* tail = &k;
-    auto append = [&](std::unique_ptr<Kernel> next) {
-      Kernel* t = next.get();
-      tail->set_leaner(std::move(next));
-      tail = t;
-    };
-    if (lean) append(std::move(lean));
-    append_bands(append, best ? best_cost : have);
+    LeanerChain chain(k);
+    chain.append(std::move(lean));
+    for (std::unique_ptr<BandedKernel>& b : bands(best ? best_cost : have)) chain.append(std::move(b));
     if (have > kBandFloor && chunks_apply())
-      tail->set_leaner([node = &node_, env = env_, weights = weights_for(pd_.weights_desc(), k.ctx()),
+      chain.append_last([node = &node_, env = env_, weights = weights_for(pd_.weights_desc(), k.ctx()),
                         bias = std::make_shared<const std::vector<float>>(constant_bias()), have] {
         return ConvBuilder(*node, env).chunked(weights, bias, kChunks, have);
       });
-  }
-
-  // The banded variants after the leanest whole one (costing `have` bytes): a quarter of the
-  // output rows per band, then bands under kBandFloor bytes, then a row per band on the leanest
-  // kernels, each kept only if leaner than the one before.
-  template <class Append>
-  void append_bands(Append& append, uint64_t have) {
-    if (have <= kBandFloor) return;
-    uint64_t last = have;
-    bool first = true;
-    for (const uint64_t budget : {std::max<uint64_t>(have / 4, kBandFloor), kBandFloor, uint64_t{0}}) {
-      if (last <= budget) continue;  // the last variant fits this budget already
-      std::unique_ptr<BandedKernel> b = banded(budget);
-      const bool leaner = b && b->scratchpad_bytes() < last;
-      if (first && !leaner) return;  // no bands at all where a quarter of the rows is no leaner
-      first = false;
-      if (!leaner) continue;
-      last = b->scratchpad_bytes();
-      append(std::move(b));
-    }
   }
 
   // ---- Chunks of channels --------------------------------------------------------------------
@@ -547,15 +519,15 @@ class ConvBuilder {
     return k ? std::move(k) : bind();
   }
 
-  // The convolution in bands of output rows whose kernels need at most `budget` scratchpad bytes
-  // (with a budget of 0, one row per band on each band's leanest kernel); null where bands do not
-  // apply: only 2-D convolutions on plain tensors, whose rows are strided views oneDNN can read
-  // and write.
-  std::unique_ptr<BandedKernel> banded(uint64_t budget) {
+  // The convolution in bands of output rows (row_bands.h), after a kernel needing `have`
+  // scratchpad bytes: only 2-D convolutions on plain tensors, whose rows are strided views oneDNN
+  // can read and write. Each band is oneDNN's choice or, `lean`, its leanest kernel (in a one-row
+  // band of 8 channels on AVX-512, a direct kernel on channels-last copies with no scratchpad,
+  // where its default keeps 12 KB).
+  std::vector<std::unique_ptr<BandedKernel>> bands(uint64_t have) {
     const Value* y = output_at(node_, 0);
-    if (s_.spatial != 2 || xv_->channel_block != 0 || y->channel_block != 0 || !dense_.empty() || s_.y[2] < 2)
-      return nullptr;
-    // The builder's descriptors describe one band at a time meanwhile; put back on every exit.
+    if (s_.spatial != 2 || xv_->channel_block != 0 || y->channel_block != 0 || !dense_.empty()) return {};
+    // The builder's descriptors describe one band at a time meanwhile; put back on return.
     struct Restore {
       ConvBuilder& b;
       dnnl::memory::desc x, y, dst;
@@ -563,98 +535,36 @@ class ConvBuilder {
       Window w;
       ~Restore() { b.x_md_ = x, b.y_md_ = y, b.dst_md_ = dst, b.pd_ = pd, b.w_ = w; }
     } restore{*this, x_md_, y_md_, dst_md_, pd_, w_};
-    const bool lean = budget == 0;  // a row per band, each on its leanest kernel
-    try {
-      // The widest band (in the middle, no padding rows) mostly sets the scratchpad: halve the
-      // rows until it fits. A band with padding rows may still need more (oneDNN can pick another
-      // kernel for it): halve on until every band fits, or a band would lie wholly in the padding.
-      // With no budget, a row each at once.
-      int64_t rows = lean ? 1 : (s_.y[2] + 1) / 2;
-      while (rows > 1 && band_cost(rows) > budget) rows = (rows + 1) / 2;
-      std::unique_ptr<BandedKernel> k = bands_of(rows, lean);
-      while (k && rows > 1 && k->scratchpad_bytes() > budget) {
-        rows = (rows + 1) / 2;
-        std::unique_ptr<BandedKernel> thinner = bands_of(rows, lean);
-        if (!thinner) break;
-        k = std::move(thinner);
-      }
-      return k;
-    } catch (const Error&) {
-      return nullptr;  // oneDNN has no kernel for some band
-    } catch (const dnnl::error&) {
-      return nullptr;
-    }
-  }
-
-  // Input rows, top pad, bottom pad and output rows of the band of output rows [o0, o1).
-  std::array<int64_t, 4> band_geometry(const Window& whole, int64_t o0, int64_t o1) const {
-    const int64_t lo = o0 * whole.strides[0] - whole.pads_begin[0];
-    const int64_t hi = (o1 - 1) * whole.strides[0] - whole.pads_begin[0] + effective_kernel(whole, 0) - 1;
-    const int64_t in_lo = std::max<int64_t>(lo, 0), in_hi = std::min(hi, s_.x[2] - 1);
-    return {in_hi - in_lo + 1, in_lo - lo, hi - in_hi, o1 - o0};
-  }
-
-  // Points the builder's descriptors at one band of the convolution whose window is `whole`, and
-  // makes its primitive descriptor: oneDNN's choice, or with `lean` its leanest kernel (in a
-  // one-row band of 8 channels on AVX-512, a direct kernel on channels-last copies with no
-  // scratchpad, where its default keeps 12 KB).
-  void describe_band(const std::array<int64_t, 4>& geo, const Window& whole, bool lean) {
-    const int64_t n = s_.x[0], h = s_.x[2], w = s_.x[3], oh = s_.y[2], ow = s_.y[3];
-    const Dims x{n, c_, geo[0], w}, y{n, m_, geo[3], ow};
-    x_md_ = strided_md(x, {c_ * h * w, h * w, w, 1});
-    y_md_ = strided_md(y, {m_ * oh * ow, oh * ow, ow, 1});
-    dst_md_ = any_md(y);
-    w_ = whole;
-    w_.pads_begin[0] = geo[1];
-    w_.pads_end[0] = geo[2];
-    pd_ = make(any_md(x));
-    if (!lean) return;
-    if (auto p = leanest({{any_md(x), any_md(y)}, {channels_last_md(x), channels_last_md(y)}}, cost(pd_), true))
-      pd_ = *p;
-  }
-
-  uint64_t band_cost(int64_t rows) {
     const Window whole = w_;
-    const int64_t mid = std::min(s_.y[2] - rows, s_.y[2] / 2);
-    describe_band(band_geometry(whole, mid, mid + rows), whole, false);
-    w_ = whole;
-    return cost(pd_);
-  }
-
-  // Bytes from a band's first element to past its last: `rows` rows of an [n, c, h, w] tensor.
-  static uint64_t reach(int64_t n, int64_t c, int64_t h, int64_t rows, int64_t w) {
-    return static_cast<uint64_t>(((n - 1) * c * h + (c - 1) * h + rows) * w) * sizeof(float);
-  }
-
-  // One kernel per band geometry, each on strided views of the band's input and output rows.
-  std::unique_ptr<BandedKernel> bands_of(int64_t rows, bool lean) {
-    const Window whole = w_;
-    const int64_t w = s_.x[3], oh = s_.y[2], ow = s_.y[3];
-    std::vector<BandedKernel::Part> parts;
-    std::vector<BandedKernel::Band> bands;
-    std::vector<std::array<int64_t, 4>> geometries;
-    for (int64_t o0 = 0; o0 < oh; o0 += rows) {
-      const std::array<int64_t, 4> geo = band_geometry(whole, o0, std::min(oh, o0 + rows));
-      if (geo[0] < 1) return nullptr;  // a band wholly in the padding
-      auto it = std::find(geometries.begin(), geometries.end(), geo);
-      if (it == geometries.end()) {
-        describe_band(geo, whole, lean);
-        // A fused Add is preloaded into a staged output; ConvKernel's copy of it into an output
-        // written in place would copy whole tensors, not rows.
-        if (is_slow(pd_) || (addend_ && y_md_ == pd_.dst_desc())) return nullptr;
-        parts.push_back({bind(), x_md_.get_size(), y_md_.get_size(), reach(s_.x[0], c_, s_.x[2], geo[0], w),
-                         reach(s_.y[0], m_, oh, geo[3], ow)});
-        geometries.push_back(geo);
-        it = geometries.end() - 1;
-      }
-      const int64_t in_lo = o0 * whole.strides[0] - whole.pads_begin[0] + geo[1];
-      bands.push_back({static_cast<size_t>(it - geometries.begin()), static_cast<uint64_t>(in_lo * w) * sizeof(float),
-                       static_cast<uint64_t>(o0 * ow) * sizeof(float)});
-    }
-    const uint64_t in_bytes = static_cast<uint64_t>(product(s_.x)) * sizeof(float);
-    const uint64_t out_bytes = static_cast<uint64_t>(product(s_.y)) * sizeof(float);
-    return std::make_unique<BandedKernel>(BandedKernel::Cut::Rows, std::move(parts), std::move(bands), in_bytes, out_bytes,
-                                          addend_ ? 3 : -1, at_);
+    const auto f32 = dnnl::memory::data_type::f32;
+    const RowBanding r{s_.x, s_.y, f32, f32, whole.strides[0], whole.pads_begin[0], effective_kernel(whole, 0),
+                       addend_ ? 3 : -1, at_};
+    const auto describe = [&](const BandViews& b, bool lean) {
+      const Dims x{s_.x[0], c_, b.shape.in_rows, s_.x[3]}, yd{s_.y[0], m_, b.shape.out_rows, s_.y[3]};
+      x_md_ = b.x;
+      y_md_ = b.y;
+      dst_md_ = any_md(yd);
+      w_ = whole;
+      w_.pads_begin[0] = b.shape.pad_top;
+      w_.pads_end[0] = b.shape.pad_bottom;
+      pd_ = make(any_md(x));
+      if (!lean) return;
+      if (auto p = leanest({{any_md(x), any_md(yd)}, {channels_last_md(x), channels_last_md(yd)}}, cost(pd_), true))
+        pd_ = *p;
+    };
+    return row_band_variants(
+        r, have,
+        [&](const BandViews& b) {
+          describe(b, false);
+          return cost(pd_);
+        },
+        [&](const BandViews& b, bool lean) -> std::unique_ptr<Kernel> {
+          describe(b, lean);
+          // A fused Add is preloaded into a staged output; ConvKernel's copy of it into an output
+          // written in place would copy whole tensors, not rows.
+          if (is_slow(pd_) || (addend_ && y_md_ == pd_.dst_desc())) return nullptr;
+          return bind();
+        });
   }
 
   std::unique_ptr<Kernel> bind() const {

@@ -6,7 +6,9 @@
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/dnnl/banded_kernel.h"
 #include "runtime/kernels/dnnl/factories.h"
+#include "runtime/kernels/dnnl/row_bands.h"
 #include "runtime/kernels/norm/factories.h"
 
 namespace memplan::rt::dnnl_kernels {
@@ -20,6 +22,30 @@ std::unique_ptr<Kernel> src_to_dst(std::unique_ptr<PrimitiveKernel> k, const dnn
   k->bind_input(DNNL_ARG_SRC, 0, src);
   k->bind_output(DNNL_ARG_DST, 0, dst);
   return k;
+}
+
+// A pool in chunks of `per` channels of [1, C, h, w] tensors of `type`, each chunk's kernel made
+// by `make(channels)`; null where it makes none.
+template <class Make>
+std::unique_ptr<BandedKernel> channel_chunks(const Dims& x, const Dims& y, dnnl::memory::data_type type, int64_t per,
+                                             const Make& make, const std::string& where) {
+  const uint64_t elt = dnnl::memory::desc({1}, type, dnnl::memory::format_tag::a).get_size();
+  const uint64_t in_plane = static_cast<uint64_t>(x[2] * x[3]) * elt, out_plane = static_cast<uint64_t>(y[2] * y[3]) * elt;
+  std::vector<BandedKernel::Part> parts;
+  std::vector<BandedKernel::Band> bands;
+  for (int64_t c0 = 0; c0 < x[1]; c0 += per) {
+    const int64_t channels = std::min(per, x[1] - c0);
+    if (parts.empty() || channels != per) {  // one part for the full chunks, one for a shorter last
+      std::unique_ptr<Kernel> k = make(channels);
+      if (!k) return nullptr;
+      const uint64_t in = static_cast<uint64_t>(channels) * in_plane, out = static_cast<uint64_t>(channels) * out_plane;
+      parts.push_back({std::move(k), in, out, in, out});
+    }
+    bands.push_back({parts.size() - 1, static_cast<uint64_t>(c0) * in_plane, static_cast<uint64_t>(c0) * out_plane});
+  }
+  return std::make_unique<BandedKernel>(BandedKernel::Cut::Channels, std::move(parts), std::move(bands),
+                                        static_cast<uint64_t>(x[1]) * in_plane, static_cast<uint64_t>(y[1]) * out_plane, -1,
+                                        where);
 }
 
 // AveragePool with count_include_pad = 1 and ceil_mode windows that run past the end padding:
@@ -147,22 +173,41 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
   // Below AVX-512 oneDNN has no jit pooling on plain NCHW, and its C++ one is about 20 times
   // slower (squeezenet's first MaxPool: 13 ms against 0.6 ms); for 8-bit tensors it has jit code
   // for NHWC only. A plain tensor the layout passes left (a quantized convolution's output, say)
-  // is then pooled channel-blocked (8-bit: channels-last), staged through the scratchpad, with the
-  // plain kernel kept as the leaner choice for kernel selection.
+  // is then pooled channel-blocked (8-bit: channels-last), staged through the scratchpad, with
+  // leaner choices for kernel selection: the same in chunks of channels (each staging its own),
+  // then the plain kernel.
   const int staged = type == DType::Float32 ? dnnl_channel_block() : Value::kChannelsLast;
   const bool slow_plain = std::string(pd.impl_info_str()).rfind("jit", 0) != 0;
   if (slow_plain && staged != 0 && x.size() == 4 && (staged < 0 || x[1] % staged == 0) &&
       input_at(node, 0)->channel_block == 0 && output_at(node, 0)->channel_block == 0) {
     try {
       const dnnl::memory::data_type dt = elt::dnnl_type(type);
-      const dnnl::memory::desc xb = layout_md(x, dt, staged), yb = layout_md(y, dt, staged);
-      auto fast = pool_pd(xb, yb);
-      if (std::string(fast.impl_info_str()).rfind("jit", 0) == 0) {
+      const auto is_jit = [](const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("jit", 0) == 0; };
+      // The pool of `channels` channels, staged: the whole tensors, or a chunk of their channels.
+      const auto staged_pool = [&](int64_t channels) -> std::unique_ptr<Kernel> {
+        const Dims xc{x[0], channels, x[2], x[3]}, yc{y[0], channels, y[2], y[3]};
+        auto p = pool_pd(layout_md(xc, dt, staged), layout_md(yc, dt, staged));
+        if (!is_jit(p)) return nullptr;
         std::unique_ptr<PrimitiveKernel> k = make_kernel();
-        k->set_primitive(fast);
-        k->bind_input_staged(DNNL_ARG_SRC, 0, x_md, xb);
-        k->bind_output_staged(DNNL_ARG_DST, 0, y_md, yb);
-        k->set_leaner(src_to_dst(make_kernel(), pd, x_md, y_md));
+        k->set_primitive(p);
+        k->bind_input_staged(DNNL_ARG_SRC, 0, layout_md(xc, dt, 0), p.src_desc());
+        k->bind_output_staged(DNNL_ARG_DST, 0, layout_md(yc, dt, 0), p.dst_desc());
+        return k;
+      };
+      if (std::unique_ptr<Kernel> k = staged_pool(x[1])) {
+        LeanerChain chain(*k);
+        // Chunks of channels (batch 1: a chunk is a dense NCHW tensor, which oneDNN reorders
+        // fastest; not the include-pad rescaling, whose positions are the whole output's): two,
+        // four, ... whole blocks each, each variant kept if leaner than the one before.
+        const int64_t unit = staged > 0 ? staged : 1, blocks = (x[1] + unit - 1) / unit;
+        uint64_t last = k->scratchpad_bytes();
+        for (int64_t count = 2; x[0] == 1 && fixes.empty() && last > kBandFloor && count <= blocks; count *= 2) {
+          std::unique_ptr<BandedKernel> chunks = channel_chunks(x, y, dt, (blocks + count - 1) / count * unit, staged_pool, at);
+          if (!chunks || chunks->scratchpad_bytes() >= last) break;
+          last = chunks->scratchpad_bytes();
+          chain.append(std::move(chunks));
+        }
+        chain.append(src_to_dst(make_kernel(), pd, x_md, y_md));
         return k;
       }
     } catch (const dnnl::error&) {

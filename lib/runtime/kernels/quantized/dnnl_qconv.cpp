@@ -40,6 +40,7 @@
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/kernel_common.h"
+#include "runtime/kernels/dnnl/row_bands.h"
 #include "runtime/kernels/quantized/conv_compensation.h"
 #include "runtime/kernels/quantized/quantize_common.h"
 
@@ -156,9 +157,18 @@ class Builder {
  public:
   Builder(const Node& n, const KernelEnv& env, Layout l) : n_(n), env_(env), l_(l), at_(where(n, env)) {}
 
-  std::unique_ptr<Kernel> build() {
+  // The kernel, and its chain of leaner variants where oneDNN stages plain activations into
+  // channels-last (or float32) copies in its scratchpad: bands of output rows (row_bands.h), whose
+  // copies hold a band, then `leanest` (the caller's loops, which need none).
+  std::unique_ptr<Kernel> build(std::unique_ptr<Kernel> leanest) {
     std::optional<dnnl::convolution_forward::primitive_desc> pd = describe();
-    return pd ? bind(*pd) : nullptr;
+    if (!pd) return nullptr;
+    std::unique_ptr<Kernel> k = bind(*pd);
+    if (x_layout_ != 0 || y_layout_ != 0 || k->scratchpad_bytes() == 0) return k;
+    LeanerChain chain(*k);
+    for (std::unique_ptr<dnnl_kernels::BandedKernel>& b : bands(k->scratchpad_bytes())) chain.append(std::move(b));
+    chain.append(std::move(leanest));
+    return k;
   }
 
   // The primitive the kernel would run, without reordering its weights; none: the loops.
@@ -170,7 +180,8 @@ class Builder {
     // its sum anyway (ONNX Runtime's Cast), so it keeps the float32 form, rounding as a float
     // convolution does. An int32 or 8-bit output must be exact: the loops.
     if (float_ && !float_sums_exact() && !dequantized_) return std::nullopt;
-    const dnnl::primitive_attr attr = make_attr();
+    attr_ = make_attr();
+    const dnnl::primitive_attr& attr = attr_;
     // The activations' own layouts where the pass chose them (the kernel it expects reads them
     // as they are), else oneDNN's choice, staged; the latter if oneDNN has no kernel for the former.
     std::optional<dnnl::convolution_forward::primitive_desc> pd;
@@ -179,6 +190,57 @@ class Builder {
   }
 
  private:
+  // The convolution in bands of output rows, after the whole kernel needing `have` scratchpad
+  // bytes: 2-D, plain activations, and not the shifted form (whose correction reads the whole
+  // input). Each band stages only its rows.
+  std::vector<std::unique_ptr<dnnl_kernels::BandedKernel>> bands(uint64_t have) {
+    if (xd_.size() != 4 || shifted_) return {};
+    const Dims whole_x = xd_, whole_y = yd_;
+    const dnnl_kernels::Window whole = win_;
+    const dnnl_kernels::RowBanding r{whole_x, whole_y, src_dt_, dst_type(), whole.strides[0], whole.pads_begin[0],
+                                     dnnl_kernels::effective_kernel(whole, 0), -1, at_};
+    // The builder describes one band at a time meanwhile.
+    const auto describe_band = [&](const dnnl_kernels::BandViews& b) {
+      xd_[2] = b.shape.in_rows;
+      yd_[2] = b.shape.out_rows;
+      win_.pads_begin[0] = b.shape.pad_top;
+      win_.pads_end[0] = b.shape.pad_bottom;
+      x_user_ = b.x;
+      y_user_ = b.y;
+      return make_pd(attr_, false);
+    };
+    std::vector<std::unique_ptr<dnnl_kernels::BandedKernel>> out = dnnl_kernels::row_band_variants(
+        r, have,
+        [&](const dnnl_kernels::BandViews& b) -> uint64_t {
+          const auto pd = describe_band(b);
+          if (!pd) throw dnnl::error(dnnl_unimplemented, "no int8 convolution for a band");
+          return staged_cost(*pd);
+        },
+        [&](const dnnl_kernels::BandViews& b, bool) -> std::unique_ptr<Kernel> {
+          const auto pd = describe_band(b);
+          return pd ? bind(*pd) : nullptr;
+        });
+    xd_ = whole_x;
+    yd_ = whole_y;
+    win_ = whole;
+    x_user_.reset();
+    y_user_.reset();
+    return out;
+  }
+
+  // Scratchpad bytes of a kernel on `pd`: oneDNN's own and the staged copies of the activations.
+  uint64_t staged_cost(const dnnl::convolution_forward::primitive_desc& pd) const {
+    uint64_t bytes = pd.scratchpad_desc().get_size();
+    const bool shifted_src = float_ && (runtime_src_zp_ || const_src_zp_ != 0);
+    if (shifted_src || !(x_user_md() == pd.src_desc())) bytes += pd.src_desc().get_size();
+    if (!(y_user_md() == pd.dst_desc())) bytes += pd.dst_desc().get_size();
+    return bytes;
+  }
+
+  // The activations as the kernel sees them: the whole tensors in their layouts, or a band's rows.
+  dnnl::memory::desc x_user_md() const { return x_user_ ? *x_user_ : dnnl_kernels::layout_md(xd_, src_dt_, x_layout_); }
+  dnnl::memory::desc y_user_md() const { return y_user_ ? *y_user_ : dnnl_kernels::layout_md(yd_, dst_type(), y_layout_); }
+
   bool read_shapes() {
     const Value* x = present(n_, l_.x);
     const Value* w = present(n_, l_.w);
@@ -403,9 +465,9 @@ class Builder {
     const int zp_input = runtime_src_zp_ ? static_cast<int>(l_.x_zp) : -1;
     if (float_ && (runtime_src_zp_ || const_src_zp_ != 0)) {
       // Staged as float32, less the source zero point.
-      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, dnnl_kernels::layout_md(xd_, src_dt_, x_layout_), pd.src_desc(), const_src_zp_, zp_input);
+      k->bind_input_shifted(DNNL_ARG_SRC, l_.x, x_user_md(), pd.src_desc(), const_src_zp_, zp_input);
     } else {
-      k->bind_input_staged(DNNL_ARG_SRC, l_.x, dnnl_kernels::layout_md(xd_, src_dt_, x_layout_), pd.src_desc());
+      k->bind_input_staged(DNNL_ARG_SRC, l_.x, x_user_md(), pd.src_desc());
     }
     if (float_) {
       const std::vector<float> w(weights_.begin(), weights_.end());
@@ -449,7 +511,7 @@ class Builder {
       const dnnl::memory::desc md = channel_md(static_cast<int64_t>(b.values.size()));
       k->bind_memory(arg, dnnl_kernels::reordered_memory(b.values.data(), b.values.size() * sizeof(float), md, md, ctx, at_));
     }
-    k->bind_output_staged(DNNL_ARG_DST, 0, dnnl_kernels::layout_md(yd_, dst_type(), y_layout_), pd.dst_desc());
+    k->bind_output_staged(DNNL_ARG_DST, 0, y_user_md(), pd.dst_desc());
     if (shifted_) k->set_shifted(shifted_weights());
     return k;
   }
@@ -486,6 +548,8 @@ class Builder {
   std::vector<int32_t> qbias_;
   bool float_ = false;  // the sums in float32 (no VNNI, or weights that do not fit int8)
   int x_layout_ = 0, y_layout_ = 0;  // Value::channel_block of the source and the output
+  dnnl::primitive_attr attr_;         // describe()'s, shared by the bands
+  std::optional<dnnl::memory::desc> x_user_, y_user_;  // a band's rows (bands()), else the whole tensors
   struct Binary {
     int index;                  // in the post-op chain
     std::vector<float> values;  // a constant operand
@@ -496,8 +560,12 @@ class Builder {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env) { return Builder(n, env, kInteger).build(); }
-std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env) { return Builder(n, env, kQLinear).build(); }
+std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env, std::unique_ptr<Kernel> leanest) {
+  return Builder(n, env, kInteger).build(std::move(leanest));
+}
+std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env, std::unique_ptr<Kernel> leanest) {
+  return Builder(n, env, kQLinear).build(std::move(leanest));
+}
 bool dnnl_runs_qlinear_conv(const Node& n, const KernelEnv& env) { return Builder(n, env, kQLinear).describe().has_value(); }
 
 }  // namespace memplan::rt::quant

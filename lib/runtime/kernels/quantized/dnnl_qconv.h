@@ -14,8 +14,11 @@ namespace memplan::rt::quant {
 // products saturate in 16 bits; a QLinearConv's weights less their zero point outside int8), an
 // int32 or 8-bit output channel whose sums could pass 2^24. A ConvInteger's weights outside int8
 // run shifted into it, with the shift's share added back (conv_compensation.h).
-std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env);
-std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env);
+// Where oneDNN stages plain activations in its scratchpad, the kernel's leaner variants
+// (Kernel::take_leaner) are the convolution in bands of output rows, then `leanest` (the
+// caller's loops, which stage nothing), if given.
+std::unique_ptr<Kernel> make_dnnl_conv_integer(const Node& n, const KernelEnv& env, std::unique_ptr<Kernel> leanest);
+std::unique_ptr<Kernel> make_dnnl_qlinear_conv(const Node& n, const KernelEnv& env, std::unique_ptr<Kernel> leanest);
 // Whether make_dnnl_qlinear_conv makes a kernel for the node, whatever its activations' layouts
 // (passes/int8_layouts.h asks before it chooses them). Reorders no weights.
 bool dnnl_runs_qlinear_conv(const Node& n, const KernelEnv& env);

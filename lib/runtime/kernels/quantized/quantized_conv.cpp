@@ -194,13 +194,13 @@ std::unique_ptr<Kernel> make_qconv(const Node& n, const KernelEnv& env, Layout l
   }
   const bool plain = n.inputs[l.x]->channel_block == 0 && n.outputs[0]->channel_block == 0;
   auto loops = [&] { return std::make_unique<QConvKernel>(at, l, g, out, dequantized, *act == FusedActivation::Relu); };
-  if (std::unique_ptr<Kernel> k = l.y_zp >= 0 ? make_dnnl_qlinear_conv(n, env) : make_dnnl_conv_integer(n, env)) {
-    // oneDNN's kernel stages plain tensors into channels-last (or float32) copies in its
-    // scratchpad; the loops need none. Kernel selection takes them where those copies set the
-    // arena's peak and the time allows (pipeline/lean_kernels; --prefer memory whatever the time).
-    if (plain && k->scratchpad_bytes() > 0) k->set_leaner(loops());
+  // oneDNN's kernel stages plain tensors into channels-last (or float32) copies in its
+  // scratchpad; its bands stage a band at a time, the loops nothing. Kernel selection takes them
+  // where those copies set the arena's peak and the time allows (pipeline/lean_kernels; --prefer
+  // memory whatever the time).
+  if (std::unique_ptr<Kernel> k = l.y_zp >= 0 ? make_dnnl_qlinear_conv(n, env, plain ? loops() : nullptr)
+                                              : make_dnnl_conv_integer(n, env, plain ? loops() : nullptr))
     return k;
-  }
   // passes/int8_layouts chooses other layouts only where oneDNN's kernel runs: the loops index NCHW.
   if (!plain) fail_internal(at + ": its activations are not plain, but oneDNN has no kernel for it");
   return loops();
