@@ -149,9 +149,11 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
   int swapped = 0;
   // A kernel's leaner variant may have a leaner one of its own (a convolution in bands, then in
   // thinner bands): a node stays a candidate while its swaps lower the arena. Under Balanced each
-  // variant is timed against the kernel it would replace, and the slowdowns multiply: what is
-  // held to kLeanerSlowdown is the time against the node's first, fastest kernel.
-  std::unordered_map<const Node*, double> slower;
+  // variant is timed against the node's first, fastest kernel, kept alive for it (`retired`):
+  // what is held to kLeanerSlowdown is that one ratio, not a product of ratios each with its own
+  // noise along a chain of variants.
+  std::unordered_map<const Node*, rt::Kernel*> fastest;
+  std::vector<std::unique_ptr<rt::Kernel>> retired;
   struct Trial {
     const Node* node;
     std::unique_ptr<rt::Kernel> replaced;
@@ -175,32 +177,27 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     tried.push_back(n);
     auto it = c.kernels.kernels.find(n);
     if (it == c.kernels.kernels.end() || !it->second) continue;
-    // A variant too slow (under Balanced), or that does not lower the arena, is passed over for
-    // its own leaner one, which may be faster (a convolution in bands against oneDNN's leanest
-    // whole kernel) or leaner (bands of fewer rows): `depth` counts the variants taken from the
-    // current kernel to reach the one tried. Each is timed against the current kernel.
+    // A variant that does not lower the arena, or (under Balanced) is too slow, is passed over
+    // for its own leaner one, which may be leaner (bands of fewer rows) or faster (a convolution
+    // in bands against oneDNN's leanest whole kernel): `depth` counts the variants taken from the
+    // current kernel to reach the one tried. Only a variant that lowers the arena is timed.
+    rt::Kernel* first = fastest.emplace(n, it->second.get()).first->second;
     std::unique_ptr<rt::Kernel> lean = it->second->take_leaner();
-    double ratio = slower.count(n) ? slower[n] : 1.0;
     int depth = 1;
     std::optional<MemoryPlan> replanned;
     for (; lean; ++depth, lean = lean->take_leaner()) {
-      double r = ratio;
-      if (prefer == KernelPreference::Balanced) {
-        r = ratio * slowdown(*it->second, *lean, *n);
-        if (r > kLeanerSlowdown) {
-          spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: passed over",
-                        n->describe(), lean->scratchpad_bytes(), it->second->scratchpad_bytes(), r);
-          continue;
-        }
-      }
       std::swap(it->second, lean);  // `lean` holds the kernel it replaced
       replanned = plan_memory(c.model, planning);
-      if (replanned->arena_bytes <= c.plan.arena_bytes) {
-        ratio = r;
+      const bool lower = replanned->arena_bytes <= c.plan.arena_bytes;
+      const double r = lower && prefer == KernelPreference::Balanced ? slowdown(*first, *it->second, *n) : 1.0;
+      if (!lower)
+        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
+                      n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes, c.plan.arena_bytes);
+      else if (r > kLeanerSlowdown)
+        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: passed over",
+                      n->describe(), it->second->scratchpad_bytes(), first->scratchpad_bytes(), r);
+      else
         break;
-      }
-      spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
-                    n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes, c.plan.arena_bytes);
       std::swap(it->second, lean);  // the faster kernel stays
       replanned.reset();
     }
@@ -218,12 +215,13 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes (or saves too little): kept on trial",
                     n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes);
     } else {
+      for (Trial& t : trial) retired.push_back(std::move(t.replaced));
       trial.clear();
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) lowers the arena from {} to {} bytes", n->describe(),
                     it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned->arena_bytes);
     }
+    if (lean) retired.push_back(std::move(lean));  // (on trial, the trial holds it)
     c.plan = std::move(*replanned);
-    slower[n] = ratio;
     swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);
     tried.pop_back();  // its variant may have a leaner one still
     ++swapped;
