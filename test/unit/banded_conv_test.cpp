@@ -739,17 +739,26 @@ size_t leaner_steps(const memplan::CompiledModel& m) {
   return n;
 }
 
+// A model compiled to prefer speed (`fast`) and to prefer memory (`lean`).
+struct SpeedAndMemory {
+  std::shared_ptr<const memplan::CompiledModel> fast, lean;
+  explicit SpeedAndMemory(const std::string& path) {
+    memplan::CompileOptions speed, memory;
+    speed.prefer = "speed";
+    memory.prefer = "memory";
+    fast = memplan::CompiledModel::compile(path, speed);
+    lean = memplan::CompiledModel::compile(path, memory);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the example model compiled to prefer memory runs its convolutions in bands, in a smaller arena, to its "
           "expected outputs", "[runtime][bands]") {
   const std::string path = (kExample / "model.onnx").string();
-  memplan::CompileOptions speed;
-  speed.prefer = "speed";
-  memplan::CompileOptions memory;
-  memory.prefer = "memory";
-  const auto fast = memplan::CompiledModel::compile(path, speed);
-  const auto lean = memplan::CompiledModel::compile(path, memory);
+  const SpeedAndMemory both(path);
+  const auto& fast = both.fast;
+  const auto& lean = both.lean;
   INFO("arena " << lean->arena_bytes() << " bytes with prefer memory, " << fast->arena_bytes() << " with prefer speed");
   CHECK(leaner_steps(*fast) == 0);
   CHECK(banded_kernels(*fast) == 0);
@@ -787,11 +796,9 @@ TEST_CASE("a Conv and Add fused and run in bands, written over the Add's other i
   const std::string path = dir / "m.onnx";
   std::ofstream(path, std::ios::binary) << b.bytes();
 
-  memplan::CompileOptions speed, memory;
-  speed.prefer = "speed";
-  memory.prefer = "memory";
-  const auto fast = memplan::CompiledModel::compile(path, speed);
-  const auto lean = memplan::CompiledModel::compile(path, memory);
+  const SpeedAndMemory both(path);
+  const auto& fast = both.fast;
+  const auto& lean = both.lean;
   REQUIRE(banded_kernels(*lean) == 1);
   CHECK(lean->arena_bytes() < fast->arena_bytes());
   // The fused Conv's output shares the bytes of the addend it reads.
@@ -860,11 +867,9 @@ TEST_CASE("blazeface compiled to prefer memory runs convolutions in chunks of ch
   // Its depthwise Convs on plain tensors stage channel-blocked copies, and its 1x1 Convs' sums
   // add into their residuals: chunks of groups and of input channels are leaner than bands there.
   const std::string path = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/blazeface_back_256/model.onnx";
-  memplan::CompileOptions speed, memory;
-  speed.prefer = "speed";
-  memory.prefer = "memory";
-  const auto fast = memplan::CompiledModel::compile(path, speed);
-  const auto lean = memplan::CompiledModel::compile(path, memory);
+  const SpeedAndMemory both(path);
+  const auto& fast = both.fast;
+  const auto& lean = both.lean;
   INFO("arena " << lean->arena_bytes() << " bytes with prefer memory, " << fast->arena_bytes() << " with prefer speed");
   CHECK(chunked_kernels(*fast) == 0);
   CHECK(chunked_kernels(*lean) > 0);
@@ -888,12 +893,9 @@ TEST_CASE("an int8 model compiled to prefer memory runs its ConvIntegers in band
   // float32) copies of their plain activations, up to 6 MB, which by default the placement could
   // not pack beside them (below VNNI, off the peak: ctest runs this again under
   // DNNL_MAX_CPU_ISA=AVX2). In bands of rows they fit.
-  const std::string path = std::string(MEMPLAN_SOURCE_DIR) + "/models/quant/mobilenet_v2_dyn/model.onnx";
-  memplan::CompileOptions speed, memory;
-  speed.prefer = "speed";
-  memory.prefer = "memory";
-  const auto fast = memplan::CompiledModel::compile(path, speed);
-  const auto lean = memplan::CompiledModel::compile(path, memory);
+  const SpeedAndMemory both(std::string(MEMPLAN_SOURCE_DIR) + "/models/quant/mobilenet_v2_dyn/model.onnx");
+  const auto& fast = both.fast;
+  const auto& lean = both.lean;
   INFO("arena " << lean->arena_bytes() << " bytes with prefer memory, " << fast->arena_bytes() << " with prefer speed");
   CHECK(banded_kernels(*fast) == 0);
   CHECK(banded_kernels(*lean) > 0);

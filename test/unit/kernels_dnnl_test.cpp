@@ -720,71 +720,69 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
   }
 }
 
+// squeezenet's first MaxPool (64 channels, 3x3, stride 2, no padding) on a side x side input,
+// run once; `want` is the naive pooling's values.
+struct SqueezenetMaxPool {
+  Dims xd, yd;
+  Floats x, want;
+  KernelCase c{"MaxPool"};
+  SqueezenetMaxPool(int64_t side, uint32_t seed)
+      : xd{1, 64, side, side}, yd{1, 64, (side - 3) / 2 + 1, (side - 3) / 2 + 1}, x(random_floats(count(xd), seed)) {
+    Pool2d p;
+    p.kernel = {3, 3};
+    p.strides = {2, 2};
+    p.dilations = {1, 1};
+    p.pads = {0, 0, 0, 0};
+    p.max = true;
+    want = naive_pool2d(x, xd, p, yd[2], yd[3]);
+    c.input("X", F32, xd, x);
+    c.output("Y", F32, yd);
+    c.attr("kernel_shape", p.kernel);
+    c.attr("strides", p.strides);
+  }
+  // Whether the kernel stages both tensors (below AVX-512).
+  bool staged() { return c.kernel()->scratchpad_bytes() >= (count(xd) + count(yd)) * sizeof(float); }
+};
+
 TEST_CASE("a plain pooling oneDNN has no jit kernel for runs channel-blocked, with the same values", "[kernels][dnnl][isa]") {
-  // squeezenet's first MaxPool, smaller: 64 channels, 3x3 stride 2. Below AVX-512 (ctest runs this
-  // again under DNNL_MAX_CPU_ISA=AVX2) oneDNN pools plain NCHW only in C++, about 20 times slower.
-  const Dims xd{1, 64, 15, 15}, yd{1, 64, 7, 7};
-  Pool2d p;
-  p.kernel = {3, 3};
-  p.strides = {2, 2};
-  p.dilations = {1, 1};
-  p.pads = {0, 0, 0, 0};
-  p.max = true;
-  const Floats x = random_floats(count(xd), 61);
-  KernelCase c("MaxPool");
-  c.input("X", F32, xd, x);
-  c.output("Y", F32, yd);
-  c.attr("kernel_shape", p.kernel);
-  c.attr("strides", p.strides);
-  REQUIRE(c.run());
-  require_close(c.result_as<float>(0), naive_pool2d(x, xd, p, yd[2], yd[3]));
+  // Below AVX-512 (ctest runs this again under DNNL_MAX_CPU_ISA=AVX2) oneDNN pools plain NCHW only
+  // in C++, about 20 times slower.
+  SqueezenetMaxPool t(15, 61);
+  REQUIRE(t.c.run());
+  require_close(t.c.result_as<float>(0), t.want);
   // What oneDNN offers for the plain tensors: staged copies exactly where that is not jit code.
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   auto plain = [](const Dims& d) { return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw); };
-  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, plain(xd), plain(yd),
-                                   {2, 2}, {3, 3}, {0, 0}, {0, 0}, {0, 0});
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, plain(t.xd),
+                                   plain(t.yd), {2, 2}, {3, 3}, {0, 0}, {0, 0}, {0, 0});
   dnnl::primitive_attr user;
   user.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::pooling_v2_forward::primitive_desc pd(d, user, eng);
   const bool plain_is_jit = std::string(pd.impl_info_str()).rfind("jit", 0) == 0;
   INFO("oneDNN's plain pooling is jit code: " << plain_is_jit);
-  const uint64_t staged = (count(xd) + count(yd)) * sizeof(float);
-  if (plain_is_jit) CHECK(c.kernel()->scratchpad_bytes() == pd.scratchpad_desc().get_size());
-  else CHECK(c.kernel()->scratchpad_bytes() >= staged);
+  if (plain_is_jit) CHECK(t.c.kernel()->scratchpad_bytes() == pd.scratchpad_desc().get_size());
+  else CHECK(t.staged());
 }
 
 TEST_CASE("a staged pooling has chunks of its channels as leaner variants, with the same values", "[kernels][dnnl][isa]") {
   // Below AVX-512 (ctest runs this again under DNNL_MAX_CPU_ISA=AVX2) a plain MaxPool is pooled
   // channel-blocked through staged copies; each chunk of channels stages only its own.
-  const Dims xd{1, 64, 40, 40}, yd{1, 64, 19, 19};
-  Pool2d p;
-  p.kernel = {3, 3};
-  p.strides = {2, 2};
-  p.dilations = {1, 1};
-  p.pads = {0, 0, 0, 0};
-  p.max = true;
-  const Floats x = random_floats(count(xd), 62);
-  KernelCase c("MaxPool");
-  c.input("X", F32, xd, x);
-  c.output("Y", F32, yd);
-  c.attr("kernel_shape", p.kernel);
-  c.attr("strides", p.strides);
-  REQUIRE(c.run());
-  const Floats want = naive_pool2d(x, xd, p, yd[2], yd[3]);
-  require_close(c.result_as<float>(0), want);
-  const bool staged = c.kernel()->scratchpad_bytes() >= (count(xd) + count(yd)) * sizeof(float);
-  uint64_t last = c.kernel()->scratchpad_bytes();
+  SqueezenetMaxPool t(39, 62);
+  REQUIRE(t.c.run());
+  require_close(t.c.result_as<float>(0), t.want);
+  const bool staged = t.staged();
+  uint64_t last = t.c.kernel()->scratchpad_bytes();
   int variants = 0;
-  while (c.run_leaner()) {
+  while (t.c.run_leaner()) {
     ++variants;
-    CHECK(c.kernel()->scratchpad_bytes() < last);
-    last = c.kernel()->scratchpad_bytes();
-    require_close(c.result_as<float>(0), want);
+    CHECK(t.c.kernel()->scratchpad_bytes() < last);
+    last = t.c.kernel()->scratchpad_bytes();
+    require_close(t.c.result_as<float>(0), t.want);
   }
   INFO("staged " << staged);
   // Staged: 2, 4 and 8 chunks of the 8 channel blocks (down to 64 KB), then the plain kernel.
   CHECK(variants == (staged ? 4 : 0));
-  CHECK(last == (staged ? 0 : c.kernel()->scratchpad_bytes()));
+  CHECK(last == (staged ? 0 : t.c.kernel()->scratchpad_bytes()));
 }
 
 TEST_CASE("MaxPool auto_pad SAME_UPPER", "[kernels][dnnl]") {
