@@ -741,8 +741,9 @@ size_t leaner_steps(const memplan::CompiledModel& m) {
 
 // A model compiled to prefer speed (`fast`) and to prefer memory (`lean`).
 struct SpeedAndMemory {
+  std::string path;
   std::shared_ptr<const memplan::CompiledModel> fast, lean;
-  explicit SpeedAndMemory(const std::string& path) {
+  explicit SpeedAndMemory(std::string model) : path(std::move(model)) {
     memplan::CompileOptions speed, memory;
     speed.prefer = "speed";
     memory.prefer = "memory";
@@ -901,5 +902,14 @@ TEST_CASE("an int8 model compiled to prefer memory runs its ConvIntegers in band
   CHECK(banded_kernels(*lean) > 0);
   CHECK(lean->arena_bytes() < fast->arena_bytes());
   CHECK(lean->arena_bytes() == lean->impl().plan.graphs[0].lower_bound_bytes);
-  require_close(run_outputs(lean), run_outputs(fast), abs_rel(1e-4, 1e-3));
+  const Floats got = run_outputs(lean);
+  require_close(got, run_outputs(fast), abs_rel(1e-4, 1e-3));
+
+  // A plan file keeps the choice: loading makes the same int8 bands and plans the same arena.
+  memplan::test::TempDir dir("banded_int8");
+  lean->save_plan(dir / "lean.mplan");
+  const auto loaded = memplan::CompiledModel::load(both.path, dir / "lean.mplan");
+  CHECK(loaded->arena_bytes() == lean->arena_bytes());
+  CHECK(banded_kernels(*loaded) == banded_kernels(*lean));
+  CHECK(run_outputs(loaded) == got);
 }

@@ -1,6 +1,5 @@
 // Conv (with the fusions documented in dnnl/registration.cpp) and ConvTranspose.
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -352,9 +351,9 @@ class ConvBuilder {
       pd_ = chosen;
     }
     // The chain: k, the leanest whole kernel, bands of rows, then chunks of channels (made when
-    // taken). Kernel selection passes over a variant too slow for the next one, and takes none
-    // that does not lower the arena: the chunks, faster than the leanest whole kernel where that
-    // is a slow one, may still need more scratchpad.
+    // taken). Kernel selection passes over a variant that is too slow or does not lower the arena
+    // for the next one: the chunks, faster than the leanest whole kernel where that is a slow
+    // one, may still need more scratchpad than the last bands.
     LeanerChain chain(k);
     chain.append(std::move(lean));
     for (std::unique_ptr<BandedKernel>& b : bands(best ? best_cost : have)) chain.append(std::move(b));

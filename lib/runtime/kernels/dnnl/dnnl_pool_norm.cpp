@@ -29,7 +29,7 @@ std::unique_ptr<Kernel> src_to_dst(std::unique_ptr<PrimitiveKernel> k, const dnn
 template <class Make>
 std::unique_ptr<BandedKernel> channel_chunks(const Dims& x, const Dims& y, dnnl::memory::data_type type, int64_t per,
                                              const Make& make, const std::string& where) {
-  const uint64_t elt = dnnl::memory::desc({1}, type, dnnl::memory::format_tag::a).get_size();
+  const uint64_t elt = dnnl_data_type_size(static_cast<dnnl_data_type_t>(type));
   const uint64_t in_plane = static_cast<uint64_t>(x[2] * x[3]) * elt, out_plane = static_cast<uint64_t>(y[2] * y[3]) * elt;
   std::vector<BandedKernel::Part> parts;
   std::vector<BandedKernel::Band> bands;

@@ -8,9 +8,7 @@ namespace memplan::rt::dnnl_kernels {
 
 namespace {
 
-uint64_t element_bytes(dnnl::memory::data_type t) {
-  return dnnl::memory::desc({1}, t, dnnl::memory::format_tag::a).get_size();
-}
+uint64_t element_bytes(dnnl::memory::data_type t) { return dnnl_data_type_size(static_cast<dnnl_data_type_t>(t)); }
 
 // The band of output rows [o0, o1).
 BandShape band_shape(const RowBanding& r, int64_t o0, int64_t o1) {
