@@ -111,21 +111,30 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   };
   seconds(fast, fast_state.get());
   seconds(lean, lean_state.get());
-  double best_fast = 1e30, best_lean = 1e30, total = 0;
-  for (int round = 0; round < 30 && (round < 5 || total < 0.02); ++round) {
-    const double f = seconds(fast, fast_state.get()), l = seconds(lean, lean_state.get());
-    best_fast = std::min(best_fast, f);
-    best_lean = std::min(best_lean, l);
-    total += f + l;
+  std::vector<TimedRound> rounds;
+  double total = 0;
+  for (int round = 0; round < 31 && (round < 5 || total < 0.02); ++round) {
+    // The first in a round goes second in the next, so neither always finds the other's warmth.
+    TimedRound r;
+    if (round % 2 == 0) {
+      r.fast = seconds(fast, fast_state.get());
+      r.lean = seconds(lean, lean_state.get());
+    } else {
+      r.lean = seconds(lean, lean_state.get());
+      r.fast = seconds(fast, fast_state.get());
+    }
+    rounds.push_back(r);
+    total += r.fast + r.lean;
   }
-  spdlog::debug("timing {}: fast {:.4f} ms lean {:.4f} ms", n.describe(), best_fast * 1e3, best_lean * 1e3);
-  return best_lean / std::max(best_fast, 1e-9);
+  const double ratio = round_slowdown(rounds);
+  spdlog::debug("timing {}: lean / fast {:.2f} (the median of {} rounds)", n.describe(), ratio, rounds.size());
+  return ratio;
 }
 
 // How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
 // compile-time shapes, each run after the caches were stirred as an inference leaves them: the
-// fastest run of each, the two run in turn (after a warm-up each) so
-// that a busy moment of the machine slows both, for at least 5 rounds and 20 ms. Infinite where
+// median ratio of rounds that run the two in turn (after a warm-up each), for at least 5 rounds
+// and 20 ms. Infinite where
 // a kernel refuses the zeroed tensors (a run-time scale of 0): it cannot be timed.
 double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   try {
@@ -137,6 +146,15 @@ double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
 }
 
 }  // namespace
+
+double round_slowdown(std::vector<TimedRound> rounds) {
+  if (rounds.empty()) return std::numeric_limits<double>::infinity();
+  std::vector<double> ratios;
+  for (const TimedRound& r : rounds) ratios.push_back(r.lean / std::max(r.fast, 1e-12));
+  const auto mid = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
+  std::nth_element(ratios.begin(), mid, ratios.end());
+  return *mid;
+}
 
 int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPreference prefer) {
   if (prefer == KernelPreference::Speed) return 0;

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeline/compile_pipeline.h"
 
@@ -17,6 +18,16 @@ const char* preference_name(KernelPreference p);
 constexpr double kLeanerSlowdown = 1.25;
 // The least share of the arena a swap under Balanced must save (with the swaps kept on trial).
 constexpr double kMinSaving = 0.01;
+
+// One round of timing a leaner kernel against the fastest: the seconds of a run of each, in turn.
+struct TimedRound {
+  double fast = 0, lean = 0;
+};
+// How many times as long the leaner kernel takes: the median of the rounds' ratios (infinite for
+// no rounds). A busy moment of the machine (another process, a clock change) slows both sides of
+// one round; a round it slowed on one side only is an outlier the median drops. The fastest run
+// of each, compared instead, can come from two different states of the machine.
+double round_slowdown(std::vector<TimedRound> rounds);
 
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
 // c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once
