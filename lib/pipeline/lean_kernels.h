@@ -23,11 +23,12 @@ constexpr double kMinSaving = 0.01;
 struct TimedRound {
   double fast = 0, lean = 0;
 };
-// How many times as long the leaner kernel takes: the median of the rounds' ratios (infinite for
-// no rounds). A busy moment of the machine (another process, a clock change) slows both sides of
-// one round; a round it slowed on one side only is an outlier the median drops. The fastest run
-// of each, compared instead, can come from two different states of the machine.
-double round_slowdown(std::vector<TimedRound> rounds);
+// How many times as long the leaner kernel takes: the lower quartile of its runs over the lower
+// quartile of the fastest kernel's (infinite for no rounds). A busy machine (another process, a
+// thread descheduled) only ever adds time: the quartile is a run it left alone, where a median
+// would take its noise. And it is not the single fastest run of each, which can come from a quiet
+// moment that only one kernel's run met.
+double round_slowdown(const std::vector<TimedRound>& rounds);
 
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
 // c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once

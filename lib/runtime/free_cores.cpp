@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 namespace memplan {
 
@@ -115,9 +116,13 @@ FreeCores::FreeCores() : last_(read_cpu_sample()) {
   if (last_) cpus_ = last_->cpus;
 }
 
-std::optional<double> FreeCores::others_busy() {
+std::optional<double> FreeCores::others_busy(bool wait_for_first) {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (!last_) return std::nullopt;
+  if (wait_for_first && !others_) {
+    const int64_t left = last_->wall_ns + kWindowNs - steady_ns();
+    if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left));
+  }
   if (steady_ns() - last_->wall_ns >= kWindowNs) {
     const std::optional<CpuSample> now = read_cpu_sample();
     if (!now) return others_;
@@ -126,6 +131,12 @@ std::optional<double> FreeCores::others_busy() {
     cpus_ = now->cpus;
   }
   return others_;
+}
+
+int threads_left_free(int full, bool wait_for_first) {
+  FreeCores& cores = FreeCores::process();
+  const std::optional<double> others = cores.others_busy(wait_for_first);
+  return others ? threads_for_free_cores(full, cores.cpus(), *others, RunInFlight::count()) : full;
 }
 
 RunInFlight::RunInFlight() { runs_in_flight.fetch_add(1, std::memory_order_relaxed); }

@@ -48,8 +48,9 @@ class FreeCores {
   static FreeCores& process();
 
   // The cores other processes used in the latest window, or nullopt when nothing is measured yet
-  // (or cannot be). Reads a new sample when the window is over.
-  std::optional<double> others_busy();
+  // (or cannot be). Reads a new sample when the window is over. `wait_for_first`: where no window
+  // is complete yet, waits for the first to end (at most kWindowNs) rather than say nullopt.
+  std::optional<double> others_busy(bool wait_for_first = false);
   int cpus() const { return cpus_; }
 
  private:
@@ -59,6 +60,12 @@ class FreeCores {
   std::optional<double> others_;
   int cpus_ = 0;
 };
+
+// The threads of `full` that the cores left free allow a run: the other processes' load
+// (FreeCores::process()), shared among this process's runs in flight. `full` where the machine's
+// counters cannot be read or (without `wait_for_first`, see FreeCores::others_busy) nothing is
+// measured yet.
+int threads_left_free(int full, bool wait_for_first = false);
 
 // Counts a run in flight in this process for its scope (threads_for_free_cores shares the free
 // cores among them).

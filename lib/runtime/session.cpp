@@ -65,14 +65,6 @@ int session_threads(const CompiledModel::Impl& m, const SessionOptions& o) {
   return o.threads > 0 ? o.threads : m.threads;
 }
 
-// The threads the cores left free allow this run: the other processes' load, shared among this
-// process's runs in flight. No limit where the machine's counters cannot be read.
-int free_cores(int full) {
-  FreeCores& cores = FreeCores::process();
-  const std::optional<double> others = cores.others_busy();
-  return others ? threads_for_free_cores(full, cores.cpus(), *others, RunInFlight::count()) : full;
-}
-
 }  // namespace
 
 Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions opts)
@@ -234,7 +226,7 @@ void Session::Impl::run() {
       fail(m.model.path + ": input '" + inputs[i]->name +
            "' is not set; set it before each run (its memory is reused once read) or bind it zero-copy");
   const RunInFlight in_flight;
-  const int threads = adaptive.next(options.adapt_to_load && run_threads > 1 ? free_cores(run_threads) : run_threads);
+  const int threads = adaptive.next(options.adapt_to_load && run_threads > 1 ? threads_left_free(run_threads) : run_threads);
   const ThreadScope scope(threads);
   adaptive.begin(threads);
   if (options.check_memory) std::fill(written.begin(), written.end(), 0);

@@ -153,6 +153,19 @@ TEST_CASE("this machine's CPU counters are read, for the CPUs this process may r
   CHECK(later->wall_ns - s->wall_ns >= 100'000'000);
 }
 
+TEST_CASE("asked to wait, the machine's load is measured over a whole first window, never unknown", "[threads]") {
+  // Kernel selection times kernels at the threads the free cores allow: it waits for the first
+  // window (at most 100 ms) rather than time two threads blind beside a busy process.
+  memplan::FreeCores& cores = memplan::FreeCores::process();
+  const std::optional<double> others = cores.others_busy(true);
+  REQUIRE(others.has_value());
+  CHECK(*others >= 0.0);
+  CHECK(cores.others_busy().has_value());
+  const int threads = memplan::threads_left_free(2, true);
+  CHECK(threads >= 1);
+  CHECK(threads <= 2);
+}
+
 TEST_CASE("a session of four threads with three cores free runs on one: its kernels have no three-thread form",
           "[threads]") {
   LoadAdaptiveThreads adapt(4, true);
