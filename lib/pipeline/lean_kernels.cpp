@@ -69,7 +69,7 @@ void largest_scratchpads(const Compilation& c, const Graph& main, std::vector<co
 }
 
 // slowdown(), which may throw where a kernel refuses the zeroed tensors.
-double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
+double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads) {
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
   auto buffer = [&](uint64_t bytes) {
     const size_t size = (static_cast<size_t>(bytes) + 63) / 64 * 64 + 64;
@@ -117,7 +117,7 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
   // one that lost its core, by many times a kernel's time, and which kernel it hits most is
   // chance: the plain MaxPool, 16x slower alone, once timed at 0.3x the staged one beside a busy
   // process.
-  const ThreadScope threads(threads_left_free(omp_get_max_threads(), true));
+  const ThreadScope threads(threads_left_free(model_threads, true));
   seconds(fast, fast_state.get());
   seconds(lean, lean_state.get());
   std::vector<TimedRound> rounds;
@@ -146,9 +146,9 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
 // ratio of their lower quartiles over rounds that run the two in turn (after a warm-up each), for
 // at least 8 rounds and 20 ms. Infinite where
 // a kernel refuses the zeroed tensors (a run-time scale of 0): it cannot be timed.
-double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n) {
+double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads) {
   try {
-    return timed_slowdown(fast, lean, n);
+    return timed_slowdown(fast, lean, n, model_threads);
   } catch (const Error& e) {
     spdlog::debug("{}: cannot be timed on zeroed inputs ({})", n.describe(), e.what());
     return std::numeric_limits<double>::infinity();
@@ -171,6 +171,9 @@ double round_slowdown(const std::vector<TimedRound>& rounds) {
 
 int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPreference prefer) {
   if (prefer == KernelPreference::Speed) return 0;
+  // Variants are made here (take_leaner), for the thread count the model's kernels were made for
+  // (oneDNN fixes a primitive's work split and per-thread scratchpad when it is made).
+  const ThreadScope model_threads(c.dnnl->threads);
   std::vector<const Graph*> graphs;
   for_each_graph(*c.model.main, [&](Graph& g) { graphs.push_back(&g); });
   std::vector<const Node*> tried, swapped_nodes;
@@ -220,7 +223,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       std::swap(it->second, lean);  // `lean` holds the kernel it replaced
       replanned = plan_memory(c.model, planning);
       const bool lower = replanned->arena_bytes <= c.plan.arena_bytes;
-      const double r = lower && prefer == KernelPreference::Balanced ? slowdown(*first, *it->second, *n) : 1.0;
+      const double r = lower && prefer == KernelPreference::Balanced ? slowdown(*first, *it->second, *n, c.dnnl->threads) : 1.0;
       if (!lower)
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
                       n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes, c.plan.arena_bytes);
@@ -274,6 +277,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
 }
 
 void take_planned_lean_kernels(Compilation& c, const std::string& plan_path) {
+  const ThreadScope model_threads(c.dnnl->threads);  // as choose_lean_kernels made them
   size_t gi = 0;
   for_each_graph(*c.model.main, [&](Graph& g) {
     for (int32_t step : c.plan.graphs[gi].leaner_kernels) {

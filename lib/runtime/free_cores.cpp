@@ -117,12 +117,17 @@ FreeCores::FreeCores() : last_(read_cpu_sample()) {
 }
 
 std::optional<double> FreeCores::others_busy(bool wait_for_first) {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (!last_) return std::nullopt;
-  if (wait_for_first && !others_) {
-    const int64_t left = last_->wall_ns + kWindowNs - steady_ns();
+  if (wait_for_first) {
+    int64_t left = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (last_ && !others_) left = last_->wall_ns + kWindowNs - steady_ns();
+    }
+    // Unlocked: a session's run reading the load meanwhile is not held up.
     if (left > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(left));
   }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (!last_) return std::nullopt;
   if (steady_ns() - last_->wall_ns >= kWindowNs) {
     const std::optional<CpuSample> now = read_cpu_sample();
     if (!now) return others_;
