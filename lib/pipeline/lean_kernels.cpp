@@ -18,6 +18,7 @@
 #include "plan/plan_peak.h"
 #include "runtime/free_cores.h"
 #include "runtime/run_threads.h"
+#include "util/checked.h"
 
 namespace memplan {
 
@@ -81,8 +82,22 @@ uint64_t layout_offset(int layout, size_t k) {
   return (static_cast<uint64_t>(2 * layout + 3) * (k + 1) * 1088) % kPage / 64 * 64;
 }
 
-// slowdown(), which may throw where a kernel refuses the zeroed tensors.
+// The most bytes a timing allocates (the node's tensors, the larger scratchpad), and the most
+// seconds its rounds run (after the first two). Sizes come from the model: a Conv over a 3.7 GB
+// tensor, timed as any other, held a compile for minutes in 9.5 GB of memory. A node past
+// either is not timed (it keeps its fastest kernel unless memory is preferred).
+constexpr uint64_t kMaxTimedBytes = uint64_t{512} << 20;
+constexpr double kMaxTimedSeconds = 0.5;
+
+// slowdown(), which may throw where a kernel refuses the zeroed tensors or the node is too large
+// to time.
 double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads, int layout) {
+  uint64_t bytes = std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes());
+  for (const auto* values : {&n.inputs, &n.outputs})
+    for (const Value* v : *values)
+      if (v) bytes = checked_add(bytes, v->constant ? v->constant->byte_size() : v->capacity_bytes, n.describe());
+  if (bytes > kMaxTimedBytes)
+    fail(n.describe() + ": " + std::to_string(bytes) + " bytes of tensors, too many to time at compile");
   std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
   // Buffer k starts at page offset layout_offset(layout, k): the same in every compile (not
   // wherever the heap puts it), a different pattern per layout.
@@ -90,6 +105,7 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int mod
     const uint64_t offset = layout_offset(layout, memory.size());
     const size_t size = (static_cast<size_t>(bytes + offset) + kPage - 1) / kPage * kPage + kPage;
     memory.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kPage, size)), &std::free);
+    if (!memory.back()) fail(n.describe() + ": cannot allocate " + std::to_string(size) + " bytes to time it");
     std::fill_n(memory.back().get(), size, std::byte{0});
     return memory.back().get() + offset;
   };
@@ -138,7 +154,7 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int mod
   seconds(lean, lean_state.get());
   std::vector<TimedRound> rounds;
   double total = 0;
-  for (int round = 0; round < 31 && (round < 8 || total < 0.02); ++round) {
+  for (int round = 0; round < 31 && (round < 8 || total < 0.02) && (round < 2 || total < kMaxTimedSeconds); ++round) {
     // The first in a round goes second in the next, so neither always finds the other's warmth.
     TimedRound r;
     if (round % 2 == 0) {
@@ -175,7 +191,7 @@ double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_thr
     }
     return ratios[ratios.size() / 2];
   } catch (const Error& e) {
-    spdlog::debug("{}: cannot be timed on zeroed inputs ({})", n.describe(), e.what());
+    spdlog::debug("{}: cannot be timed ({})", n.describe(), e.what());
     return std::numeric_limits<double>::infinity();
   }
 }

@@ -8,6 +8,8 @@
 // fastest kernels.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -776,6 +778,38 @@ TEST_CASE("the example model compiled to prefer memory runs its convolutions in 
   CHECK(banded_kernels(*loaded) == banded_kernels(*lean));
   CHECK(leaner_steps(*loaded) == leaner_steps(*lean));
   require_expected_outputs(loaded, 1);
+}
+
+TEST_CASE("a Conv too large to time at compile keeps its fastest kernel by default, and is compiled without "
+          "allocating its tensors", "[runtime][bands][isa]") {
+  // A depthwise Conv over a 3.7 GB input (sizes come from the model): timing its leaner variants
+  // as any other's held a compile for minutes in 9.5 GB of memory. It is not timed: by default it
+  // keeps its fastest kernel; preferring memory still takes the leaner one.
+  memplan::test::ModelBuilder b;
+  using memplan::test::elem::kFloat;
+  constexpr int64_t kChannels = 58, kSide = 4000;
+  memplan::test::add_input(b.graph(), "x", kFloat, {1, kChannels, kSide, kSide});
+  memplan::test::add_initializer(b.graph(), memplan::test::tensor_f32("w", {kChannels, 1, 3, 3}, random_floats(kChannels * 9, 7)));
+  auto* conv = memplan::test::add_node(b.graph(), "Conv", {"x", "w"}, {"y"}, "depthwise");
+  memplan::test::attr_ints(conv, "pads", {1, 1, 1, 1});
+  memplan::test::attr_ints(conv, "strides", {2, 2});
+  memplan::test::attr_int(conv, "group", kChannels);
+  memplan::test::add_output(b.graph(), "y", kFloat, {1, kChannels, kSide / 2, kSide / 2});
+  memplan::test::TempDir dir("untimed_conv");
+  const std::string path = dir / "m.onnx";
+  std::ofstream(path, std::ios::binary) << b.bytes();
+
+  const auto by_default = memplan::CompiledModel::compile(path, {});
+  memplan::CompileOptions memory;
+  memory.prefer = "memory";
+  const auto lean = memplan::CompiledModel::compile(path, memory);
+  CHECK(leaner_steps(*by_default) == 0);
+  CHECK(leaner_steps(*lean) > 0);
+  CHECK(lean->arena_bytes() < by_default->arena_bytes());
+  // The process never held the input's 3.7 GB (under a sanitizer, its own memory comes on top).
+  rusage usage{};
+  REQUIRE(getrusage(RUSAGE_SELF, &usage) == 0);
+  CHECK(usage.ru_maxrss < 1024 * 1024);  // KiB
 }
 
 TEST_CASE("a Conv and Add fused and run in bands, written over the Add's other input, gives the numbers of the whole "
