@@ -38,7 +38,8 @@ struct CompileOptions {
   // there); false plans every tensor its own bytes (the no-alias plan, for comparison).
   bool share_storage = true;
   // Kernels chosen for memory: "balanced" (a leaner kernel where its scratchpad would set the
-  // arena's peak and it costs at most 1.25x the time), "memory" (whatever the time) or "speed".
+  // arena's peak and it costs at most 1.25x the time, or more where the leaner kernels together
+  // add at most 2% of the model's time), "memory" (whatever the time) or "speed".
   std::string prefer = "balanced";
   uint64_t max_arena = 0;  // fail to compile unless the arena fits this many bytes (0: no budget)
   // Plan no arena bytes for the main graph's inputs (nor for views of them, such as a Reshape):

@@ -89,27 +89,52 @@ uint64_t layout_offset(int layout, size_t k) {
 constexpr uint64_t kMaxTimedBytes = uint64_t{512} << 20;
 constexpr double kMaxTimedSeconds = 0.5;
 
-// slowdown(), which may throw where a kernel refuses the zeroed tensors or the node is too large
-// to time.
-double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads, int layout) {
-  uint64_t bytes = std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes());
-  for (const auto* values : {&n.inputs, &n.outputs})
-    for (const Value* v : *values)
-      if (v) bytes = checked_add(bytes, v->constant ? v->constant->byte_size() : v->capacity_bytes, n.describe());
-  if (bytes > kMaxTimedBytes)
-    fail(n.describe() + ": " + std::to_string(bytes) + " bytes of tensors, too many to time at compile");
-  std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory;
+// A node's tensors and one scratchpad, placed for timing its kernels on zeroed values. Throws
+// where the node is too large to time or the memory cannot be had.
+class NodeBench {
+ public:
+  // `stir`: each run starts with the caches stirred (seconds()).
+  NodeBench(const Node& n, uint64_t scratchpad_bytes, int layout, bool stir) : n_(n), layout_(layout) {
+    uint64_t bytes = scratchpad_bytes;
+    for (const auto* values : {&n.inputs, &n.outputs})
+      for (const Value* v : *values)
+        if (v) bytes = checked_add(bytes, v->constant ? v->constant->byte_size() : v->capacity_bytes, n.describe());
+    if (bytes > kMaxTimedBytes)
+      fail(n.describe() + ": " + std::to_string(bytes) + " bytes of tensors, too many to time at compile");
+    in_ = views(n.inputs);
+    outs_ = views(n.outputs);
+    pad_ = buffer(scratchpad_bytes);
+    if (stir) evict_ = buffer(kEvictBytes);
+  }
+
+  // Seconds of one run of `k`, started as in an inference: its inputs just written by their
+  // producers, its scratchpad and output last touched several nodes ago (out of the nearest
+  // caches). Timed back to back on the same bytes, a kernel with large staged copies would find
+  // them all in cache and look faster than it runs in the model (squeezenet's staged MaxPool:
+  // 0.15 ms here against 0.32 ms in the model, while two chunks of its channels run in 0.33 ms
+  // in both).
+  // (Made not to stir: the caches as the last run left them.)
+  double seconds(rt::Kernel& k, rt::KernelState* state) {
+    if (evict_) std::fill_n(evict_, kEvictBytes, std::byte{++stamp_});
+    for (size_t i = 0; i < in_.size(); ++i)
+      if (in_[i].data && !n_.inputs[i]->constant) std::fill_n(in_[i].data, in_[i].capacity, std::byte{0});
+    const auto t0 = std::chrono::steady_clock::now();
+    k.run(rt::KernelArgs{in_, outs_, pad_, state});
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
   // Buffer k starts at page offset layout_offset(layout, k): the same in every compile (not
   // wherever the heap puts it), a different pattern per layout.
-  auto buffer = [&](uint64_t bytes) {
-    const uint64_t offset = layout_offset(layout, memory.size());
+  std::byte* buffer(uint64_t bytes) {
+    const uint64_t offset = layout_offset(layout_, memory_.size());
     const size_t size = (static_cast<size_t>(bytes + offset) + kPage - 1) / kPage * kPage + kPage;
-    memory.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kPage, size)), &std::free);
-    if (!memory.back()) fail(n.describe() + ": cannot allocate " + std::to_string(size) + " bytes to time it");
-    std::fill_n(memory.back().get(), size, std::byte{0});
-    return memory.back().get() + offset;
-  };
-  auto views = [&](const std::vector<Value*>& values) {
+    memory_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kPage, size)), &std::free);
+    if (!memory_.back()) fail(n_.describe() + ": cannot allocate " + std::to_string(size) + " bytes to time it");
+    std::fill_n(memory_.back().get(), size, std::byte{0});
+    return memory_.back().get() + offset;
+  }
+  std::vector<rt::TensorView> views(const std::vector<Value*>& values) {
     std::vector<rt::TensorView> out;
     for (const Value* v : values) {
       rt::TensorView t;
@@ -124,82 +149,104 @@ double timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int mod
       out.push_back(t);
     }
     return out;
-  };
-  const std::vector<rt::TensorView> in = views(n.inputs);
-  std::vector<rt::TensorView> outs = views(n.outputs);
-  std::byte* pad = buffer(std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes()));
+  }
+
+  const Node& n_;
+  const int layout_;
+  std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory_;
+  std::vector<rt::TensorView> in_, outs_;
+  std::byte* pad_ = nullptr;
+  std::byte* evict_ = nullptr;
+  uint8_t stamp_ = 0;
+};
+
+// slowdown() in one placement of the buffers; throws where a kernel refuses the zeroed tensors
+// or the node is too large to time.
+Slowdown timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads, int layout) {
+  NodeBench bench(n, std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes()), layout, true);
   const std::unique_ptr<rt::KernelState> fast_state = fast.make_state(), lean_state = lean.make_state();
-  // Each timed run starts as in an inference: its inputs just written by their producers, its
-  // scratchpad and output last touched several nodes ago (out of the nearest caches). Timed back
-  // to back on the same bytes, a kernel with large staged copies would find them all in cache and
-  // look faster than it runs in the model (squeezenet's staged MaxPool: 0.15 ms here against
-  // 0.32 ms in the model, while two chunks of its channels run in 0.33 ms in both).
-  std::byte* evict = buffer(kEvictBytes);
-  uint8_t stamp = 0;
-  auto seconds = [&](rt::Kernel& k, rt::KernelState* state) {
-    std::fill_n(evict, kEvictBytes, std::byte{++stamp});
-    for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].data && !n.inputs[i]->constant) std::fill_n(in[i].data, in[i].capacity, std::byte{0});
-    const auto t0 = std::chrono::steady_clock::now();
-    k.run(rt::KernelArgs{in, outs, pad, state});
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
   // The rounds run at the threads an inference would get now: one where other processes hold
   // cores (runtime/run_threads.h). Two OpenMP threads timed there wait at every barrier for the
   // one that lost its core, by many times a kernel's time, and which kernel it hits most is
   // chance: the plain MaxPool, 16x slower alone, once timed at 0.3x the staged one beside a busy
   // process.
   const ThreadScope threads(threads_left_free(model_threads, true));
-  seconds(fast, fast_state.get());
-  seconds(lean, lean_state.get());
+  bench.seconds(fast, fast_state.get());
+  bench.seconds(lean, lean_state.get());
   std::vector<TimedRound> rounds;
   double total = 0;
   for (int round = 0; round < 31 && (round < 8 || total < 0.02) && (round < 2 || total < kMaxTimedSeconds); ++round) {
     // The first in a round goes second in the next, so neither always finds the other's warmth.
     TimedRound r;
     if (round % 2 == 0) {
-      r.fast = seconds(fast, fast_state.get());
-      r.lean = seconds(lean, lean_state.get());
+      r.fast = bench.seconds(fast, fast_state.get());
+      r.lean = bench.seconds(lean, lean_state.get());
     } else {
-      r.lean = seconds(lean, lean_state.get());
-      r.fast = seconds(fast, fast_state.get());
+      r.lean = bench.seconds(lean, lean_state.get());
+      r.fast = bench.seconds(fast, fast_state.get());
     }
     rounds.push_back(r);
     total += r.fast + r.lean;
   }
-  const double ratio = round_slowdown(rounds);
-  spdlog::debug("timing {}: lean / fast {:.2f} ({} rounds, {} threads)", n.describe(), ratio, rounds.size(),
-                omp_get_max_threads());
-  return ratio;
+  const Slowdown s = round_slowdown(rounds);
+  spdlog::debug("timing {}: lean / fast {:.2f}, fast {:.3f} ms ({} rounds, {} threads)", n.describe(), s.ratio,
+                s.fast_seconds * 1e3, rounds.size(), omp_get_max_threads());
+  return s;
 }
 
 // How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
 // compile-time shapes, each run after the caches were stirred as an inference leaves them: the
 // ratio of their lower quartiles over rounds that run the two in turn (after a warm-up each), for
 // at least 8 rounds and 20 ms (near kLeanerSlowdown, the median of three placements of the
-// buffers). Infinite where
-// a kernel refuses the zeroed tensors (a run-time scale of 0): it cannot be timed.
-double slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads) {
+// buffers). Infinite where a kernel refuses the zeroed tensors (a run-time scale of 0) or the
+// node is too large to time: it cannot be timed.
+Slowdown slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads) {
   try {
     // Within a fifth of the line, the median over kLayouts placements decides.
-    std::vector<double> ratios{timed_slowdown(fast, lean, n, model_threads, 0)};
-    if (std::abs(ratios[0] / kLeanerSlowdown - 1) <= 0.2) {
-      for (int layout = 1; layout < kLayouts; ++layout) ratios.push_back(timed_slowdown(fast, lean, n, model_threads, layout));
-      std::sort(ratios.begin(), ratios.end());
-      spdlog::debug("{}: near the line, lean / fast {:.2f} {:.2f} {:.2f} in three placements", n.describe(), ratios[0],
-                    ratios[1], ratios[2]);
+    std::vector<Slowdown> timings{timed_slowdown(fast, lean, n, model_threads, 0)};
+    if (std::abs(timings[0].ratio / kLeanerSlowdown - 1) <= kNearLine) {
+      for (int layout = 1; layout < kLayouts; ++layout) timings.push_back(timed_slowdown(fast, lean, n, model_threads, layout));
+      std::sort(timings.begin(), timings.end(), [](const Slowdown& a, const Slowdown& b) { return a.ratio < b.ratio; });
+      spdlog::debug("{}: near the line, lean / fast {:.2f} to {:.2f} in {} placements", n.describe(), timings.front().ratio,
+                    timings.back().ratio, timings.size());
     }
-    return ratios[ratios.size() / 2];
+    return timings[timings.size() / 2];
   } catch (const Error& e) {
     spdlog::debug("{}: cannot be timed ({})", n.describe(), e.what());
-    return std::numeric_limits<double>::infinity();
+    return {std::numeric_limits<double>::infinity(), 0};
   }
+}
+
+// Seconds of one inference of the main graph, from below: the sum of its nodes' kernels, each
+// timed by itself on zeroed tensors (the fastest of two runs after a warm-up, caches warm). A
+// kernel that refuses the zeroed tensors, a node too large to time and the control-flow nodes
+// (their kernels run subgraphs) count nothing: the estimate errs low, and so does the budget
+// taken from it.
+double model_seconds(const Compilation& c, const Graph& main, int model_threads) {
+  const ThreadScope threads(threads_left_free(model_threads, true));
+  double total = 0;
+  for (const auto& node : main.nodes) {
+    if (node->is_control_flow()) continue;
+    auto it = c.kernels.kernels.find(node.get());
+    if (it == c.kernels.kernels.end() || !it->second) continue;
+    rt::Kernel& k = *it->second;
+    try {
+      NodeBench bench(*node, k.scratchpad_bytes(), 0, false);
+      const std::unique_ptr<rt::KernelState> state = k.make_state();
+      bench.seconds(k, state.get());
+      total += std::min(bench.seconds(k, state.get()), bench.seconds(k, state.get()));
+    } catch (const Error& e) {
+      spdlog::debug("{}: not in the model's time ({})", node->describe(), e.what());
+    }
+  }
+  spdlog::debug("the main graph's kernels take {:.3f} ms by themselves", total * 1e3);
+  return total;
 }
 
 }  // namespace
 
-double round_slowdown(const std::vector<TimedRound>& rounds) {
-  if (rounds.empty()) return std::numeric_limits<double>::infinity();
+Slowdown round_slowdown(const std::vector<TimedRound>& rounds) {
+  if (rounds.empty()) return {std::numeric_limits<double>::infinity(), 0};
   const auto lower_quartile = [&](double TimedRound::*side) {
     std::vector<double> s;
     for (const TimedRound& r : rounds) s.push_back(r.*side);
@@ -207,7 +254,8 @@ double round_slowdown(const std::vector<TimedRound>& rounds) {
     std::nth_element(s.begin(), q, s.end());
     return *q;
   };
-  return lower_quartile(&TimedRound::lean) / std::max(lower_quartile(&TimedRound::fast), 1e-12);
+  const double fast = lower_quartile(&TimedRound::fast);
+  return {lower_quartile(&TimedRound::lean) / std::max(fast, 1e-12), fast};
 }
 
 int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPreference prefer) {
@@ -233,9 +281,11 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     const Node* node;
     std::unique_ptr<rt::Kernel> replaced;
     int depth;
+    double added;  // seconds of the model's time budget it spent
   };
   std::vector<Trial> trial;
   MemoryPlan before_trial;
+  TimeBudget budget([&] { return model_seconds(c, *graphs[0], c.dnnl->threads); });
   for (int round = 0; round < 64; ++round) {
     std::vector<const Node*> candidates;
     scratchpads_at_peak(c, graphs, 0, candidates);
@@ -260,19 +310,30 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     std::unique_ptr<rt::Kernel> lean = it->second->take_leaner();
     int depth = 1;
     std::optional<MemoryPlan> replanned;
+    std::optional<double> added;  // the seconds the variant would add to the model's time
     for (; lean; ++depth, lean = lean->take_leaner()) {
       std::swap(it->second, lean);  // `lean` holds the kernel it replaced
       replanned = plan_memory(c.model, planning);
       const bool lower = replanned->arena_bytes <= c.plan.arena_bytes;
-      const double r = lower && prefer == KernelPreference::Balanced ? slowdown(*first, *it->second, *n, c.dnnl->threads) : 1.0;
+      Slowdown s{1.0, 0.0};
+      added = 0.0;
+      if (lower && prefer == KernelPreference::Balanced) {
+        s = slowdown(*first, *it->second, *n, c.dnnl->threads);
+        added = budget.cost(s);
+      }
       if (!lower)
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
                       n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes, c.plan.arena_bytes);
-      else if (r > kLeanerSlowdown)
-        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow: passed over",
-                      n->describe(), it->second->scratchpad_bytes(), first->scratchpad_bytes(), r);
-      else
+      else if (!added)
+        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow, and adds more than the model's "
+                      "time can spare: passed over",
+                      n->describe(), it->second->scratchpad_bytes(), first->scratchpad_bytes(), s.ratio);
+      else {
+        if (s.ratio > kLeanerSlowdown)
+          spdlog::debug("{}: a leaner kernel is {:.2f}x as slow, but adds {:.3f} ms of the {:.3f} the model's time can spare",
+                        n->describe(), s.ratio, *added * 1e3, budget.left() * 1e3);
         break;
+      }
       std::swap(it->second, lean);  // the faster kernel stays
       replanned.reset();
     }
@@ -286,7 +347,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
         prefer == KernelPreference::Balanced ? std::max<uint64_t>(static_cast<uint64_t>(base * kMinSaving), 1) : 1;
     if (replanned->arena_bytes + least > base) {
       if (trial.empty()) before_trial = c.plan;
-      trial.push_back({n, std::move(lean), depth});
+      trial.push_back({n, std::move(lean), depth, *added});
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes (or saves too little): kept on trial",
                     n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes);
     } else {
@@ -295,6 +356,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) lowers the arena from {} to {} bytes", n->describe(),
                     it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned->arena_bytes);
     }
+    budget.spend(*added);
     if (lean) retired.push_back(std::move(lean));  // (on trial, the trial holds it)
     c.plan = std::move(*replanned);
     swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);
@@ -305,6 +367,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
   for (auto t = trial.rbegin(); t != trial.rend(); ++t) {
     c.kernels.kernels[t->node] = std::move(t->replaced);
     swapped_nodes.resize(swapped_nodes.size() - static_cast<size_t>(t->depth));
+    budget.refund(t->added);
     --swapped;
   }
   if (!trial.empty()) c.plan = std::move(before_trial);

@@ -1,8 +1,12 @@
 // Kernels chosen for memory: after the first plan, a kernel whose scratchpad sets the arena's
 // peak is swapped for a leaner variant of itself (Kernel::take_leaner) where that makes the
-// arena smaller, and unless memory is preferred, where the variant is at most 1.25x as slow.
+// arena smaller, and unless memory is preferred, where the variant is at most 1.25x as slow or
+// (TimeBudget) adds little to the model's time.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,17 +22,55 @@ const char* preference_name(KernelPreference p);
 constexpr double kLeanerSlowdown = 1.25;
 // The least share of the arena a swap under Balanced must save (with the swaps kept on trial).
 constexpr double kMinSaving = 0.01;
+// A verdict within this share of kLeanerSlowdown is timed again in other placements of the buffers.
+constexpr double kNearLine = 0.2;
+// The share of the model's time that the leaner kernels together may add under Balanced before
+// one slower than kLeanerSlowdown is passed over.
+constexpr double kModelShare = 0.02;
 
 // One round of timing a leaner kernel against the fastest: the seconds of a run of each, in turn.
 struct TimedRound {
   double fast = 0, lean = 0;
 };
-// How many times as long the leaner kernel takes: the lower quartile of its runs over the lower
-// quartile of the fastest kernel's (infinite for no rounds). A busy machine (another process, a
-// thread descheduled) only ever adds time: the quartile is a run it left alone, where a median
-// would take its noise. And it is not the single fastest run of each, which can come from a quiet
-// moment that only one kernel's run met.
-double round_slowdown(const std::vector<TimedRound>& rounds);
+// How many times as long the leaner kernel takes (`ratio`): the lower quartile of its runs over
+// the lower quartile of the fastest kernel's (`fast_seconds`; infinite for no rounds). A busy
+// machine (another process, a thread descheduled) only ever adds time: the quartile is a run it
+// left alone, where a median would take its noise. And it is not the single fastest run of each,
+// which can come from a quiet moment that only one kernel's run met.
+struct Slowdown {
+  double ratio = 0, fast_seconds = 0;
+};
+Slowdown round_slowdown(const std::vector<TimedRound>& rounds);
+
+// What the leaner kernels add to an inference under Balanced. One within kLeanerSlowdown of the
+// fastest is always taken, and what it adds is counted; a slower one is taken where what it adds
+// fits in what is left of kModelShare of the model's time: a small node's kernel at 1.4x can cost
+// an inference less than a large one's at 1.1x, for the same bytes saved.
+class TimeBudget {
+ public:
+  // `model_seconds`: an inference's time, estimated from below; asked once, when a kernel past
+  // kLeanerSlowdown first needs it.
+  explicit TimeBudget(std::function<double()> model_seconds) : model_seconds_(std::move(model_seconds)) {}
+  // The seconds kernel `s` would add to an inference; none where it is past kLeanerSlowdown and
+  // the budget does not have them, or it could not be timed.
+  std::optional<double> cost(const Slowdown& s) {
+    const double added = std::max(s.ratio - 1, 0.0) * s.fast_seconds;
+    if (s.ratio <= kLeanerSlowdown) return added;
+    if (!std::isfinite(added) || added > left()) return std::nullopt;
+    return added;
+  }
+  void spend(double seconds) { spent_ += seconds; }
+  void refund(double seconds) { spent_ -= seconds; }
+  double left() {
+    if (!limit_) limit_ = kModelShare * model_seconds_();
+    return *limit_ - spent_;
+  }
+
+ private:
+  std::function<double()> model_seconds_;
+  std::optional<double> limit_;
+  double spent_ = 0;
+};
 
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
 // c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once

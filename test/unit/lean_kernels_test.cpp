@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "pipeline/lean_kernels.h"
@@ -14,7 +15,7 @@ using memplan::TimedRound;
 TEST_CASE("a round that a busy moment slowed on one side does not set the slowdown", "[lean-kernels]") {
   // Five rounds at 1.1x; one where the fast kernel was slowed 3x, one where the lean one was.
   const std::vector<TimedRound> rounds = {{1.0, 1.1}, {3.0, 1.1}, {1.0, 1.1}, {1.0, 3.3}, {1.0, 1.1}, {1.0, 1.1}, {1.0, 1.1}};
-  CHECK(round_slowdown(rounds) == Approx(1.1));
+  CHECK(round_slowdown(rounds).ratio == Approx(1.1));
 }
 
 TEST_CASE("one lucky run of the fast kernel does not set the slowdown", "[lean-kernels]") {
@@ -25,16 +26,68 @@ TEST_CASE("one lucky run of the fast kernel does not set the slowdown", "[lean-k
   double fastest = 1e9, leanest = 1e9;
   for (const TimedRound& r : rounds) fastest = std::min(fastest, r.fast), leanest = std::min(leanest, r.lean);
   REQUIRE(leanest / fastest > 1.8);
-  CHECK(round_slowdown(rounds) == Approx(1.1));
+  CHECK(round_slowdown(rounds).ratio == Approx(1.1));
 }
 
 TEST_CASE("a machine busy for most rounds still reads the slowdown of the runs it left alone", "[lean-kernels]") {
   // Eight rounds, five of them slowed on one side or both (another process held a core).
   const std::vector<TimedRound> rounds = {{1.0, 1.1}, {1.0, 5.0}, {1.0, 1.1}, {4.0, 2.0},
                                           {2.0, 1.1}, {3.0, 8.0}, {5.0, 3.0}, {2.5, 1.5}};
-  CHECK(round_slowdown(rounds) == Approx(1.1));
+  CHECK(round_slowdown(rounds).ratio == Approx(1.1));
 }
 
 TEST_CASE("no rounds read as infinitely slow, so no untimed kernel is taken", "[lean-kernels]") {
-  CHECK(std::isinf(round_slowdown({})));
+  CHECK(std::isinf(round_slowdown({}).ratio));
+}
+
+TEST_CASE("the slowdown comes with the fastest kernel's time, the lower quartile of its runs", "[lean-kernels]") {
+  const std::vector<TimedRound> rounds = {{2.0, 2.4}, {9.0, 2.4}, {2.0, 2.4}, {2.0, 2.4}};
+  CHECK(round_slowdown(rounds).fast_seconds == Approx(2.0));
+}
+
+using memplan::Slowdown;
+using memplan::TimeBudget;
+
+TEST_CASE("a kernel within 1.25x of the fastest is taken and counted, and the model is not timed for it", "[lean-kernels]") {
+  int timed = 0;
+  TimeBudget budget([&] { return ++timed, 0.0; });
+  const std::optional<double> added = budget.cost(Slowdown{1.2, 0.001});
+  REQUIRE(added);
+  CHECK(*added == Approx(0.0002));
+  CHECK(timed == 0);
+}
+
+TEST_CASE("a kernel past 1.25x is taken where what it adds fits the model's share, and not once the share is spent",
+          "[lean-kernels]") {
+  // A 10 ms model spares 2% of it, 0.2 ms; a 1.4x kernel of 0.3 ms adds 0.12 ms.
+  int timed = 0;
+  TimeBudget budget([&] { return ++timed, 0.010; });
+  const std::optional<double> first = budget.cost(Slowdown{1.4, 0.0003});
+  REQUIRE(first);
+  CHECK(*first == Approx(0.00012));
+  budget.spend(*first);
+  // The same again would pass 0.2 ms together.
+  CHECK_FALSE(budget.cost(Slowdown{1.4, 0.0003}));
+  // Undone on trial, it is given back.
+  budget.refund(*first);
+  CHECK(budget.cost(Slowdown{1.4, 0.0003}));
+  CHECK(timed == 1);
+}
+
+TEST_CASE("kernels within 1.25x spend the share that a slower one would need", "[lean-kernels]") {
+  TimeBudget budget([] { return 0.010; });
+  budget.spend(*budget.cost(Slowdown{1.2, 0.0009}));  // 0.18 ms of the 0.2
+  CHECK_FALSE(budget.cost(Slowdown{1.3, 0.0001}));  // 0.03 ms more
+  CHECK(budget.cost(Slowdown{1.3, 0.00005}));       // 0.015 ms more
+}
+
+TEST_CASE("a large kernel past 1.25x is passed over though a small one as slow is taken", "[lean-kernels]") {
+  TimeBudget budget([] { return 0.010; });
+  CHECK_FALSE(budget.cost(Slowdown{1.3, 0.001}));  // adds 0.3 ms of a 10 ms model
+  CHECK(budget.cost(Slowdown{1.3, 0.0001}));       // adds 0.03 ms
+}
+
+TEST_CASE("a kernel that could not be timed is never taken on the model's time budget", "[lean-kernels]") {
+  TimeBudget budget([] { return 1.0; });
+  CHECK_FALSE(budget.cost(round_slowdown({})));
 }
