@@ -54,9 +54,10 @@ class TimeBudget {
   // The seconds kernel `s` would add to an inference; none where it is past kLeanerSlowdown and
   // the budget does not have them, or it could not be timed.
   std::optional<double> cost(const Slowdown& s) {
+    if (!std::isfinite(s.ratio)) return std::nullopt;
     const double added = std::max(s.ratio - 1, 0.0) * s.fast_seconds;
     if (s.ratio <= kLeanerSlowdown) return added;
-    if (!std::isfinite(added) || added > left()) return std::nullopt;
+    if (added > left()) return std::nullopt;
     return added;
   }
   void spend(double seconds) { spent_ += seconds; }

@@ -14,7 +14,8 @@ namespace memplan {
 
 // How kernel selection trades time for memory (pipeline/lean_kernels).
 enum class KernelPreference {
-  Balanced,  // a leaner kernel where it lowers the arena and costs at most 1.25x the time (default)
+  Balanced,  // a leaner kernel where it lowers the arena and costs at most 1.25x the time, or adds
+             // little to the model's (default)
   Memory,    // a leaner kernel wherever it lowers the arena
   Speed,     // the fastest kernels, whatever their scratchpads
 };
