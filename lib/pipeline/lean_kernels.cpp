@@ -305,39 +305,69 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     // A variant that does not lower the arena, or (under Balanced) is too slow, is passed over
     // for its own leaner one, which may be leaner (bands of fewer rows) or faster (a convolution
     // in bands against oneDNN's leanest whole kernel): `depth` counts the variants taken from the
-    // current kernel to reach the one tried. Only a variant that lowers the arena is timed.
+    // current kernel to reach the one tried (VariantPick decides). Only a variant that lowers the
+    // arena is timed.
     rt::Kernel* first = fastest.emplace(n, it->second.get()).first->second;
-    std::unique_ptr<rt::Kernel> lean = it->second->take_leaner();
-    int depth = 1;
-    std::optional<MemoryPlan> replanned;
-    std::optional<double> added;  // the seconds the variant would add to the model's time
-    for (; lean; ++depth, lean = lean->take_leaner()) {
-      std::swap(it->second, lean);  // `lean` holds the kernel it replaced
-      replanned = plan_memory(c.model, planning);
-      const bool lower = replanned->arena_bytes <= c.plan.arena_bytes;
+    struct Pick {
+      std::unique_ptr<rt::Kernel> kernel;
+      int depth;
+      MemoryPlan plan;
+    };
+    std::optional<Pick> pick;
+    VariantPick walk;
+    std::vector<std::unique_ptr<rt::Kernel>> after_pick;  // the variants walked past it, in order
+    std::unique_ptr<rt::Kernel> current = std::move(it->second);
+    std::unique_ptr<rt::Kernel> variant = current->take_leaner();
+    for (int depth = 1; variant; ++depth) {
+      rt::Kernel& v = *variant;
+      it->second = std::move(variant);  // planned with the variant
+      MemoryPlan replanned = plan_memory(c.model, planning);
+      variant = std::move(it->second);
+      const bool lower = replanned.arena_bytes <= c.plan.arena_bytes;
       Slowdown s{1.0, 0.0};
-      added = 0.0;
+      std::optional<double> added = 0.0;
       if (lower && prefer == KernelPreference::Balanced) {
-        s = slowdown(*first, *it->second, *n, c.dnnl->threads);
+        s = slowdown(*first, v, *n, c.dnnl->threads);
         added = budget.cost(s);
       }
+      const VariantPick::Verdict verdict = walk.offer(lower, s, added);
       if (!lower)
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
-                      n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes, c.plan.arena_bytes);
+                      n->describe(), v.scratchpad_bytes(), replanned.arena_bytes, c.plan.arena_bytes);
       else if (!added)
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow, and adds more than the model's "
                       "time can spare: passed over",
-                      n->describe(), it->second->scratchpad_bytes(), first->scratchpad_bytes(), s.ratio);
-      else {
-        if (s.ratio > kLeanerSlowdown)
-          spdlog::debug("{}: a leaner kernel is {:.2f}x as slow, but adds {:.3f} ms of the {:.3f} the model's time can spare",
-                        n->describe(), s.ratio, *added * 1e3, budget.left() * 1e3);
-        break;
+                      n->describe(), v.scratchpad_bytes(), first->scratchpad_bytes(), s.ratio);
+      else if (!verdict.picked)
+        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) is {:.2f}x as slow, and adds more than the one picked: "
+                      "passed over",
+                      n->describe(), v.scratchpad_bytes(), s.ratio);
+      else if (s.ratio > kLeanerSlowdown)
+        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) is {:.2f}x as slow, but adds {:.3f} ms of the {:.3f} the "
+                      "model's time can spare: picked, unless a leaner one adds less",
+                      n->describe(), v.scratchpad_bytes(), s.ratio, *added * 1e3, budget.left() * 1e3);
+      std::unique_ptr<rt::Kernel> next = verdict.walk_on ? variant->take_leaner() : nullptr;
+      if (verdict.picked) {
+        pick = Pick{std::move(variant), depth, std::move(replanned)};
+        after_pick.clear();
+      } else if (pick) {
+        after_pick.push_back(std::move(variant));
       }
-      std::swap(it->second, lean);  // the faster kernel stays
-      replanned.reset();
+      if (!verdict.walk_on) break;
+      variant = std::move(next);
     }
-    if (!lean) continue;
+    it->second = std::move(current);
+    if (!pick) continue;
+    // The variants walked past the pick become its chain again, so that a later round can still
+    // take a leaner one (loading takes them in the same order).
+    rt::LeanerChain rest(*pick->kernel);
+    for (std::unique_ptr<rt::Kernel>& k : after_pick) rest.append(std::move(k));
+    rest.append(std::move(variant));
+    // The pick replaces the node's kernel; `lean` holds the kernel it replaced.
+    std::unique_ptr<rt::Kernel> lean = std::exchange(it->second, std::move(pick->kernel));
+    const int depth = pick->depth;
+    const double added = *walk.added();
+    std::optional<MemoryPlan> replanned = std::move(pick->plan);
     // Two kernels' scratchpads can set the same peak at two steps: a swap that only ties is kept
     // on trial, until a later one lowers the arena, and undone if none does. Under Balanced a
     // swap (with those on trial) must save kMinSaving of the arena, or it counts as a tie: a
@@ -347,7 +377,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
         prefer == KernelPreference::Balanced ? std::max<uint64_t>(static_cast<uint64_t>(base * kMinSaving), 1) : 1;
     if (replanned->arena_bytes + least > base) {
       if (trial.empty()) before_trial = c.plan;
-      trial.push_back({n, std::move(lean), depth, *added});
+      trial.push_back({n, std::move(lean), depth, added});
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) ties the arena at {} bytes (or saves too little): kept on trial",
                     n->describe(), it->second->scratchpad_bytes(), replanned->arena_bytes);
     } else {
@@ -356,7 +386,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) lowers the arena from {} to {} bytes", n->describe(),
                     it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned->arena_bytes);
     }
-    budget.spend(*added);
+    budget.spend(added);
     if (lean) retired.push_back(std::move(lean));  // (on trial, the trial holds it)
     c.plan = std::move(*replanned);
     swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);

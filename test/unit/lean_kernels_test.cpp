@@ -91,3 +91,49 @@ TEST_CASE("a kernel that could not be timed is never taken on the model's time b
   TimeBudget budget([] { return 1.0; });
   CHECK_FALSE(budget.cost(round_slowdown({})));
 }
+
+using memplan::VariantPick;
+
+TEST_CASE("the first variant within 1.25x that lowers the arena is taken and ends the walk", "[lean-kernels]") {
+  VariantPick walk;
+  const VariantPick::Verdict not_lower = walk.offer(false, Slowdown{1.0, 0.001}, 0.0);
+  CHECK_FALSE(not_lower.picked);
+  CHECK(not_lower.walk_on);
+  const VariantPick::Verdict taken = walk.offer(true, Slowdown{1.1, 0.001}, 0.0001);
+  CHECK(taken.picked);
+  CHECK_FALSE(taken.walk_on);
+  CHECK(*walk.added() == Approx(0.0001));
+}
+
+TEST_CASE("a variant past 1.25x is picked while the walk goes on, and a later one that adds less replaces it",
+          "[lean-kernels]") {
+  VariantPick walk;
+  const VariantPick::Verdict whole = walk.offer(true, Slowdown{1.5, 0.0001}, 0.00005);  // the leanest whole kernel
+  CHECK(whole.picked);
+  CHECK(whole.walk_on);
+  const VariantPick::Verdict costlier = walk.offer(true, Slowdown{1.6, 0.0001}, 0.00006);  // two bands
+  CHECK_FALSE(costlier.picked);
+  CHECK(costlier.walk_on);
+  const VariantPick::Verdict bands = walk.offer(true, Slowdown{1.3, 0.0001}, 0.00003);  // eight bands
+  CHECK(bands.picked);
+  CHECK(*walk.added() == Approx(0.00003));
+}
+
+TEST_CASE("a variant within 1.25x that adds more than the pick ends the walk and the pick stays", "[lean-kernels]") {
+  // Each variant's timing reads the fastest kernel again: here slower, so a variant within the
+  // line adds more than the pick did.
+  VariantPick walk;
+  REQUIRE(walk.offer(true, Slowdown{1.3, 0.0001}, 0.00003).picked);
+  const VariantPick::Verdict v = walk.offer(true, Slowdown{1.2, 0.0002}, 0.00004);
+  CHECK_FALSE(v.picked);
+  CHECK_FALSE(v.walk_on);
+  CHECK(*walk.added() == Approx(0.00003));
+}
+
+TEST_CASE("a variant the budget refuses is never picked and the walk goes on", "[lean-kernels]") {
+  VariantPick walk;
+  const VariantPick::Verdict v = walk.offer(true, Slowdown{2.0, 0.01}, std::nullopt);
+  CHECK_FALSE(v.picked);
+  CHECK(v.walk_on);
+  CHECK_FALSE(walk.added());
+}
