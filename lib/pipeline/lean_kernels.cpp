@@ -97,8 +97,14 @@ class NodeBench {
   NodeBench(const Node& n, uint64_t scratchpad_bytes, int layout, bool stir) : n_(n), layout_(layout) {
     uint64_t bytes = scratchpad_bytes;
     for (const auto* values : {&n.inputs, &n.outputs})
-      for (const Value* v : *values)
-        if (v) bytes = checked_add(bytes, v->constant ? v->constant->byte_size() : v->capacity_bytes, n.describe());
+      for (const Value* v : *values) {
+        if (!v) continue;
+        // A shape the run decides (a bound, an If's branches of different shapes) has no dims to
+        // give the kernel here: such a node is not timed.
+        if (!v->type.is_static() || v->type.dims.size() > static_cast<size_t>(rt::kMaxRank))
+          fail(n.describe() + ": tensor '" + v->name + "' has no static shape of rank <= " + std::to_string(rt::kMaxRank));
+        bytes = checked_add(bytes, v->constant ? v->constant->byte_size() : v->capacity_bytes, n.describe());
+      }
     if (bytes > kMaxTimedBytes)
       fail(n.describe() + ": " + std::to_string(bytes) + " bytes of tensors, too many to time at compile");
     in_ = views(n.inputs);
@@ -142,7 +148,7 @@ class NodeBench {
         const uint64_t bytes = v->constant ? v->constant->byte_size() : v->capacity_bytes;
         t.data = buffer(bytes);
         t.dtype = v->type.dtype;
-        t.rank = static_cast<int>(std::min<size_t>(v->type.dims.size(), rt::kMaxRank));
+        t.rank = static_cast<int>(v->type.dims.size());  // static, at most kMaxRank (checked above)
         for (int d = 0; d < t.rank; ++d) t.dims[static_cast<size_t>(d)] = v->type.dims[static_cast<size_t>(d)].value;
         t.capacity = bytes;
       }
@@ -220,8 +226,8 @@ Slowdown slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_t
 // Seconds of one inference of the main graph, from below: the sum of its nodes' kernels, each
 // timed by itself on zeroed tensors (the fastest of two runs after a warm-up, caches warm). A
 // kernel that refuses the zeroed tensors, a node too large to time and the control-flow nodes
-// (their kernels run subgraphs) count nothing: the estimate errs low, and so does the budget
-// taken from it.
+// (their kernels run subgraphs) count nothing, nor does a node with a shape the run decides: the
+// estimate errs low, and so does the budget taken from it.
 double model_seconds(const Compilation& c, const Graph& main, int model_threads) {
   const ThreadScope threads(threads_left_free(model_threads, true));
   double total = 0;
