@@ -11,7 +11,10 @@ failed=()
 "$here/tools/setup.sh"
 export MEMPLAN_CONFORMANCE_DIR="$here/build/conformance"
 "$here/tools/gen_conformance.sh" "$MEMPLAN_CONFORMANCE_DIR"
-"$here/tools/build.sh" "$here/build"
+# Line tables only (-g1): backtraces and sanitizer reports keep their files and lines, and each
+# build takes about a fifth less time than with full debug information.
+line_tables=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
+"$here/tools/build.sh" "$here/build" "${line_tables[@]}"
 (cd "$here/build" && ctest --output-on-failure -j "$(nproc)") || failed+=("ctest in build")
 
 # The installed package: install into a prefix under the build dir, build the consumer against it
@@ -26,7 +29,7 @@ cmake --build "$here/build/consumer"
 # The sanitizer build (ASan+UBSan). With clang (tools/setup.sh installs it) the same tree also
 # builds the libFuzzer targets (MEMPLAN_FUZZ): the library is compiled once, with coverage for
 # libFuzzer, and the tests and the fuzz targets link it. Without clang: gcc, and no fuzzing.
-asan_args=(-DMEMPLAN_SANITIZE=ON -DMEMPLAN_BUILD_BENCHMARKS=OFF)
+asan_args=(-DMEMPLAN_SANITIZE=ON -DMEMPLAN_BUILD_BENCHMARKS=OFF "${line_tables[@]}")
 asan_cxx=$(command -v clang++ || command -v c++)
 if command -v clang++ >/dev/null; then
   asan_args+=(-DMEMPLAN_FUZZ=ON)
