@@ -26,6 +26,7 @@
 #include "onnx/tensor_proto.h"
 #include "runtime/compiled_model_impl.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
+#include "runtime/run_threads.h"
 #include "support/kernel_harness.h"
 #include "support/naive_conv.h"
 #include "support/model_builder.h"
@@ -270,7 +271,7 @@ Floats check_variants(ConvUnderTest& t) {
     auto* b = dynamic_cast<BandedKernel*>(&k);
     const bool chunks = b && b->cut() == BandedKernel::Cut::Channels;
     INFO("variant " << i << (b ? std::string(chunks ? " (" : " (banded, ") + std::to_string(b->band_count()) +
-                                     (chunks ? " chunks)" : " bands)")
+                                     (chunks ? " chunks)" : " bands in " + std::to_string(b->lanes()) + " lanes)")
                                : std::string(" (whole)"))
                     << ": " << k.scratchpad_bytes() << " scratchpad bytes");
     if (chunks) {
@@ -286,9 +287,11 @@ Floats check_variants(ConvUnderTest& t) {
     }
     if (b) {
       if (!chunks) {
-        CHECK((b->band_count() > bands_before || b->band_count() == rows));
+        // Thinner bands in each lane (bands in lanes run lanes-many at once).
+        const size_t per_lane = (b->band_count() + b->lanes() - 1) / b->lanes();
+        CHECK((per_lane > bands_before || b->band_count() == rows));
         CHECK(b->band_count() <= rows);
-        bands_before = b->band_count();
+        bands_before = per_lane;
       }
       CHECK_FALSE(b->may_overwrite_input(0));
       CHECK(b->may_overwrite_input(3) == t.spec().add);
@@ -411,6 +414,38 @@ TEST_CASE("a convolution with a fused Add and Relu in bands gives the whole conv
   s.relu = true;
   ConvUnderTest t(s, 71);
   check_chain(t);  // in place too: a band reads its rows of the addend before it writes them
+}
+
+TEST_CASE("bands of rows made for two threads run in two lanes, a band per thread at a time, and give the whole "
+          "convolution's numbers on one thread or two, in place too", "[kernels][dnnl][bands]") {
+  // seg_fcn's decoder Conv at a quarter of its size, with a fused Add and Relu: each lane runs
+  // its bands on a slice of the scratchpad of its own, and a band reads only the addend's rows it
+  // writes, so the output may be written over the addend with two bands at once.
+  const memplan::ThreadScope two(2);
+  ConvSpec s;
+  s.xd = {1, 32, 64, 64};
+  s.wd = {16, 32, 3, 3};
+  s.pads = {1, 1, 1, 1};
+  s.add = true;
+  s.relu = true;
+  ConvUnderTest t(s, 131);
+  const Floats whole = check_variants(t);
+  std::vector<BandedKernel*> in_lanes;
+  for (BandedKernel* b : t.banded())
+    if (b->lanes() == 2) in_lanes.push_back(b);
+  REQUIRE(!in_lanes.empty());
+  // Half the whole kernel's staged rows at once: four bands of 16 rows, two at a time.
+  CHECK(in_lanes.front()->band_count() == 4);
+  // A session on one thread (as while other processes hold the cores) runs them one after another.
+  for (const int threads : {1, 2}) {
+    const memplan::ThreadScope scope(threads);
+    INFO(threads << " thread(s)");
+    for (BandedKernel* b : in_lanes) {
+      INFO(b->band_count() << " bands");
+      require_close(t.run(*b), whole, same_sums(s));
+      require_close(t.run(*b, true), whole, same_sums(s));
+    }
+  }
 }
 
 TEST_CASE("a convolution with a fused Relu in bands gives the whole convolution's numbers", "[kernels][dnnl][bands]") {

@@ -5,11 +5,20 @@
 // kernel whose temporaries set the arena's peak
 // (pipeline/lean_kernels): the scratchpad shrinks with the band, the time grows with the number
 // of primitive calls.
+//
+// Bands of rows may run in lanes: each of the session's threads (up to `lanes`) runs every
+// lanes-th band by itself, on its own slice of the scratchpad. A band's copies in and out then
+// stay in one core's cache and its primitives need no barrier between threads: on 2 threads,
+// eight bands of seg_fcn's decoder ConvInteger in two
+// lanes run faster than the whole kernel (1.13 against 1.22 ms), where four bands one after the
+// other, with as much scratchpad, take 1.36 ms.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include <dnnl.hpp>
 
 #include "runtime/kernel.h"
 
@@ -38,8 +47,10 @@ class BandedKernel final : public Kernel {
 
   // `in_bytes`, `out_bytes`: the whole input 0 and output 0; every band must lie inside them.
   // `addend`: the input a fused Add reads with output 0's geometry, or -1.
+  // `lanes` > 1 (bands of rows only, which write apart and read only the addend's rows they
+  // write): up to that many bands at once, each lane with a stream of its own on `engine`.
   BandedKernel(Cut cut, std::vector<Part> parts, std::vector<Band> bands, uint64_t in_bytes, uint64_t out_bytes,
-               int addend, const std::string& where);
+               int addend, const std::string& where, size_t lanes = 1, dnnl::engine engine = {});
 
   void run(const KernelArgs& args) override;
   std::unique_ptr<KernelState> make_state() const override;
@@ -50,16 +61,22 @@ class BandedKernel final : public Kernel {
   // may be written over the addend.
   bool may_overwrite_input(size_t input) const override { return addend_ >= 0 && input == static_cast<size_t>(addend_); }
   size_t band_count() const { return bands_.size(); }
+  size_t lanes() const { return lanes_; }
   Cut cut() const { return cut_; }
 
  private:
   struct State;
+  // Runs band `i` on `lane`'s kernel states and slice of the scratchpad.
+  void run_band(size_t i, size_t lane, State& s, const KernelArgs& args, dnnl_stream* stream) const;
   Cut cut_;
   std::vector<Part> parts_;
   std::vector<Band> bands_;
   uint64_t in_bytes_, out_bytes_;
   int addend_;
   std::string where_;
+  size_t lanes_;
+  uint64_t lane_bytes_ = 0;  // one lane's slice of the scratchpad: the largest part's, 64-byte aligned
+  dnnl::engine engine_;
 };
 
 }  // namespace memplan::rt::dnnl_kernels

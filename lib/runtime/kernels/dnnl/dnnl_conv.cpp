@@ -537,7 +537,7 @@ class ConvBuilder {
     const Window whole = w_;
     const auto f32 = dnnl::memory::data_type::f32;
     const RowBanding r{s_.x, s_.y, f32, f32, whole.strides[0], whole.pads_begin[0], effective_kernel(whole, 0),
-                       addend_ ? 3 : -1, at_};
+                       addend_ ? 3 : -1, at_, env_.dnnl->engine};
     const auto describe = [&](const BandViews& b, bool lean) {
       const Dims x{s_.x[0], c_, b.shape.in_rows, s_.x[3]}, yd{s_.y[0], m_, b.shape.out_rows, s_.y[3]};
       x_md_ = b.x;

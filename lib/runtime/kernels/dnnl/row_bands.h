@@ -28,6 +28,7 @@ struct RowBanding {
   int64_t extent = 1;  // the kernel's height, dilated
   int addend = -1;     // the input a fused Add reads with the output's geometry, or -1
   std::string where;
+  dnnl::engine engine;  // the lanes' streams (BandedKernel)
 };
 
 // A band of output rows: the input rows it reads, the padding rows above and below them, and
@@ -50,11 +51,15 @@ using MakeBandKernel = std::function<std::unique_ptr<Kernel>(const BandViews&, b
 // The scratchpad bytes a band's kernel would need (oneDNN's choice, staged copies included).
 using BandCost = std::function<uint64_t(const BandViews&)>;
 
-// The banded variants of a convolution whose kernel needs `have` scratchpad bytes: two bands,
-// four, bands under kBandFloor bytes, then a row per band on the leanest kernels, each kept only
-// if leaner than the one before (kernel selection takes the first that lowers the arena in time:
-// the fewest primitive calls that do). None where `have` is under the floor, the output has one
-// row, or none of the bands but a row each is leaner.
+// The banded variants of a convolution whose kernel needs `have` scratchpad bytes: bands with
+// half its staged bytes, a quarter, under kBandFloor bytes, then a row per band on the leanest
+// kernels, each kept only if leaner than the one before (kernel selection takes the first that
+// lowers the arena in time: the fewest primitive calls that do). Made for T OpenMP threads (the
+// caller's count), all but the last run in T lanes (BandedKernel), with T times the bands, each
+// 1/T as tall: as much scratchpad as two or four bands one after another, in less time; one
+// after another where the lanes' bands are not leaner than the variant before (an output of
+// few rows). None where `have` is under the floor, the output has one row, or none of the bands
+// but a row each is leaner.
 std::vector<std::unique_ptr<BandedKernel>> row_band_variants(const RowBanding& r, uint64_t have, const BandCost& cost,
                                                              const MakeBandKernel& make);
 

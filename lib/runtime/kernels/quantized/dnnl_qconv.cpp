@@ -198,7 +198,7 @@ class Builder {
     const Dims whole_x = xd_, whole_y = yd_;
     const dnnl_kernels::Window whole = win_;
     const dnnl_kernels::RowBanding r{whole_x, whole_y, src_dt_, dst_type(), whole.strides[0], whole.pads_begin[0],
-                                     dnnl_kernels::effective_kernel(whole, 0), -1, at_};
+                                     dnnl_kernels::effective_kernel(whole, 0), -1, at_, env_.dnnl->engine};
     // The builder describes one band at a time meanwhile.
     const auto describe_band = [&](const dnnl_kernels::BandViews& b) {
       xd_[2] = b.shape.in_rows;
