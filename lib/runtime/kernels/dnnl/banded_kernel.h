@@ -8,10 +8,10 @@
 //
 // Bands of rows may run in lanes: each of the session's threads (up to `lanes`) runs every
 // lanes-th band by itself, on its own slice of the scratchpad. A band's copies in and out then
-// stay in one core's cache and its primitives need no barrier between threads: on 2 threads,
-// eight bands of seg_fcn's decoder ConvInteger in two
-// lanes run faster than the whole kernel (1.13 against 1.22 ms), where four bands one after the
-// other, with as much scratchpad, take 1.36 ms.
+// stay in one core's cache and its primitives need no barrier between threads: on 2 threads
+// (AVX2), eight bands of seg_fcn_256_dyn's decoder ConvInteger in two lanes take 1.04-1.09x the
+// whole kernel's time in the model, where four bands one after the other, with as much
+// scratchpad, took 1.19-1.23x.
 #pragma once
 
 #include <cstdint>
