@@ -102,8 +102,8 @@ void BandedKernel::run(const KernelArgs& args) {
     const auto team = static_cast<size_t>(omp_get_num_threads());
     // Each band's kernels run on this thread alone: oneDNN runs a primitive called inside a
     // parallel region on the calling thread. The session's primitives, not their one-thread
-    // forms: made for one thread, oneDNN's reorders of u8 rows into float32 blocks take 4.6x as
-    // long (mobilenet_v2_dyn's depthwise ConvIntegers on AVX2).
+    // forms: made for one thread, oneDNN's reorder of u8 rows into float32 blocks takes 2.6x as
+    // long on one core (mobilenet_v2_dyn's depthwise ConvIntegers on AVX2).
     try {
       dnnl_stream* stream = lane == 0 ? args.stream : s->lanes[lane].stream.get();
       for (size_t i = lane; i < bands_.size(); i += team) run_band(i, lane, *s, args, stream);
