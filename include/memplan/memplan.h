@@ -46,6 +46,10 @@ struct CompileOptions {
   // each run reads them where the caller keeps them (Session::bind_input, zero copy). An input
   // set by copy instead goes into a buffer the session makes for it, outside the arena.
   bool external_inputs = false;
+  // Fail to compile (Error::Kind::Unsupported) when a node would run on one of oneDNN's reference
+  // kernels, which are tens to hundreds of times slower than its jit ones; the error names each
+  // node. Either way the report lists them (MemoryPlan's kernels; `memplan compile`'s report).
+  bool fail_on_reference_kernels = false;
   // OpenMP threads the oneDNN kernels are made for (oneDNN fixes a primitive's work split when it
   // is made). 0: one for a model too small to gain from a second (under about 1 MFLOP per
   // inference), else OpenMP's default (OMP_NUM_THREADS, or every CPU this process may use).
@@ -68,6 +72,15 @@ struct TensorRef {
   uint64_t bytes = 0;
 };
 
+// What runs one node: oneDNN's implementation name(s) ("brgconv:avx512_core", with its reorders),
+// or "memplan..." for memplan's own loops.
+struct NodeKernel {
+  std::string node;   // "Conv node 'conv1'"
+  std::string graph;  // the graph's path
+  std::string implementation;
+  bool reference = false;  // one of oneDNN's reference (ref:) kernels, tens of times slower than its jit ones
+};
+
 // Read-only and shareable: the IR, the plan, the kernels (oneDNN primitives made once, weights
 // reordered once). Any number of sessions may share one CompiledModel and run at the same time,
 // each on its own thread (what a run changes is the session's).
@@ -86,6 +99,9 @@ class CompiledModel {
   void save_plan(const std::string& path) const;
   std::string report_text() const;
   std::string report_json(const std::string& extra_members = "") const;
+  // Every node's kernel on this machine, graph by graph in execution order (If, Loop and Scan,
+  // and nodes whose kernels are made at run time, are not listed).
+  std::vector<NodeKernel> kernels() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
@@ -126,6 +142,10 @@ struct NodeProfile {
   std::string graph;    // "main", or the subgraph's owner path: "loop_1/body"
   uint64_t calls = 0;   // a node inside a Loop body is called once per iteration
   double self_ms = 0;   // wall time, subgraph nodes excluded
+  // What runs it: oneDNN's implementation name(s) ("brgconv:avx512_core", a "ref:any" is its slow
+  // reference kernel), "memplan..." for memplan's own loops, "control flow", or "made at run time"
+  // (a node whose tensors' sizes only the run decides).
+  std::string implementation;
 };
 
 // A dynamic tensor's use in a session: the most bytes any run needed for it.

@@ -1,5 +1,7 @@
 #include "ir/fused_activation.h"
 
+#include <algorithm>
+
 namespace memplan {
 
 bool has_fused_activation(const Node& node) { return node.attr(kFusedActivationAttr) != nullptr; }
@@ -20,9 +22,77 @@ void set_fused_activation(Node& node, FusedActivation act, float clip_min, float
 
 std::optional<FusedActivation> fused_activation(const Node& node) {
   const int64_t v = node.attr_int(kFusedActivationAttr, 0);
-  if (v < static_cast<int64_t>(FusedActivation::None) || v > static_cast<int64_t>(FusedActivation::HardSwish))
+  if (v < static_cast<int64_t>(FusedActivation::None) || v > static_cast<int64_t>(FusedActivation::Chain))
     return std::nullopt;
   return static_cast<FusedActivation>(v);
+}
+
+std::optional<std::vector<EltwiseStep>> fused_steps(const Node& node) {
+  using K = EltwiseStep::Kind;
+  const std::optional<FusedActivation> act = fused_activation(node);
+  if (!act) return std::nullopt;
+  switch (*act) {
+    case FusedActivation::None: return std::vector<EltwiseStep>{};
+    case FusedActivation::Relu: return std::vector<EltwiseStep>{{K::Relu, 0.f, 0.f}};
+    case FusedActivation::Swish: return std::vector<EltwiseStep>{{K::Swish, 1.f, 0.f}};
+    case FusedActivation::HardSwish: return std::vector<EltwiseStep>{{K::HardSwish, 0.f, 0.f}};
+    case FusedActivation::Clip: {
+      const Attribute* a = node.attr(kFusedClipAttr);
+      if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2 || !(a->floats[0] <= a->floats[1]))
+        return std::nullopt;
+      return std::vector<EltwiseStep>{{K::Clip, a->floats[0], a->floats[1]}};
+    }
+    case FusedActivation::Chain: break;
+  }
+  const Attribute* a = node.attr(kFusedEltwiseAttr);
+  if (!a || a->kind != Attribute::Kind::Floats || a->floats.empty() || a->floats.size() % 3 != 0) return std::nullopt;
+  std::vector<EltwiseStep> steps;
+  for (size_t i = 0; i < a->floats.size(); i += 3) {
+    const float kind = a->floats[i];
+    if (!(kind >= static_cast<float>(K::Linear) && kind <= static_cast<float>(K::Swish)) || kind != static_cast<float>(static_cast<int>(kind)))
+      return std::nullopt;
+    const EltwiseStep s{static_cast<K>(static_cast<int>(kind)), a->floats[i + 1], a->floats[i + 2]};
+    if (s.kind == K::Clip && !(s.alpha <= s.beta)) return std::nullopt;
+    steps.push_back(s);
+  }
+  return steps;
+}
+
+bool add_fused_step(std::vector<EltwiseStep>& steps, const EltwiseStep& step) {
+  using K = EltwiseStep::Kind;
+  if (!steps.empty() && steps.back().kind == step.kind) {
+    EltwiseStep& last = steps.back();
+    switch (step.kind) {
+      case K::Linear:  // a2 (a1 x + b1) + b2
+        last = {K::Linear, step.alpha * last.alpha, step.alpha * last.beta + step.beta};
+        return true;
+      case K::Clip:  // clip(clip(x, l1, h1), l2, h2) = clip(x, clamp(l1, l2, h2), clamp(h1, l2, h2))
+        last = {K::Clip, std::clamp(last.alpha, step.alpha, step.beta), std::clamp(last.beta, step.alpha, step.beta)};
+        return true;
+      case K::Relu:  // leaky(leaky(x, a1), a2) = leaky(x, a1 a2) for a1 >= 0
+        if (last.alpha < 0.f) return false;
+        last.alpha *= step.alpha;
+        return true;
+      default: return false;
+    }
+  }
+  for (const EltwiseStep& s : steps)
+    if (s.kind == step.kind) return false;
+  steps.push_back(step);
+  return true;
+}
+
+void set_fused_steps(Node& node, const std::vector<EltwiseStep>& steps) {
+  std::erase_if(node.attributes, [](const Attribute& a) {
+    return a.name == kFusedActivationAttr || a.name == kFusedClipAttr || a.name == kFusedEltwiseAttr;
+  });
+  set_fused_activation(node, FusedActivation::Chain);
+  Attribute chain;
+  chain.name = kFusedEltwiseAttr;
+  chain.kind = Attribute::Kind::Floats;
+  for (const EltwiseStep& s : steps)
+    chain.floats.insert(chain.floats.end(), {static_cast<float>(static_cast<int>(s.kind)), s.alpha, s.beta});
+  node.attributes.push_back(std::move(chain));
 }
 
 void set_pre_activation(Node& node, const PreActivation& pre) {

@@ -6,6 +6,9 @@
 //   memplan_fused_activation  int, a FusedActivation; absent means None.
 //   memplan_fused_clip        floats {min, max}, with Clip only; -inf / +inf (or +-FLT_MAX) for a
 //                             bound the Clip did not have.
+//   memplan_fused_eltwise     floats {kind, alpha, beta} per step, with Chain only: elementwise
+//                             steps applied in order (EltwiseStep), the forms converters write out
+//                             (LeakyRelu then Max with a constant, a scalar Mul after a Clip, ...).
 //
 // And the activation a 1x1 Conv applies to its input before it convolves (a BatchNormalization,
 // with its Relu, folded into the Conv it feeds: DenseNet's pre-activations), so the normalized
@@ -23,10 +26,38 @@
 namespace memplan {
 
 // The attribute's values, as nodes (and so plan files) carry them: do not renumber.
-enum class FusedActivation : int64_t { None = 0, Relu = 1, Clip = 2, Swish = 3, HardSwish = 4 };
+enum class FusedActivation : int64_t { None = 0, Relu = 1, Clip = 2, Swish = 3, HardSwish = 4, Chain = 5 };
 
 inline constexpr const char* kFusedActivationAttr = "memplan_fused_activation";
 inline constexpr const char* kFusedClipAttr = "memplan_fused_clip";
+inline constexpr const char* kFusedEltwiseAttr = "memplan_fused_eltwise";
+
+// One step of a Chain, as oneDNN's eltwise post-ops define them (do not renumber).
+struct EltwiseStep {
+  enum class Kind : int64_t {
+    Linear = 1,     // alpha * x + beta
+    Clip = 2,       // min(max(x, alpha), beta); -inf / +inf for a bound that is not there
+    Relu = 3,       // x < 0 ? alpha * x : x (LeakyRelu; alpha 0 is Relu)
+    HardSwish = 4,  // x * min(max(x + 3, 0), 6) / 6
+    Logistic = 5,   // 1 / (1 + exp(-x))
+    Swish = 6,      // x * logistic(alpha * x)
+  };
+  Kind kind = Kind::Linear;
+  float alpha = 0.f, beta = 0.f;
+  bool operator==(const EltwiseStep&) const = default;
+};
+
+// The node's activation as a list of steps (None: empty; nullopt for an invalid attribute).
+std::optional<std::vector<EltwiseStep>> fused_steps(const Node& node);
+// Appends `step` to `steps`, merged into the last step where both are Linear, both Clip, or both
+// Relu with a slope >= 0 (one step computing both), and refused (false, `steps` unchanged) where
+// a step of its kind remains: oneDNN 2.6's jit post-op injector keeps one set of parameters per
+// eltwise algorithm, so a chain with two Linear steps would apply the first one's alpha and
+// beta twice (tried: Conv -> Mul(0.75) -> Mul(2) came out as 0.75 * 0.75).
+bool add_fused_step(std::vector<EltwiseStep>& steps, const EltwiseStep& step);
+
+// Records `steps` as the node's activation (Chain), replacing any it had.
+void set_fused_steps(Node& node, const std::vector<EltwiseStep>& steps);
 
 // True when the node has an activation fused in already (any value, even an invalid one).
 bool has_fused_activation(const Node& node);

@@ -9,11 +9,10 @@
 #include <unordered_set>
 
 #include "ir/fused_activation.h"
+#include "passes/constant_operands.h"
 
 namespace memplan {
 namespace {
-
-bool is_const_f32(const Value* v) { return v && v->constant && v->constant->dtype == DType::Float32; }
 
 std::vector<float> floats_of(const Tensor& t) {
   std::vector<float> out(t.element_count());
@@ -169,17 +168,9 @@ bool fuse_activation(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   } else if (act->op_type == "HardSwish") {
     fused = FusedActivation::HardSwish;
   } else if (act->op_type == "Clip") {
-    if (act->opset < 11) {
-      lo = act->attr_float("min", -std::numeric_limits<float>::max());
-      hi = act->attr_float("max", std::numeric_limits<float>::max());
-    } else {
-      for (size_t k = 1; k < act->inputs.size(); ++k) {
-        const Value* bound = act->inputs[k];
-        if (!bound) continue;
-        if (!is_const_f32(bound) || bound->constant->element_count() != 1) return false;
-        (k == 1 ? lo : hi) = static_cast<float>(bound->constant->float_at(0));
-      }
-    }
+    const std::optional<std::pair<float, float>> bounds = clip_bounds(*act);
+    if (!bounds) return false;
+    std::tie(lo, hi) = *bounds;
     fused = FusedActivation::Clip;
   } else {
     return false;
@@ -214,6 +205,67 @@ bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
   g.release_value(y);
   g.release_value(sig_out);
   return true;
+}
+
+// The eltwise steps (ir/fused_activation.h) that `n`, a reader of `y` alone, computes from y: a
+// scalar Add, Sub, Mul, Div, Max or Min, Relu, LeakyRelu, Clip, HardSigmoid, HardSwish or
+// Sigmoid. Empty for any other node. Div by c becomes a product by 1 / c, as oneDNN has no
+// division post-op (within an ulp of the quotient).
+std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y) {
+  using K = EltwiseStep::Kind;
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (!n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] || n.inputs.empty() || n.inputs[0] == nullptr)
+    return {};
+  const Value* out = n.outputs[0];
+  if (!out->type.is_static() || !y->type.is_static() || out->type.static_dims() != y->type.static_dims() ||
+      out->type.dtype != DType::Float32)
+    return {};
+  const std::string& op = n.op_type;
+  if (n.inputs.size() == 2) {
+    const std::optional<float> c = scalar_f32(other_input(n, y));
+    if (!c) return {};
+    const bool y_first = n.inputs[0] == y;
+    if (op == "Add") return {{K::Linear, 1.f, *c}};
+    if (op == "Sub") return {y_first ? EltwiseStep{K::Linear, 1.f, -*c} : EltwiseStep{K::Linear, -1.f, *c}};
+    if (op == "Mul") return {{K::Linear, *c, 0.f}};
+    if (op == "Div" && y_first && *c != 0.f && std::isfinite(1.f / *c)) return {{K::Linear, 1.f / *c, 0.f}};
+    if (op == "Max") return {{K::Clip, *c, inf}};
+    if (op == "Min") return {{K::Clip, -inf, *c}};
+    return {};
+  }
+  if (n.inputs.size() > 1 && op != "Clip") return {};
+  if (op == "Relu") return {{K::Relu, 0.f, 0.f}};
+  if (op == "LeakyRelu") return {{K::Relu, n.attr_float("alpha", 0.01f), 0.f}};
+  if (op == "HardSwish") return {{K::HardSwish, 0.f, 0.f}};
+  if (op == "Sigmoid") return {{K::Logistic, 0.f, 0.f}};
+  if (op == "HardSigmoid") return {{K::Linear, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)}, {K::Clip, 0.f, 1.f}};
+  if (op == "Clip") {
+    const std::optional<std::pair<float, float>> bounds = clip_bounds(n);
+    if (bounds) return {{K::Clip, bounds->first, bounds->second}};
+  }
+  return {};
+}
+
+// Conv [-> its fused activation] -> elementwise ops with constants, each the sole reader of the
+// one before  ==>  the Conv with all of them as a chain of eltwise post-ops: what TensorFlow and
+// Paddle exporters write (LeakyRelu -> Max(c), Clip -> Mul(c) -> Add(c), HardSigmoid).
+bool fuse_eltwise_chain(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  std::optional<std::vector<EltwiseStep>> steps = fused_steps(conv);
+  if (!steps) return false;
+  bool grew = false;
+  for (Node* next = sole_consumer(conv.outputs[0]); next; next = sole_consumer(conv.outputs[0])) {
+    const std::vector<EltwiseStep> more = eltwise_steps(*next, conv.outputs[0]);
+    std::vector<EltwiseStep> longer = *steps;
+    bool fits = !more.empty();
+    for (const EltwiseStep& s : more) fits = fits && add_fused_step(longer, s);
+    if (!fits) break;
+    steps = std::move(longer);
+    g.absorb_output(conv, *next);
+    dead.insert(next);
+    grew = true;
+  }
+  if (grew) set_fused_steps(conv, *steps);
+  return grew;
 }
 
 // BatchNormalization -> Relu  ==>  BatchNormalization with oneDNN's fused ReLU (DenseNet's
@@ -320,6 +372,7 @@ int fuse_conv(Model& model) {
       fold_batch_norm(g, *n, dead);
       fuse_add(g, *n, dead, position);
       if (!fuse_swish(g, *n, dead)) fuse_activation(g, *n, dead);
+      fuse_eltwise_chain(g, *n, dead);
     }
     for (auto& n : g.nodes)  // the batch norms no Conv absorbed
       if (!dead.count(n.get())) fuse_batch_norm_relu(g, *n, dead);

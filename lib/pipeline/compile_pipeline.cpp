@@ -11,6 +11,7 @@
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "passes/assign_layouts.h"
+#include "passes/canonical_activations.h"
 #include "passes/drop_noops.h"
 #include "passes/float16_in_float32.h"
 #include "passes/expand_functions.h"
@@ -135,6 +136,31 @@ void fit_budget(Compilation& c, const PlanOptions& planning) {
        plan_peak_summary(c.plan));
 }
 
+// What runs each node, graph by graph in the plan's order, for the report.
+std::vector<KernelImplementation> kernel_implementations(const Compilation& c) {
+  std::vector<KernelImplementation> out;
+  size_t gi = 0;
+  for_each_graph(*c.model.main, [&](Graph& g) {
+    const std::string& path = c.plan.graphs.at(gi++).path;
+    for (const auto& n : g.nodes)
+      if (auto it = c.kernels.kernels.find(n.get()); it != c.kernels.kernels.end() && it->second)
+        out.push_back({n->describe(), path, it->second->implementation()});
+  });
+  return out;
+}
+
+// oneDNN's reference kernels are correct but tens to hundreds of times slower than its jit ones:
+// named in the report, and an error where the caller asked for none.
+void check_reference_kernels(const Compilation& c, const PlanOptions& planning) {
+  const std::vector<const KernelImplementation*> ref = reference_kernels(c.plan);
+  if (ref.empty()) return;
+  std::string names;
+  for (const KernelImplementation* k : ref) names += (names.empty() ? "" : ", ") + k->node + " (" + k->implementation + ")";
+  const std::string what = c.model.path + ": " + std::to_string(ref.size()) + " node(s) run on oneDNN reference kernels: " + names;
+  if (planning.fail_on_reference_kernels) fail_unsupported(what);
+  spdlog::debug("{}", what);
+}
+
 }  // namespace
 
 NodeRewriter pipeline_rewrites(Model& model) {
@@ -154,6 +180,7 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("shapes fixed");
   const int dropped = drop_noops(model);
   spdlog::debug("{} no-op nodes removed", dropped);
+  spdlog::debug("written-out activations took {} nodes", canonicalize_activations(model));
   const int fused = fuse_conv(model);
   spdlog::debug("Conv fusions removed {} nodes", fused);
   spdlog::debug("quantized fusions removed {} nodes", fuse_quantized(model));
@@ -191,6 +218,8 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   c.plan.model_sha256 = c.model.sha256;
   c.plan.model_path = c.model.path;
   c.plan.shapes = shapes;
+  c.plan.kernels = kernel_implementations(c);
+  check_reference_kernels(c, planning);
   verify_plan(c.model, c.plan);
   spdlog::debug("plan verified: arena {} bytes", c.plan.arena_bytes);
   warn_if_larger_than_memory(c.plan);
@@ -209,6 +238,7 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
   take_planned_lean_kernels(c, plan_path);
   check_scratchpads(c, plan_path);
   check_aliases(c, plan_path);
+  c.plan.kernels = kernel_implementations(c);  // this machine's, which the report then shows
   return c;
 }
 

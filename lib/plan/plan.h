@@ -137,6 +137,13 @@ struct DynamicTensor {
   int32_t dtype = 0;     // ONNX element type
 };
 
+// What runs a node on the machine that made (or loaded) the plan: Kernel::implementation().
+struct KernelImplementation {
+  std::string node;  // Node::describe(): op type and name
+  std::string graph;  // the graph's path, as GraphPlan::path
+  std::string implementation;
+};
+
 struct MemoryPlan {
   std::string model_sha256;  // of the .onnx file the plan was made for
   std::string model_path;    // for messages only
@@ -155,6 +162,17 @@ struct MemoryPlan {
   std::map<std::string, uint64_t> strategy_bytes;  // strategy name -> arena bytes
   std::vector<GraphPlan> graphs;  // graphs[0] is the main graph; for_each_graph's order
   std::vector<DynamicTensor> dynamic_tensors;
+  // Every node's kernel (nodes without one, If/Loop/Scan and those made at run time, are left
+  // out), in graph and step order.
+  std::vector<KernelImplementation> kernels;
 };
+
+// True when `implementation` (Kernel::implementation()) names one of oneDNN's reference kernels
+// ("ref:any", "ref_int8:any", a reorder's "ref:any": `ref...:` as ONEDNN_VERBOSE prints them),
+// which are correct but unvectorized: tens to hundreds of times slower than its jit kernels.
+bool is_reference_implementation(const std::string& implementation);
+
+// The kernels among plan.kernels that run on one of oneDNN's reference (ref:) implementations.
+std::vector<const KernelImplementation*> reference_kernels(const MemoryPlan& plan);
 
 }  // namespace memplan

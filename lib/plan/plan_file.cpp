@@ -189,6 +189,12 @@ planfile::Plan to_proto(const MemoryPlan& p) {
       }
     }
   }
+  for (const KernelImplementation& k : p.kernels) {
+    planfile::KernelImplementation& pk = *out.add_kernels();
+    pk.set_node(k.node);
+    pk.set_graph(k.graph);
+    pk.set_implementation(k.implementation);
+  }
   for (const DynamicTensor& d : p.dynamic_tensors) {
     planfile::DynamicTensor& pd = *out.add_dynamic_tensors();
     pd.set_graph(d.graph);
@@ -262,6 +268,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   }
   for (const planfile::DynamicTensor& pd : in.dynamic_tensors())
     p.dynamic_tensors.push_back({pd.graph(), pd.value(), pd.name(), pd.producer(), pd.shape(), pd.dtype()});
+  for (const planfile::KernelImplementation& pk : in.kernels()) p.kernels.push_back({pk.node(), pk.graph(), pk.implementation()});
   return p;
 }
 

@@ -31,6 +31,8 @@ struct PlanOptions {
   KernelPreference prefer = KernelPreference::Balanced;
   uint64_t max_arena = 0;     // a budget the arena must fit (0: none); compiling fails otherwise
   bool external_inputs = false;  // main-graph inputs stay in the caller's bytes (MemoryPlan::external_inputs)
+  // Compiling fails when a node would run on one of oneDNN's reference kernels (MemoryPlan::kernels).
+  bool fail_on_reference_kernels = false;
 };
 
 // Fills everything in the plan but the model identity and shape options (the caller's job).

@@ -65,6 +65,21 @@ uint64_t external_input_bytes(const MemoryPlan& plan) {
   return bytes;
 }
 
+// How many nodes run on oneDNN and how many on memplan's own loops, then every node on a oneDNN
+// reference kernel (a layout or fusion memplan should have chosen otherwise), by name.
+std::string kernels_text(const MemoryPlan& plan) {
+  if (plan.kernels.empty()) return "";
+  size_t own = 0;
+  for (const KernelImplementation& k : plan.kernels) own += k.implementation.rfind("memplan", 0) == 0;
+  const std::vector<const KernelImplementation*> ref = reference_kernels(plan);
+  std::string out = "kernels: " + std::to_string(plan.kernels.size() - own) + " on oneDNN, " + std::to_string(own) +
+                    " on memplan's own loops; " +
+                    (ref.empty() ? "no oneDNN reference (ref:) kernel\n"
+                                 : std::to_string(ref.size()) + " on oneDNN reference (ref:) kernels:\n");
+  for (const KernelImplementation* k : ref) out += "  " + k->node + " in " + k->graph + ": " + k->implementation + "\n";
+  return out;
+}
+
 uint64_t scratchpad_bytes(const MemoryPlan& plan) {
   uint64_t most = 0;
   for (const auto& g : plan.graphs)
@@ -152,6 +167,7 @@ std::string plan_report_text(const MemoryPlan& p) {
       if (shown++ < kRefusalsInText)
         o << "  refused: '" << r.value << "' over '" << r.source << "' at " << r.node << ": " << r.reason << "\n";
   if (refused > kRefusalsInText) o << "  ... " << refused - kRefusalsInText << " more (--report json lists them all)\n";
+  o << kernels_text(p);
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto& s : peak.live) {
@@ -193,6 +209,12 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
     const auto& d = p.dynamic_tensors[i];
     o << (i ? ", " : "") << "{\"name\": " << json_string(d.name) << ", \"producer\": " << json_string(d.producer)
       << ", \"shape\": " << json_string(d.shape) << ", \"graph\": " << d.graph << "}";
+  }
+  o << "], \"reference_kernels\": " << reference_kernels(p).size() << ", \"kernels\": [";
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const KernelImplementation& k = p.kernels[i];
+    o << (i ? ", " : "") << "{\"node\": " << json_string(k.node) << ", \"graph\": " << json_string(k.graph)
+      << ", \"implementation\": " << json_string(k.implementation) << "}";
   }
   o << "], \"graphs\": [";
   for (size_t gi = 0; gi < p.graphs.size(); ++gi) {

@@ -208,6 +208,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   planning.prefer = *prefer;
   planning.max_arena = o.max_arena;
   planning.external_inputs = o.external_inputs;
+  planning.fail_on_reference_kernels = o.fail_on_reference_kernels;
   if (o.threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(o.threads));
   const RequestedThreads threads(o.threads);
   return finish(compile_model(path, shape_options(o), planning));
@@ -232,6 +233,13 @@ bool CompiledModel::external_inputs() const { return impl_->plan.external_inputs
 int CompiledModel::threads() const { return impl_->threads; }
 void CompiledModel::save_plan(const std::string& path) const { write_plan_file(impl_->plan, path); }
 std::string CompiledModel::report_text() const { return plan_report_text(impl_->plan); }
+
+std::vector<NodeKernel> CompiledModel::kernels() const {
+  std::vector<NodeKernel> out;
+  for (const KernelImplementation& k : impl_->plan.kernels)
+    out.push_back({k.node, k.graph, k.implementation, is_reference_implementation(k.implementation)});
+  return out;
+}
 std::string CompiledModel::report_json(const std::string& extra) const { return plan_report_json(impl_->plan, extra); }
 
 }  // namespace memplan

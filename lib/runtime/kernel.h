@@ -98,6 +98,11 @@ class Kernel {
   // Output 0 is the inputs' bytes end to end (a Concat whose outer dims are 1): inputs already in
   // their places there are not copied, so their producers may write them straight in.
   virtual bool concatenates_end_to_end() const { return false; }
+  // What runs the node, for the report and the profile: oneDNN's implementation name for each
+  // primitive it runs (impl_info_str(): "brgconv:avx512_core", "ref:any", ...), or memplan's own
+  // loop's name. A "ref:" among them is oneDNN's reference kernel (plan/plan.h's
+  // is_reference_implementation).
+  virtual std::string implementation() const { return "memplan"; }
   // A variant of this kernel for the same node that needs less scratchpad (and may be slower);
   // null when there is none. Taken once.
   std::unique_ptr<Kernel> take_leaner() { return leaner_.take(); }

@@ -351,8 +351,10 @@ std::vector<NodeProfile> Session::profile() const {
       for (const Graph* g = n.graph; g && g->owner; g = g->parent)
         graph = g->owner->name + "/" + g->owner_attribute + (graph.empty() ? "" : "/" + graph);
     }
+    const NodeExec& ne = m.nodes[i];
+    const std::string implementation = ne.kernel ? ne.kernel->implementation() : ne.dynamic ? "made at run time" : "control flow";
     out.push_back({n.name.empty() ? n.op_type + "#" + std::to_string(i) : n.name, n.op_type, graph,
-                   impl_->profile_calls[i], static_cast<double>(impl_->profile_ns[i]) / 1e6});
+                   impl_->profile_calls[i], static_cast<double>(impl_->profile_ns[i]) / 1e6, implementation});
   }
   return out;
 }

@@ -7,11 +7,12 @@
 // that names none.
 //
 //   memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT] [--timeout S]
-//                       [--require-all]
+//                       [--require-all] [--fail-on-ref]
 //
 // SUITE_DIR is the generated suite (its node/ folder holds the tests) or any folder of model
 // folders laid out the same way (model.onnx, test_data_set_K/{input,output}_N.pb), such as
-// ../shared/models. --require-all fails the run unless every test passes (no skips).
+// ../shared/models. --require-all fails the run unless every test passes (no skips). --fail-on-ref
+// fails a test whose model runs a node on one of oneDNN's reference (ref:) kernels.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -154,6 +155,8 @@ std::string dims_str(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
+bool g_fail_on_ref = false;  // --fail-on-ref
+
 // Runs one test (in the child). Writes the reason to `why`.
 Outcome run_test(const fs::path& dir, const Tolerance& tol, std::string& why) {
   try {
@@ -199,6 +202,12 @@ Outcome run_test(const fs::path& dir, const Tolerance& tol, std::string& why) {
         if (!name.empty()) options.bounds[name] = t.dims;
       }
       auto model = CompiledModel::compile(model_path, options);
+      if (g_fail_on_ref)
+        for (const NodeKernel& k : model->kernels())
+          if (k.reference) {
+            why = k.node + " in " + k.graph + " runs on oneDNN's reference kernel " + k.implementation;
+            return kFail;
+          }
       Session session(model, SessionOptions{true});
       for (auto& [name, t] : feeds) {
         const auto bytes = t.materialize();
@@ -294,7 +303,7 @@ std::string skip_kind(const std::string& why) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: memplan_conformance SUITE_DIR [--must-pass FILE] [--write-passing FILE] [--filter TEXT] "
-                 "[--timeout S] [--require-all]\n";
+                 "[--timeout S] [--require-all] [--fail-on-ref]\n";
     return 2;
   }
   const fs::path suite = fs::is_directory(fs::path(argv[1]) / "node") ? fs::path(argv[1]) / "node" : fs::path(argv[1]);
@@ -305,8 +314,8 @@ int main(int argc, char** argv) {
   bool require_all = false;
   for (int i = 2; i < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--require-all") {
-      require_all = true;
+    if (flag == "--require-all" || flag == "--fail-on-ref") {
+      (flag == "--require-all" ? require_all : g_fail_on_ref) = true;
       --i;  // takes no value
       continue;
     }

@@ -311,3 +311,31 @@ TEST_CASE("cli: --external-inputs plans no arena bytes for the inputs; its plan 
   for (size_t i = 0; i < got.data.size() / sizeof(float); ++i) worst = std::max(worst, std::abs(g[i] - w[i]));
   CHECK(worst < 1e-4f);
 }
+
+TEST_CASE("cli: the report names what runs each node, and --fail-on-ref refuses a node on a oneDNN reference kernel",
+          "[cli][kernels]") {
+  // PRelu with a slope broadcast along the last axis: oneDNN 2.6 has only its reference kernel.
+  memplan::test::ModelBuilder mb;
+  auto& g = mb.graph();
+  memplan::test::add_input(g, "x", memplan::test::elem::kFloat, {3, 4, 5});
+  memplan::test::add_initializer(g, memplan::test::tensor_f32("slope", {5}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f}));
+  memplan::test::add_node(g, "PRelu", {"x", "slope"}, {"y"}, "prelu");
+  memplan::test::add_output(g, "y", memplan::test::elem::kFloat, {3, 4, 5});
+  memplan::test::TempDir tmp("cli_fail_on_ref");
+  const std::string m = tmp / "prelu.onnx";
+  std::ofstream(m, std::ios::binary) << mb.bytes();
+
+  Run text = run_cli({"compile", m});
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("kernels: 1 on oneDNN, 0 on memplan's own loops; 1 on oneDNN reference (ref:) kernels:"));
+  CHECK_THAT(text.out, Catch::Contains("  PRelu node 'prelu' in "));
+  Run json = run_cli({"compile", m, "--report", "json"});
+  CHECK_THAT(json.out, Catch::Contains("\"reference_kernels\": 1, \"kernels\": [{\"node\": \"PRelu node 'prelu'\""));
+  expect_error({"compile", m, "--fail-on-ref"}, 3, {m, "1 node(s) run on oneDNN reference kernels: PRelu node 'prelu' (ref:any)"});
+
+  // A model on jit kernels only compiles either way, and its report says so.
+  Run clean = run_cli({"compile", model("tiny_mlp"), "--fail-on-ref"});
+  CHECK(clean.exit_code == 0);
+  CHECK_THAT(clean.out, Catch::Contains("no oneDNN reference (ref:) kernel"));
+}

@@ -96,6 +96,11 @@ TEST_CASE("run: --profile times every node, subgraph nodes under their owner's p
   CHECK_THAT(j.out, Catch::Contains("{\"op_type\": \"Loop\", \"nodes\": 1, \"calls_per_run\": 1.000"));
   CHECK_THAT(j.out, Catch::Contains("\"node\": \"inner_mul\", \"op_type\": \"Mul\", "
                                     "\"graph\": \"outer_if/then_branch/loop/body/inner_if/else_branch\", \"calls_per_run\": 2.000"));
+  // What runs each node: control flow, oneDNN's implementation, or memplan's own loops.
+  CHECK_THAT(j.out, Catch::Contains("\"op_type\": \"Loop\", \"graph\": \"outer_if/then_branch\", \"calls_per_run\": 1.000, "
+                                    "\"ms_per_run\": "));
+  CHECK_THAT(j.out, Catch::Contains("\"implementation\": \"control flow\"}"));
+  CHECK_THAT(r.out, Catch::Contains("  slowest nodes:"));
 }
 
 TEST_CASE("run: output file names keep only [A-Za-z0-9._-]", "[run-cli]") {

@@ -20,7 +20,7 @@ struct CompileArgs {
   uint64_t align = 64;
   std::string prefer = "balanced";
   uint64_t max_arena = 0;
-  bool summary = false, no_share = false, external_inputs = false;
+  bool summary = false, no_share = false, external_inputs = false, fail_on_ref = false;
   ShapeArgs shapes;
 };
 }  // namespace
@@ -43,6 +43,8 @@ void register_compile(CLI::App& app) {
   sub->add_option("--max-arena", args->max_arena, "Fail unless the arena fits in this many bytes");
   sub->add_flag("--external-inputs", args->external_inputs,
                 "Plan no arena bytes for the inputs: each run reads them from the caller's buffers (zero copy)");
+  sub->add_flag("--fail-on-ref", args->fail_on_ref,
+                "Fail (exit 3) when a node would run on one of oneDNN's reference (ref:) kernels, naming each");
   sub->add_option("--report", args->report, "Report format: text or json")->check(CLI::IsMember({"text", "json"}));
   sub->add_option("--svg", args->svg, "Draw the plan into this SVG file");
   sub->add_flag("--summary", args->summary, "Also print the model summary: graphs, ops, captures, tensors");
@@ -54,6 +56,7 @@ void register_compile(CLI::App& app) {
     planning.prefer = *parse_preference(args->prefer);
     planning.max_arena = args->max_arena;
     planning.external_inputs = args->external_inputs;
+    planning.fail_on_reference_kernels = args->fail_on_ref;
     // A model with ops memplan cannot run still gets its plan, with a warning.
     const Compilation c =
         compile_model(args->model, to_shape_options(args->shapes), planning, OnUnsupported::Warn);

@@ -67,8 +67,8 @@ std::string profile_text(const std::vector<NodeProfile>& nodes, int runs, size_t
                   t.ms / r, total > 0 ? 100 * t.ms / total : 0.0);
   out += format("  slowest nodes:\n");
   for (const NodeProfile& n : slowest(nodes, top_nodes))
-    out += format("  %-40s %-20s %12.3f ms/run  (%s)\n", n.node.c_str(), n.op_type.c_str(), n.self_ms / r,
-                  n.graph.c_str());
+    out += format("  %-40s %-20s %12.3f ms/run  (%s)  %s\n", n.node.c_str(), n.op_type.c_str(), n.self_ms / r,
+                  n.graph.c_str(), n.implementation.c_str());
   return out;
 }
 
@@ -84,9 +84,10 @@ std::string profile_json(const std::vector<NodeProfile>& nodes, int runs) {
   out += "], \"nodes\": [";
   first = true;
   for (const NodeProfile& n : nodes) {
-    out += format("%s{\"node\": %s, \"op_type\": %s, \"graph\": %s, \"calls_per_run\": %.3f, \"ms_per_run\": %.4f}",
+    out += format("%s{\"node\": %s, \"op_type\": %s, \"graph\": %s, \"calls_per_run\": %.3f, \"ms_per_run\": %.4f, ",
                   first ? "" : ", ", json_string(n.node).c_str(), json_string(n.op_type).c_str(),
                   json_string(n.graph).c_str(), static_cast<double>(n.calls) / r, n.self_ms / r);
+    out += "\"implementation\": " + json_string(n.implementation) + "}";
     first = false;
   }
   return out + "]}";

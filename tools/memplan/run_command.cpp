@@ -26,6 +26,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   int threads = 0, sessions = 1, repeat = 1, warmup = 0;
   bool check_memory = false, profile = false, no_share = false, fixed_threads = false, external_inputs = false;
+  bool fail_on_ref = false;
   std::string prefer = "balanced";
   uint64_t max_arena = 0;
   ShapeArgs shapes;
@@ -140,6 +141,7 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.prefer = a.prefer;
   options.max_arena = a.max_arena;
   options.external_inputs = a.external_inputs;
+  options.fail_on_reference_kernels = a.fail_on_ref;
   options.threads = compile_threads(a);
   for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
   return CompiledModel::compile(a.model, options);
@@ -313,6 +315,7 @@ void register_run(CLI::App& app) {
   sub->add_option("--max-arena", a->max_arena, "Fail unless the arena fits in this many bytes");
   sub->add_flag("--external-inputs", a->external_inputs,
                 "Plan no arena bytes for the inputs; they are read from the files' buffers (see compile)");
+  sub->add_flag("--fail-on-ref", a->fail_on_ref, "Fail when a node would run on a oneDNN reference kernel (see compile)");
   add_shape_options(*sub, a->shapes);
   add_action(sub, [a] {
     std::vector<InputFile> files;

@@ -272,6 +272,12 @@ void PrimitiveKernel::set_primitive(const dnnl::primitive_desc& pd) {
   if (scratchpad_bytes_ > 0) args_.push_back({Arg::From::Scratchpad, DNNL_ARG_SCRATCHPAD, 0});
 }
 
+std::string PrimitiveKernel::implementation() const {
+  std::string out = pd_ ? pd_.impl_info_str() : "none";
+  for (const Staged& st : staged_) out += std::string(st.output ? ", output" : ", input") + " reorder " + st.reorder_impl;
+  return out;
+}
+
 void PrimitiveKernel::bind_input(int arg, size_t input_index, const dnnl::memory::desc& md) {
   args_.push_back({Arg::From::Slot, arg, slots_.size()});
   slots_.push_back({md, false, input_index, md.get_size()});
@@ -288,8 +294,10 @@ PrimitiveKernel::Staged& PrimitiveKernel::bind_staged(int arg, bool output, size
   Staged st;
   st.user = user;
   st.want = want;
-  st.reorder = output ? dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, want, ctx_->engine, user))
-                      : dnnl::reorder(dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want));
+  const auto reorder_pd = output ? dnnl::reorder::primitive_desc(ctx_->engine, want, ctx_->engine, user)
+                                 : dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want);
+  st.reorder = dnnl::reorder(reorder_pd);
+  st.reorder_impl = reorder_pd.impl_info_str();
   st.output = output;
   st.index = index;
   if (output && preload_input >= 0) {
@@ -516,27 +524,24 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   after_execute(args);
 }
 
-// The fused activation (ir/fused_activation.h) as a post-op.
+// The fused activation (ir/fused_activation.h) as eltwise post-ops, one per step.
 void append_activation(dnnl::post_ops& po, const Node& node, const std::string& where) {
-  const std::optional<FusedActivation> act = fused_activation(node);
-  if (!act)
-    fail(where + ": " + kFusedActivationAttr + " " + std::to_string(node.attr_int(kFusedActivationAttr, 0)) +
-         " is not one of 0 to 4");
-  switch (*act) {
-    case FusedActivation::None: return;
-    case FusedActivation::Relu: po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); return;
-    case FusedActivation::Clip: {
-      const Attribute* a = node.attr(kFusedClipAttr);
-      if (!a || a->kind != Attribute::Kind::Floats || a->floats.size() != 2)
-        fail(where + ": " + kFusedActivationAttr + " 2 (Clip) needs '" + kFusedClipAttr + "' = {min, max}");
-      if (a->floats[0] > a->floats[1])
-        fail(where + ": " + kFusedClipAttr + " min " + std::to_string(a->floats[0]) + " exceeds max " +
-             std::to_string(a->floats[1]));
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, a->floats[0], a->floats[1]);
-      return;
+  const std::optional<std::vector<EltwiseStep>> steps = fused_steps(node);
+  if (!steps)
+    fail(where + ": the fused activation (" + kFusedActivationAttr + " " +
+         std::to_string(node.attr_int(kFusedActivationAttr, 0)) + ", with its '" + kFusedClipAttr + "' or '" +
+         kFusedEltwiseAttr + "') is not valid");
+  using K = EltwiseStep::Kind;
+  using A = dnnl::algorithm;
+  for (const EltwiseStep& st : *steps) {
+    switch (st.kind) {
+      case K::Linear: po.append_eltwise(1.f, A::eltwise_linear, st.alpha, st.beta); break;
+      case K::Clip: po.append_eltwise(1.f, A::eltwise_clip, st.alpha, st.beta); break;
+      case K::Relu: po.append_eltwise(1.f, A::eltwise_relu, st.alpha, 0.f); break;
+      case K::HardSwish: po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f); break;
+      case K::Logistic: po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); break;
+      case K::Swish: po.append_eltwise(1.f, A::eltwise_swish, st.alpha, 0.f); break;
     }
-    case FusedActivation::Swish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); return;
-    case FusedActivation::HardSwish: po.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f); return;
   }
 }
 

@@ -109,6 +109,8 @@ class PrimitiveKernel : public Kernel {
   uint64_t scratchpad_bytes() const override { return scratchpad_bytes_ + staged_bytes_; }
   bool reads_at_run_time(size_t input) const override;
   bool may_overwrite_input(size_t input) const override;
+  // oneDNN's implementation of the primitive, then of each staged tensor's reorder.
+  std::string implementation() const override;
   // The primitive may write output 0 over `input` (oneDNN allows src = dst for it).
   void allow_in_place(size_t input) { in_place_.push_back(input); }
 
@@ -151,6 +153,7 @@ class PrimitiveKernel : public Kernel {
   struct Staged {
     dnnl::memory::desc user, want;
     dnnl::primitive reorder;
+    std::string reorder_impl;  // oneDNN's name for the reorder's implementation
     bool output = false;
     int preload = -1;  // output: the input copied (reordered) into the staged buffer first
     dnnl::primitive preload_reorder;

@@ -100,7 +100,8 @@ dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 
-DnnlStep::DnnlStep(DnnlContext& ctx, const dnnl::primitive_desc& pd) : ctx_(&ctx), prim_(pd) {
+DnnlStep::DnnlStep(DnnlContext& ctx, const dnnl::primitive_desc& pd)
+    : ctx_(&ctx), prim_(pd), impl_(pd.impl_info_str()) {
   const dnnl::memory::desc sp = pd.scratchpad_desc();
   scratchpad_bytes_ = sp.get_size();
   if (scratchpad_bytes_ > 0) scratchpad_slot_ = static_cast<int>(arg(DNNL_ARG_SCRATCHPAD, sp));

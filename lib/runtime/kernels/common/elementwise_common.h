@@ -118,6 +118,8 @@ class DnnlStep {
   // bytes) and waits.
   void execute(State& s, std::byte* scratchpad, dnnl_stream* stream) const;
   uint64_t scratchpad_bytes() const { return scratchpad_bytes_; }
+  // oneDNN's name for the implementation it chose (impl_info_str(): "jit:uni", "ref:any", ...).
+  const std::string& implementation() const { return impl_; }
 
  private:
   struct Arg {
@@ -130,6 +132,7 @@ class DnnlStep {
   std::vector<Arg> args_;
   int scratchpad_slot_ = -1;
   uint64_t scratchpad_bytes_ = 0;
+  std::string impl_;
 };
 
 // The state of a kernel made of DnnlSteps: one State per step.

@@ -131,4 +131,10 @@ void BandedKernel::run_band(size_t i, size_t lane, State& s, const KernelArgs& a
                  s.lanes[lane].parts[b.part].get(), stream});
 }
 
+std::string BandedKernel::implementation() const {
+  std::string out = std::to_string(bands_.size()) + (cut_ == Cut::Rows ? " bands of rows: " : " bands of channels: ");
+  for (size_t i = 0; i < parts_.size(); ++i) out += (i ? "; " : "") + parts_[i].kernel->implementation();
+  return out;
+}
+
 }  // namespace memplan::rt::dnnl_kernels

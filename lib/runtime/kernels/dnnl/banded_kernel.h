@@ -60,6 +60,8 @@ class BandedKernel final : public Kernel {
   // band reads that part (chunks of input channels: the first reads the whole addend): the output
   // may be written over the addend.
   bool may_overwrite_input(size_t input) const override { return addend_ >= 0 && input == static_cast<size_t>(addend_); }
+  // "N bands of rows: " (or channels) and the first part's implementation.
+  std::string implementation() const override;
   size_t band_count() const { return bands_.size(); }
   size_t lanes() const { return lanes_; }
   Cut cut() const { return cut_; }

@@ -102,6 +102,11 @@ class PreActivatedConv final : public Kernel {
     return s;
   }
 
+  std::string implementation() const override {
+    std::string out = "memplan pre-activation, " + std::to_string(parts_.size()) + " part(s)";
+    return parts_.empty() ? out : out + ": " + parts_.front().conv->implementation();
+  }
+
   uint64_t scratchpad_bytes() const override {
     uint64_t most = 0;
     for (const Part& p : parts_) most = std::max(most, p.conv->scratchpad_bytes());

@@ -10,8 +10,10 @@
 #include <type_traits>
 
 #include "ir/fused_dequantize.h"
+#include "plan/plan.h"
 #include "runtime/kernels/common/element_types.h"
 #include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/elementwise/binary_layout_loop.h"
 #include "runtime/kernels/elementwise/factories.h"
 #include "runtime/kernels/quantized/factories.h"
 
@@ -216,10 +218,22 @@ class BinaryKernel final : public Kernel {
       : spec_(spec), where_(where(n, env)), dtype_(n.inputs[0]->type.dtype), exp_dtype_(dtype_),
         block_(n.outputs[0] ? n.outputs[0]->channel_block : 0) {
     if (spec.op == Bin::Pow) exp_dtype_ = n.inputs[1]->type.dtype;
+    if (all_fixed(n)) {
+      for (const Value* v : n.inputs) compiled_.push_back(static_shape(v));
+      out_shape_ = static_shape(n.outputs[0]);
+    }
     const bool dnnl_op = dnnl_alg(spec.op) != dnnl::algorithm::undef || spec.op == Bin::PRelu;
     if (dtype_ == DType::Float32 && dnnl_op && env.dnnl && all_fixed(n)) build_dnnl(n, *env.dnnl);
-    // The loops index plain tensors; a blocked one (assign_layouts) needs oneDNN.
-    if (block_ && steps_.empty()) fail_internal(where_ + ": a channel-blocked output needs oneDNN's binary primitive");
+    // oneDNN's reference kernel costs milliseconds where a vectorized pass takes microseconds.
+    const bool reference = std::any_of(steps_.begin(), steps_.end(), [](const Step& s) { return is_reference_implementation(s.prim.implementation()); });
+    if (dtype_ == DType::Float32 && all_fixed(n) && (steps_.empty() || reference)) {
+      layout_loop_ = make_layout_loop();
+      if (layout_loop_) steps_.clear();
+    }
+    // The broadcasting loops index plain tensors; a blocked one (assign_layouts) needs oneDNN or
+    // the layout loop.
+    if (block_ && steps_.empty() && !layout_loop_)
+      fail_internal(where_ + ": a channel-blocked output needs oneDNN's binary primitive or the layout loop");
   }
 
   void run(const KernelArgs& args) override {
@@ -236,12 +250,27 @@ class BinaryKernel final : public Kernel {
       }
       return;
     }
+    if (layout_loop_ && compiled_shapes) {
+      layout_loop_->run(args.inputs[static_cast<size_t>(loop_full_)].as<float>(),
+                        args.inputs[static_cast<size_t>(1 - loop_full_)].as<float>(), args.outputs[0].as<float>());
+      return;
+    }
     run_loops(args);
+  }
+
+  std::string implementation() const override {
+    if (layout_loop_) return "memplan layout loop";
+    if (steps_.empty()) return "memplan";
+    std::string out;
+    for (const Step& s : steps_) out += (out.empty() ? "" : ", ") + s.prim.implementation();
+    return out;
   }
 
   // oneDNN's binary runs in place over its first operand (src0 = dst), the full-shape input; PRelu
   // is not offered.
   bool may_overwrite_input(size_t input) const override {
+    if (layout_loop_)  // reads each element of the full operands before it writes the same one
+      return static_cast<int>(input) == loop_full_ || (layout_loop_->operand == Operand::Full && input < 2);
     return !steps_.empty() && spec_.op != Bin::PRelu && steps_.front().in0 == static_cast<int>(input);
   }
 
@@ -265,7 +294,6 @@ class BinaryKernel final : public Kernel {
   void build_dnnl(const Node& n, DnnlContext& ctx) {
     const Shape out = static_shape(n.outputs[0]);
     if (out.count() == 0) return;
-    for (const Value* v : n.inputs) compiled_.push_back(static_shape(v));
     const size_t count = compiled_.size();
     // The first operand must have the output's shape (oneDNN broadcasts src1 only).
     std::vector<int> order;
@@ -324,6 +352,49 @@ class BinaryKernel final : public Kernel {
     } catch (const dnnl::error&) {
       steps_.clear();  // the loops do the job
     }
+  }
+
+  // The layout loop for two float32 operands of fixed shapes, one of them the output's shape and
+  // the other the same shape, a scalar or one value per channel (of a 4-D output; [1, C, 1, 1]
+  // after rank padding); nullopt for any other case.
+  std::optional<LayoutLoop> make_layout_loop() {
+    std::optional<FlatBinOp> op;
+    switch (spec_.op) {
+      case Bin::Add: op = FlatBinOp::Add; break;
+      case Bin::Sub: op = FlatBinOp::Sub; break;
+      case Bin::Mul: op = FlatBinOp::Mul; break;
+      case Bin::Div: op = FlatBinOp::Div; break;
+      case Bin::Max: op = FlatBinOp::Max; break;
+      case Bin::Min: op = FlatBinOp::Min; break;
+      default: break;
+    }
+    if (!op || spec_.mean || compiled_.size() != 2) return std::nullopt;
+    const Shape& out = out_shape_;
+    for (int full = 0; full < 2; ++full) {
+      const Shape a = pad_rank(compiled_[static_cast<size_t>(full)], out.rank);
+      const Shape b = pad_rank(compiled_[static_cast<size_t>(1 - full)], out.rank);
+      if (!(a == out)) continue;
+      LayoutLoop l;
+      l.op = *op;
+      l.swapped = full == 1;
+      l.block = block_;
+      l.hw = static_cast<int64_t>(out.count());
+      if (b == out) {
+        l.operand = Operand::Full;
+      } else if (b.count() == 1) {
+        l.operand = Operand::Scalar;
+      } else if (out.rank == 4 && b.dims[0] == 1 && b.dims[1] == out.dims[1] && b.dims[2] == 1 && b.dims[3] == 1) {
+        l.operand = Operand::PerChannel;
+        l.n = out.dims[0];
+        l.c = out.dims[1];
+        l.hw = out.dims[2] * out.dims[3];
+      } else {
+        continue;
+      }
+      loop_full_ = full;
+      return l;
+    }
+    return std::nullopt;
   }
 
   bool shapes_match(const KernelArgs& args) const {
@@ -387,8 +458,11 @@ class BinaryKernel final : public Kernel {
   std::string where_;
   DType dtype_, exp_dtype_;
   int block_ = 0;  // the output's Value::channel_block
-  std::vector<Shape> compiled_;
+  std::vector<Shape> compiled_;  // the inputs' shapes, where all_fixed()
+  Shape out_shape_;
   std::vector<Step> steps_;
+  std::optional<LayoutLoop> layout_loop_;
+  int loop_full_ = 0;  // the input the layout loop reads as its full operand
 };
 
 std::unique_ptr<Kernel> make_binary(const Node& n, const KernelEnv& env, BinSpec spec) {

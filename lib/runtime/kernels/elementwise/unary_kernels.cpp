@@ -256,6 +256,8 @@ class UnaryKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : 0; }
+  std::string implementation() const override { return step_ ? step_->implementation() : "memplan"; }
+
   // oneDNN's eltwise runs in place (src = dst); the loops are not offered (some change the type).
   bool may_overwrite_input(size_t input) const override { return input == 0 && step_.has_value(); }
   std::unique_ptr<KernelState> make_state() const override {

@@ -108,6 +108,8 @@ class ReduceKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : scratch_; }
+  std::string implementation() const override { return step_ ? step_->implementation() : "memplan"; }
+
   std::unique_ptr<KernelState> make_state() const override {
     return step_ ? make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& s) -> const DnnlStep& { return s; })
                  : nullptr;

@@ -209,6 +209,8 @@ class RnnKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return scratch_; }
+  std::string implementation() const override { return step_ ? step_->implementation() : "memplan"; }
+
   std::unique_ptr<KernelState> make_state() const override {
     return make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& st) -> const DnnlStep& { return st; });
   }
