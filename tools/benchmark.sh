@@ -6,7 +6,7 @@
 # tools/bench/bench.py on both zoos, ../shared/models and models/.
 #
 # Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
-#                          [--no-load]
+#                          [--no-load] [--real]
 #   --repeat N      timed inferences per model and thread count (default 20)
 #   --filter REGEX  only models whose folder name matches; the table then goes to
 #                   BUILD/bench/BENCHMARKS.md unless --out is given
@@ -16,6 +16,9 @@
 #   --no-setup      skip apt, npm and the build (for quick reruns)
 #   --no-load       skip the columns under load: 2 threads with one core kept busy, and the
 #                   throughput of 2 concurrent 1-thread sessions (2 ORT runs on one session)
+#   --real          only the committed real models (models/real) and converter patterns
+#                   (models/patterns), at 1 and 2 threads, no zoo exports and no load columns:
+#                   their section of docs/BENCHMARKS.md is made again, the rest is kept
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
@@ -25,6 +28,7 @@ filter=""
 out=""
 setup=1
 load=()
+real=0
 command_line="tools/benchmark.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
     --shared) shared=$2; shift 2 ;;
     --no-setup) setup=0; shift ;;
     --no-load) load=(--no-load); shift ;;
+    --real) real=1; shift ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
   esac
 done
@@ -44,6 +49,14 @@ if [ "$setup" = 1 ]; then
   "$here/tools/setup.sh"
   "$here/tools/bench/setup_bench.sh" "$build"
   "$here/tools/build.sh" "$build"
+fi
+if [ "$real" = 1 ]; then
+  exec /usr/bin/python3 "$here/tools/bench/bench.py" --memplan "$build/tools/memplan" \
+    --node-modules "$build/bench/node_modules" --repeat "$repeat" --filter "$filter" --out "$out" \
+    --work "$build/bench/work" --command "$command_line" --no-load \
+    --section "Real models and converter patterns against ONNX Runtime" \
+    "models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real" \
+    "models/patterns: what converters write (expected outputs: ONNX Runtime 1.30)=$here/models/patterns"
 fi
 /usr/bin/python3 "$here/tools/bench/export_zoo.py" "$build/zoo"
 /usr/bin/python3 "$here/tools/bench/make_quant_zoo.py" "$build/quant_zoo" --node-modules "$build/bench/node_modules"

@@ -1,7 +1,11 @@
 #include "passes/assign_layouts.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -43,8 +47,30 @@ bool per_channel_or_scalar(const Value* v, const Value* y) {
   return true;
 }
 
+// A constant whose elements are all one value (a splat: ConstantOfShape's zeros, which TensorFlow
+// exporters concatenate to pad channels): the same bytes in every layout.
+bool uniform_constant(const Value* v) {
+  return v && v->constant && (v->constant->splat || v->constant->element_count() == 1);
+}
+
 bool same_static_shape(const Value* a, const Value* b) {
   return a->type.is_static() && b->type.is_static() && a->type.static_dims() == b->type.static_dims();
+}
+
+// The channel pads {begin, end} of a 4-D Pad with constant pads that pads nothing else, constant
+// mode with a constant (or no) value, or edge or reflect (which channels-last keeps apart from
+// the pixels): TensorFlow exporters widen a residual's channels so. nullopt for any other Pad.
+std::optional<std::pair<int64_t, int64_t>> channel_pads(const Node& n) {
+  if (n.op_type != "Pad" || !n.domain.empty() || n.opset < 11 || n.inputs.size() < 2 || !n.inputs[1] ||
+      !n.inputs[1]->constant || (n.inputs.size() > 2 && n.inputs[2] && !n.inputs[2]->constant) ||
+      (n.inputs.size() > 3 && n.inputs[3]) || !is_4d_float(n.inputs[0]))
+    return std::nullopt;
+  const Tensor& p = *n.inputs[1]->constant;
+  if (p.element_count() != 8) return std::nullopt;
+  for (size_t i : {0u, 2u, 3u, 4u, 6u, 7u})
+    if (p.int_at(i) != 0) return std::nullopt;
+  if (p.int_at(1) < 0 || p.int_at(5) < 0) return std::nullopt;
+  return std::pair{p.int_at(1), p.int_at(5)};
 }
 
 // Ops that touch each element on its own: their result is the same in any layout whose bytes
@@ -110,9 +136,10 @@ Role role_of(const Node& n) {
     const int64_t axis = n.attr_int("axis", n.opset < 4 ? 1 : 0);
     if (axis != 1 && axis != -3) return Role::Plain;
     for (const Value* in : n.inputs)
-      if (!is_4d_float(in) || in->is_constant()) return Role::Plain;
+      if (!is_4d_float(in) || (in->is_constant() && !uniform_constant(in))) return Role::Plain;
     return Role::Same;
   }
+  if (n.op_type == "Pad" && channel_pads(n)) return Role::Same;
   if (elementwise(n.op_type)) {
     bool same = true;
     for (const Value* in : n.inputs) same = same && in && !in->is_constant() && same_static_shape(in, y);
@@ -129,26 +156,69 @@ std::vector<const Value*> data_inputs(const Node& n, Role r) {
     if (n.inputs.size() > 3 && n.inputs[3]) out.push_back(n.inputs[3]);  // the fused addend
   } else if (r == Role::Broadcast) {
     out.push_back(n.inputs[static_cast<size_t>(broadcast_input(n))]);
-  } else if (r == Role::Same && n.op_type == "BatchNormalization") {
+  } else if (r == Role::Same && (n.op_type == "BatchNormalization" || n.op_type == "Pad")) {
     out.push_back(n.inputs[0]);
   } else if (r == Role::Same) {
-    for (const Value* in : n.inputs) out.push_back(in);
+    for (const Value* in : n.inputs)
+      if (!uniform_constant(in)) out.push_back(in);  // a uniform constant fits every layout
   }
   return out;
 }
 
-// May `consumer` read `v` blocked?
-bool reads_blocked(const Node& consumer, const Value* v, const Graph& main) {
+// Nodes whose kernels take channels-last float32 tensors in the roles role_of gives them: not
+// batch norm and LRN (their oneDNN kernels are made for plain or blocked tensors only), and of
+// the convolutions, dense and depthwise ones (oneDNN's grouped kernels want blocks).
+bool takes_channels_last(const Node& n) {
+  if (n.op_type == "BatchNormalization" || n.op_type == "LRN") return false;
+  if (n.op_type != "Conv") return true;
+  const int64_t group = n.attr_int("group", 1);
+  return group == 1 || (n.inputs[0] && n.inputs[0]->type.dims.size() == 4 && group == n.inputs[0]->type.dims[1].value);
+}
+
+// May `consumer` read `v` in the layout `layout` (a block, or Value::kChannelsLast)?
+bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int layout) {
   if (consumer.graph != &main) return false;  // read inside a subgraph
+  if (layout == Value::kChannelsLast && !takes_channels_last(consumer)) return false;
   switch (role_of(consumer)) {
     case Role::Plain: return false;
     case Role::Conv: return consumer.inputs[0] == v || (consumer.inputs.size() > 3 && consumer.inputs[3] == v);
     case Role::ToPlain: return consumer.inputs[0] == v;
     case Role::Broadcast: return consumer.inputs[static_cast<size_t>(broadcast_input(consumer))] == v;
     case Role::Same:
-      return consumer.op_type != "BatchNormalization" || consumer.inputs[0] == v;
+      return (consumer.op_type != "BatchNormalization" && consumer.op_type != "Pad") || consumer.inputs[0] == v;
   }
   return false;
+}
+
+// Values a node ties to one layout (a Same node's data inputs and output, a Broadcast node's
+// full input and output, a Conv's fused addend and output) must agree. Where the candidates of
+// such a group differ (a Concat of 24 channels, channels-last, and 24 zeros into 48, blocked by
+// 16), the whole group takes channels-last when every member's producer can write it; otherwise
+// the pass below unblocks it.
+void agree_within_groups(Graph& g, const std::set<Value*>& blocked) {
+  std::map<const Value*, const Value*> parent;
+  std::function<const Value*(const Value*)> root = [&](const Value* v) -> const Value* {
+    auto it = parent.find(v);
+    if (it == parent.end() || it->second == v) return v;
+    return it->second = root(it->second);
+  };
+  for (auto& n : g.nodes) {
+    Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
+    if (!y || !blocked.count(y)) continue;
+    for (const Value* in : data_inputs(*n, role_of(*n)))
+      if (in && blocked.count(const_cast<Value*>(in))) parent[root(in)] = root(y);
+  }
+  std::map<const Value*, std::vector<Value*>> groups;
+  for (Value* v : blocked) groups[root(v)].push_back(v);
+  for (auto& [r, members] : groups) {
+    bool differ = false, channels_last_ok = true;
+    for (Value* v : members) {
+      differ = differ || v->channel_block != members.front()->channel_block;
+      channels_last_ok = channels_last_ok && v->producer && takes_channels_last(*v->producer);
+    }
+    if (differ && channels_last_ok)
+      for (Value* v : members) v->channel_block = Value::kChannelsLast;
+  }
 }
 
 }  // namespace
@@ -167,9 +237,14 @@ int assign_layouts(Model& model, int preferred_block) {
     if (r != Role::Conv && r != Role::Same && r != Role::Broadcast) continue;
     if (y->is_graph_output || one_pixel(y)) continue;
     const int64_t c = y->type.dims[1].value;
-    int block = c % preferred_block == 0 ? preferred_block : (c % 8 == 0 ? 8 : 0);
+    int block = c % preferred_block == 0 ? preferred_block : 0;
     // A grouped Conv's block must also divide each group's channels (the limit says which does).
     if (r == Role::Conv) block = std::min(block, group_block_limit(*n));
+    // Channels the CPU's block does not divide (MediaPipe's 24, ShuffleNet's 58, a detector's 6):
+    // channels-last, which oneDNN's brgemm and depthwise kernels run fast with no padding, and
+    // which needs no more bytes than plain; else 8-blocks, where they divide.
+    if (block == 0 && takes_channels_last(*n)) block = Value::kChannelsLast;
+    if (block == 0 && c % 8 == 0 && (r != Role::Conv || group_block_limit(*n) >= 8)) block = 8;
     if (block == 0) continue;
     y->channel_block = block;
     blocked.insert(y);
@@ -179,6 +254,7 @@ int assign_layouts(Model& model, int preferred_block) {
     blocked.erase(v);
   };
   auto layout = [&](const Value* v) { return v ? v->channel_block : 0; };
+  agree_within_groups(g, blocked);
 
   for (bool changed = true; changed;) {
     changed = false;
@@ -188,10 +264,15 @@ int assign_layouts(Model& model, int preferred_block) {
       // reader of its output must read blocked.
       Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
       if (!y || !blocked.count(y)) continue;
-      // oneDNN broadcasts fast only over the CPU's own block (nChw16c on AVX-512).
-      bool ok = r != Role::Broadcast || y->channel_block == preferred_block;
+      // oneDNN broadcasts fast only over the CPU's own block (nChw16c on AVX-512), or channels-last.
+      bool ok = r != Role::Broadcast || y->channel_block == preferred_block || y->channel_block == Value::kChannelsLast;
       for (const Value* in : data_inputs(*n, r)) ok = ok && layout(in) == y->channel_block;
-      for (const Node* c : y->consumers) ok = ok && reads_blocked(*c, y, g);
+      for (const Node* c : y->consumers) ok = ok && reads_blocked(*c, y, g, y->channel_block);
+      // A Pad keeps blocks whole: it pads whole blocks of channels with the constant, or any
+      // channels channels-last.
+      if (const auto pads = channel_pads(*n); pads && y->channel_block > 0)
+        ok = ok && n->attr_string("mode", "constant") == "constant" && pads->first % y->channel_block == 0 &&
+             pads->second % y->channel_block == 0;
       // Same-role readers need all their constrained inputs alike, and an output that matches.
       for (const Node* c : y->consumers) {
         const Role cr = role_of(*c);
@@ -203,6 +284,7 @@ int assign_layouts(Model& model, int preferred_block) {
         for (const Value* in : data_inputs(*c, cr)) ok = ok && layout(in) == y->channel_block;
       }
       if (!ok) {
+        if (std::getenv("MEMPLAN_DEBUG_LAYOUTS")) fprintf(stderr, "unblock %s (%s) was %d\n", y->name.c_str(), n->op_type.c_str(), y->channel_block);
         unblock(y);
         changed = true;
       }

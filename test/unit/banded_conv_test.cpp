@@ -25,6 +25,7 @@
 #include "onnx/onnx_pb.h"
 #include "onnx/tensor_proto.h"
 #include "runtime/compiled_model_impl.h"
+#include "runtime/dnnl_context.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
 #include "runtime/run_threads.h"
 #include "support/kernel_harness.h"
@@ -932,18 +933,20 @@ Floats run_outputs(const std::shared_ptr<const memplan::CompiledModel>& m) {
 
 }  // namespace
 
-TEST_CASE("blazeface compiled to prefer memory runs convolutions in chunks of channels, in a smaller arena, to the "
-          "outputs of its fastest kernels", "[runtime][chunks]") {
-  // Its depthwise Convs on plain tensors stage channel-blocked copies, and its 1x1 Convs' sums
-  // add into their residuals: chunks of groups and of input channels are leaner than bands there.
+TEST_CASE("blazeface compiled to prefer memory runs in an arena no larger than its fastest kernels', to the outputs of "
+          "its fastest kernels", "[runtime][chunks][isa]") {
+  // Its 24-channel tensors are stored channels-last on an AVX-512 CPU (no block of 16 divides
+  // them) and 8-blocked below it (ctest runs this again under DNNL_MAX_CPU_ISA=AVX2): its depthwise
+  // Convs stage no copies either way, so the fastest kernels' arena is already its smallest (3.1 MB,
+  // where plain tensors took 4.2 MB and chunks of channels were needed to bring it down).
   const std::string path = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/blazeface_back_256/model.onnx";
   const SpeedAndMemory both(path);
   const auto& fast = both.fast;
   const auto& lean = both.lean;
   INFO("arena " << lean->arena_bytes() << " bytes with prefer memory, " << fast->arena_bytes() << " with prefer speed");
   CHECK(chunked_kernels(*fast) == 0);
-  CHECK(chunked_kernels(*lean) > 0);
-  CHECK(lean->arena_bytes() < fast->arena_bytes());
+  CHECK(fast->arena_bytes() < 4000000);
+  CHECK(lean->arena_bytes() <= fast->arena_bytes());
   const Floats want = run_outputs(fast), got = run_outputs(lean);
   require_close(got, want, abs_rel(1e-4, 1e-3));
 
@@ -970,7 +973,8 @@ TEST_CASE("an int8 model compiled to prefer memory runs its ConvIntegers in band
   CHECK(banded_kernels(*fast) == 0);
   CHECK(banded_kernels(*lean) > 0);
   CHECK(lean->arena_bytes() < fast->arena_bytes());
-  CHECK(lean->arena_bytes() == lean->impl().plan.graphs[0].lower_bound_bytes);
+  // At its no-alias lower bound, or below it where a Relu or Clip writes over its input.
+  CHECK(lean->arena_bytes() <= lean->impl().plan.graphs[0].lower_bound_bytes);
   const Floats got = run_outputs(lean);
   require_close(got, run_outputs(fast), abs_rel(1e-4, 1e-3));
 

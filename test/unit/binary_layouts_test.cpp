@@ -21,7 +21,8 @@ namespace {
 // operand is a constant of `operand_dims` (scalar, [1,1,1,1], per channel) or, with empty dims, a
 // second convolution of x (full shape). `operand_first` puts it as the op's first input. c1 has
 // two readers, so the op stays a node of its own (not a post-op of conv1).
-std::string binary_model(const std::string& op, const std::vector<int64_t>& operand_dims, bool full, bool operand_first) {
+std::string binary_model(const std::string& op, const std::vector<int64_t>& operand_dims, bool full, bool operand_first,
+                         const std::string& file) {
   ModelBuilder mb;
   auto& g = mb.graph();
   add_input(g, "x", elem::kFloat, {1, 3, 6, 6});
@@ -47,7 +48,8 @@ std::string binary_model(const std::string& op, const std::vector<int64_t>& oper
   add_initializer(g, tensor_f32("w3", {16, 16, 1, 1}, random_floats(16 * 16, 6)));
   add_node(g, "Conv", {"s", "w3"}, {"y"}, "conv3");
   add_output(g, "y", elem::kFloat, {1, 16, 6, 6});
-  const std::string path = (std::filesystem::temp_directory_path() / ("memplan_binary_" + op + ".onnx")).string();
+  // A file per test case: ctest runs the test cases of this file at the same time.
+  const std::string path = (std::filesystem::temp_directory_path() / ("memplan_binary_" + file + ".onnx")).string();
   std::ofstream(path, std::ios::binary) << mb.bytes();
   return path;
 }
@@ -91,7 +93,7 @@ TEST_CASE("a binary op with a scalar, per-channel or full operand on a channel-b
         // layouts' convolutions into large ones. (c / x on blocked tensors is the same loop.)
         if (std::string(op) == "Div" && first) continue;
         INFO(op << " with a " << operand.name << " operand" << (first ? " as its first input" : ""));
-        const std::string path = binary_model(op, operand.dims, operand.full, first);
+        const std::string path = binary_model(op, operand.dims, operand.full, first, "layouts");
         const Result plain = run(path, "0"), b16 = run(path, "16"), b8 = run(path, "8");
         for (const Result* r : {&plain, &b16, &b8})
           CHECK(r->report.find("\"reference_kernels\": 0,") != std::string::npos);
@@ -107,7 +109,7 @@ TEST_CASE("a binary op with a scalar, per-channel or full operand on a channel-b
 
 TEST_CASE("the report names what runs each node, and the blocked scalar op runs on memplan's layout loop",
           "[layouts][binary]") {
-  const std::string path = binary_model("Div", {1, 1, 1, 1}, false, false);
+  const std::string path = binary_model("Div", {1, 1, 1, 1}, false, false, "report");
   const Result r = run(path, "16");
   CHECK(r.report.find("\"node\": \"Div node 'binary'\", \"graph\": \"graph 'hand_built'\", \"implementation\": \"memplan "
                        "layout loop\"") != std::string::npos);

@@ -18,6 +18,8 @@ reason. Options:
   --node NODE           the node binary (default node)
   --command TEXT        the command named in the markdown as the one that made it
   --no-load             skip the columns under load (2 threads with one core busy, 2 sessions)
+  --section NAME        write the tables as the section NAME of the existing --out file (replacing
+                        it, or in front of the sections measured by hand), not the whole file
 """
 import argparse
 import json
@@ -137,10 +139,18 @@ def parse_args():
     p.add_argument("--from-results")
     p.add_argument("--command", default="tools/benchmark.sh")
     p.add_argument("--no-load", action="store_true", help="skip the busy-core and 2-session columns")
+    p.add_argument("--section", default="")
     a = p.parse_args()
     if not a.from_results and not (a.memplan and a.node_modules and a.sets):
         p.error("give --memplan, --node-modules and at least one TITLE=DIR (or --from-results)")
     return a
+
+
+def write(args, info, groups, repeat):
+    if args.section:
+        bench_report.write_section(args.out, args.section, info, groups, repeat, args.command)
+    else:
+        bench_report.write(args.out, info, groups, repeat, args.command)
 
 
 def main():
@@ -148,7 +158,7 @@ def main():
     if args.from_results:
         with open(args.from_results) as f:
             saved = json.load(f)
-        bench_report.write(args.out, saved["machine"], saved["groups"], saved["repeat"], args.command)
+        write(args, saved["machine"], saved["groups"], saved["repeat"])
         return
     memplan, ort = Memplan(args.memplan), OnnxRuntime(args.node_modules, args.node)
     print(f"bench: load average {os.getloadavg()[0]:.2f} at the start (timings need an idle machine)", flush=True)
@@ -171,7 +181,7 @@ def main():
     results_path = args.results or os.path.join(args.work, "results.json")
     with open(results_path, "w") as f:
         json.dump({"machine": info, "groups": groups, "repeat": args.repeat, "baselines_kib": bases}, f, indent=1)
-    bench_report.write(args.out, info, groups, args.repeat, args.command)
+    write(args, info, groups, args.repeat)
     print(f"bench: wrote {args.out} and {results_path}")
 
 

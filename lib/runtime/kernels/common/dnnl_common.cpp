@@ -81,7 +81,7 @@ dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x
   const dnnl::memory::data_type type = elt::dnnl_type(y_value->type.dtype);
   if (y_value->channel_block) return layout_md(y, type, y_value->channel_block);
   const bool one_pixel = y.size() == 4 && y[2] == 1 && y[3] == 1;
-  return layout_md(y, type, one_pixel && x_value->channel_block > 0 ? x_value->channel_block : 0);
+  return layout_md(y, type, one_pixel ? x_value->channel_block : 0);
 }
 
 dnnl::memory::desc any_md(const Dims& dims) {

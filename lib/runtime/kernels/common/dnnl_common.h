@@ -48,8 +48,8 @@ dnnl::memory::desc layout_md(const Dims& dims, dnnl::memory::data_type type, int
 dnnl::memory::desc blocked_md(const Dims& dims, int block);
 // An activation as the layout passes left it (Value::channel_block), in its own data type.
 dnnl::memory::desc activation_md(const Value* v);
-// A pool's output: its own layout, or, when it is one pixel of a blocked input's channels, that
-// input's blocked layout (the same bytes as plain, and what oneDNN's fast pools want).
+// A pool's output: its own layout, or, when it is one pixel of a blocked or channels-last input's
+// channels, that input's layout (the same bytes as plain, and what oneDNN's fast pools want).
 dnnl::memory::desc pooled_md(const Dims& y, const Value* y_value, const Value* x_value);
 
 // A memory the kernel owns holding the constant `v` (float32) laid out as `want`; `user`

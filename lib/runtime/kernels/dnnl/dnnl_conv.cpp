@@ -237,6 +237,13 @@ class ConvBuilder {
   void choose_layouts() {
     const bool blocked_out = output_at(node_, 0)->channel_block != 0;
     pd_ = make(blocked_out && xv_->channel_block == 0 ? any_md(s_.x) : x_md_);
+    // A channels-last source towards a plain output has only the reference kernel: the output is
+    // better computed channels-last too and reordered (one staged copy, not two).
+    if (xv_->channel_block == Value::kChannelsLast && !blocked_out && is_ref(pd_)) {
+      dst_md_ = channels_last_md(s_.y);
+      if (auto p = make(x_md_); !is_slow(p)) pd_ = p;
+      else dst_md_ = y_md_;
+    }
     // oneDNN's reference convolution is orders of magnitude slower than a reorder: a blocked source
     // towards a plain output is better reordered (to oneDNN's choice, else plain) first.
     if (xv_->channel_block != 0 && is_ref(pd_)) pd_ = make(any_md(s_.x));

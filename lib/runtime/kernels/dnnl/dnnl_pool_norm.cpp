@@ -231,7 +231,7 @@ std::unique_ptr<Kernel> make_global_pool(const Node& node, const KernelEnv& env,
   Dims kernel(x.begin() + 2, x.end()), ones(kernel.size(), 1), zeros(kernel.size(), 0);
   Dims y_view(x.begin(), x.begin() + 2);
   y_view.resize(x.size(), 1);
-  dnnl::memory::desc x_md = blocked_md(x, input_at(node, 0)->channel_block);
+  dnnl::memory::desc x_md = layout_md(x, dnnl::memory::data_type::f32, input_at(node, 0)->channel_block);
   dnnl::memory::desc y_md = pooled_md(y_view, output_at(node, 0), input_at(node, 0));
   dnnl::primitive_attr attr = user_scratchpad_attr();
   auto pd = make_pd(at, [&] {

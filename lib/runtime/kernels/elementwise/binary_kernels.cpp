@@ -169,11 +169,12 @@ dnnl::algorithm dnnl_alg(Bin op) {
   }
 }
 
-// A 4-D float32 tensor in the channel-blocked layout `block` (nChw8c / nChw16c).
+// A 4-D float32 tensor in the layout `block` names: channel-blocked (nChw8c / nChw16c) or
+// channels-last (Value::kChannelsLast, nhwc).
 dnnl::memory::desc blocked_md(const Shape& s, int block) {
   using tag = dnnl::memory::format_tag;
   return dnnl::memory::desc(dnnl::memory::dims(s.dims.begin(), s.dims.begin() + 4), dnnl::memory::data_type::f32,
-                            block == 16 ? tag::nChw16c : tag::nChw8c);
+                            block == Value::kChannelsLast ? tag::nhwc : block == 16 ? tag::nChw16c : tag::nChw8c);
 }
 
 // The shapes oneDNN's binary is given for a plain output `out` and an operand `in` broadcast to it
@@ -308,12 +309,13 @@ class BinaryKernel final : public Kernel {
     const auto f32 = dnnl::memory::data_type::f32;
     const auto out_md = block_ ? blocked_md(out, block_) : plain_md(out, f32);
     // With a blocked output, a full-shape operand is blocked too; a per-channel [N, C, 1, 1] one
-    // has the same bytes either way, and oneDNN's fast kernels want it tagged alike.
+    // has the same bytes either way, and oneDNN's fast kernels want it tagged alike (blocked
+    // against blocked; plain against channels-last).
     auto operand_md = [&](const Shape& s) {
       if (!block_) return plain_md(s, f32);
       if (s == out) return out_md;
       const bool per_channel = s.rank == 4 && s.dims[1] == out.dims[1] && s.dims[2] == 1 && s.dims[3] == 1;
-      return per_channel ? blocked_md(s, block_) : plain_md(s, f32);
+      return per_channel && block_ > 0 ? blocked_md(s, block_) : plain_md(s, f32);
     };
     try {
       if (spec_.op == Bin::PRelu) {
@@ -377,7 +379,8 @@ class BinaryKernel final : public Kernel {
       LayoutLoop l;
       l.op = *op;
       l.swapped = full == 1;
-      l.block = block_;
+      l.block = block_ > 0 ? block_ : 0;
+      l.channels_last = block_ == Value::kChannelsLast;
       l.hw = static_cast<int64_t>(out.count());
       if (b == out) {
         l.operand = Operand::Full;

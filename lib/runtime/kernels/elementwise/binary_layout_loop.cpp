@@ -53,6 +53,16 @@ MEMPLAN_SIMD_CLONES void run_scalar(const float* a, float s, float* y, uint64_t 
   swapped ? vector_scalar<op, true>(a, s, y, n) : vector_scalar<op, false>(a, s, y, n);
 }
 
+// Pixels [first, last) of a per-channel op on a channels-last tensor: each pixel's C values pair
+// with b's C values.
+template <FlatBinOp op>
+MEMPLAN_SIMD_CLONES void run_pixels(const LayoutLoop& l, const float* a, const float* b, float* y, uint64_t first,
+                                    uint64_t last) {
+  const auto c = static_cast<uint64_t>(l.c);
+  for (uint64_t p = first; p < last; ++p)
+    l.swapped ? vector_vector<op>(b, a + p * c, y + p * c, c) : vector_vector<op>(a + p * c, b, y + p * c, c);
+}
+
 // Slabs [first, last) of a per-channel op: a slab is one channel's H*W plain elements, or one
 // block of channels' H*W*block blocked ones.
 template <FlatBinOp op>
@@ -77,6 +87,12 @@ MEMPLAN_SIMD_CLONES void run_per_channel(const LayoutLoop& l, const float* a, co
 template <FlatBinOp op>
 void run_op(const LayoutLoop& l, const float* a, const float* b, float* y) {
   constexpr uint64_t kMinChunk = kParallelChunkBytes / sizeof(float);
+  if (l.operand == Operand::PerChannel && l.channels_last) {
+    const uint64_t pixels = static_cast<uint64_t>(l.n) * static_cast<uint64_t>(l.hw);
+    parallel_chunks(pixels, std::max<uint64_t>(kMinChunk / std::max<uint64_t>(static_cast<uint64_t>(l.c), 1), 1),
+                    [&](uint64_t first, uint64_t last) { run_pixels<op>(l, a, b, y, first, last); });
+    return;
+  }
   if (l.operand == Operand::PerChannel) {
     const uint64_t slabs = static_cast<uint64_t>(l.n) * static_cast<uint64_t>(l.c) / static_cast<uint64_t>(std::max(l.block, 1));
     const uint64_t slab = l.count() / std::max<uint64_t>(slabs, 1);

@@ -1,5 +1,6 @@
 // memplan's own float32 loop for a binary op whose second operand is the output's shape, a scalar,
-// or one value per channel, in the plain or a channel-blocked layout (nChw8c / nChw16c).
+// or one value per channel, in the plain, a channel-blocked (nChw8c / nChw16c) or the
+// channels-last (NHWC) layout.
 //
 // oneDNN 2.6 runs those combinations on its reference kernel where the layouts differ (a scalar
 // described plain against a blocked tensor) and for every Div on a blocked tensor
@@ -26,10 +27,11 @@ struct LayoutLoop {
   FlatBinOp op = FlatBinOp::Add;
   Operand operand = Operand::Full;
   bool swapped = false;  // compute b op a (a scalar first operand of Sub or Div: c - x, c / x)
-  // The output's geometry: N * C * H * W elements; `block` 0 (plain) or the channel block, which
-  // divides C. Only PerChannel reads the geometry; the others see a flat array.
+  // The output's geometry: N * C * H * W elements; `block` 0 (plain, or channels-last) or the
+  // channel block, which divides C. Only PerChannel reads the geometry; the others see a flat array.
   int64_t n = 1, c = 1, hw = 1;
   int block = 0;
+  bool channels_last = false;
 
   uint64_t count() const { return static_cast<uint64_t>(n) * static_cast<uint64_t>(c) * static_cast<uint64_t>(hw); }
   // y = a op b over count() elements; y may be a (each element is read before it is written).

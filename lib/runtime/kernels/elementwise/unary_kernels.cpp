@@ -18,6 +18,7 @@
 
 #include "ir/tensor.h"
 #include "runtime/kernels/common/element_types.h"
+#include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/elementwise/factories.h"
 
@@ -97,6 +98,23 @@ T apply_int(const UnaryOp& u, T x) {
 }
 
 // min(max(x, lo), hi) for any element type; NaN stays NaN.
+// float32 Relu and Clip, vectorized for the CPU at hand: the per-element switch of the generic
+// loop keeps the compiler from it (a MediaPipe block's Relu of 115k elements: 0.27 ms). NaN
+// stays NaN: every comparison with it is false.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void relu_f32(const float* x, float* y, uint64_t n) {
+#pragma omp simd
+  for (uint64_t i = 0; i < n; ++i) y[i] = x[i] < 0.f ? 0.f : x[i];
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void clip_f32(const float* x, float* y, uint64_t n, float lo,
+                                                                          float hi) {
+#pragma omp simd
+  for (uint64_t i = 0; i < n; ++i) {
+    const float v = x[i] < lo ? lo : x[i];  // min(max(x, lo), hi), as ONNX defines it when lo > hi
+    y[i] = v > hi ? hi : v;
+  }
+}
+
 template <typename T>
 void clip_loop(const UnaryOp& u, const T* in, T* out, uint64_t n) {
   T lo{}, hi{};
@@ -169,6 +187,15 @@ template <typename T>
 void unary_loop(const UnaryOp& u, const std::byte* in, std::byte* out, uint64_t n) {
   const T* x = reinterpret_cast<const T*>(in);
   T* y = reinterpret_cast<T*>(out);
+  if constexpr (std::is_same_v<T, float>) {
+    if (u.op == Un::Relu) return relu_f32(x, y, n);
+    if (u.op == Un::Clip) {
+      float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+      if (u.has_lo) std::memcpy(&lo, u.lo.data(), sizeof lo);
+      if (u.has_hi) std::memcpy(&hi, u.hi.data(), sizeof hi);
+      return clip_f32(x, y, n, lo, hi);
+    }
+  }
   if (u.op == Un::Clip) return clip_loop(u, x, y, n);
   if constexpr (std::is_same_v<T, float>) {
     if (u.op == Un::Erf) return float_loop(x, y, n, [](auto v, const auto& o) { return erf_steps(v, o); });
@@ -252,14 +279,20 @@ class UnaryKernel final : public Kernel {
     UnaryOp op = op_;
     if (lo_input_) op.has_lo = read_bound(args, lo_input_, op.lo);
     if (hi_input_) op.has_hi = read_bound(args, hi_input_, op.hi);
-    loop_(op, x.data, y.data, s.count());
+    // Every element on its own: a large tensor in a chunk per thread.
+    const uint64_t esize = dtype_size(x.dtype);
+    parallel_chunks(s.count(), kParallelChunkBytes / esize,
+                    [&](uint64_t begin, uint64_t end) { loop_(op, x.data + begin * esize, y.data + begin * esize, end - begin); });
   }
 
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : 0; }
   std::string implementation() const override { return step_ ? step_->implementation() : "memplan"; }
 
-  // oneDNN's eltwise runs in place (src = dst); the loops are not offered (some change the type).
-  bool may_overwrite_input(size_t input) const override { return input == 0 && step_.has_value(); }
+  // oneDNN's eltwise runs in place (src = dst), and so do the Relu and Clip loops; the other loops
+  // are not offered (some change the type).
+  bool may_overwrite_input(size_t input) const override {
+    return input == 0 && (step_.has_value() || op_.op == Un::Relu || op_.op == Un::Clip);
+  }
   std::unique_ptr<KernelState> make_state() const override {
     return step_ ? make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& s) -> const DnnlStep& { return s; })
                  : nullptr;

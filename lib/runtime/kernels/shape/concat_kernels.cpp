@@ -98,7 +98,9 @@ std::unique_ptr<Kernel> make_concat(const Node& n, const KernelEnv& env) {
     if (!v) fail(at + ": an input is missing");
     if (v->type.dtype != dt)
       fail(at + ": input '" + v->name + "' is " + dtype_name(v->type.dtype) + ", the output " + dtype_name(dt));
-    if ((v->channel_block == Value::kChannelsLast) != channels_last)
+    // (A constant of one value repeated has the same bytes in every layout.)
+    const bool uniform = v->constant && (v->constant->splat || v->constant->element_count() == 1);
+    if ((v->channel_block == Value::kChannelsLast) != channels_last && !uniform)
       fail_internal(at + ": input '" + v->name + "' and the output are stored in different layouts");
   }
   if (n.opset >= 4 && !n.attr("axis")) fail(at + ": the axis attribute is required");

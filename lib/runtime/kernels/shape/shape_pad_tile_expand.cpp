@@ -106,12 +106,50 @@ void store_as(DType t, double v, std::byte* out) {
   }
 }
 
+// A 4-D tensor's pads as its stored layout sees them (assign_layouts decides the layout, only for
+// static shapes and constant pads): channels-last is a plain [N, H, W, C] tensor, its pads moved
+// the same way; channel-blocked by b is a plain [N, C/b, H, W, b] one, padded by whole blocks of
+// channels only (assign_layouts checks that b divides them).
+PadPlan stored_pad_plan(const Value* x, const Ints& pads, int layout, PadMode mode, const std::string& where) {
+  TensorView v = static_view(x, where);
+  if (layout == 0) return pad_plan(v, &pads, mode, where);
+  if (v.rank != 4 || pads.size != 8) fail_internal(where + ": a padded " + std::to_string(v.rank) + "-D tensor stored channels-last or blocked");
+  Ints stored;
+  if (layout == Value::kChannelsLast) {
+    static constexpr int kFrom[] = {0, 2, 3, 1};  // NHWC axis -> its NCHW axis
+    TensorView nhwc = v;
+    stored.size = 8;
+    for (int d = 0; d < 4; ++d) {
+      nhwc.dims[d] = v.dims[kFrom[d]];
+      stored.v[d] = pads[kFrom[d]];
+      stored.v[d + 4] = pads[kFrom[d] + 4];
+    }
+    return pad_plan(nhwc, &stored, mode, where);
+  }
+  const int64_t b = layout;
+  if (mode != PadMode::Constant || pads[1] % b != 0 || pads[5] % b != 0 || v.dims[1] % b != 0)
+    fail_internal(where + ": channel pads that blocks of " + std::to_string(b) + " do not divide");
+  for (int d : {0, 2, 3})
+    if (pads[d] != 0 || pads[d + 4] != 0) fail_internal(where + ": a blocked tensor padded outside its channels");
+  TensorView blocked = v;
+  blocked.rank = 5;
+  blocked.dims = {v.dims[0], v.dims[1] / b, v.dims[2], v.dims[3], b};
+  stored.size = 10;
+  stored.v[1] = pads[1] / b;
+  stored.v[6] = pads[5] / b;
+  return pad_plan(blocked, &stored, mode, where);
+}
+
 class PadKernel final : public Kernel {
  public:
   PadKernel(std::string where, const Node& n, PadMode mode, IntsSource pads, int value_input, std::array<std::byte, 8> value, uint32_t elem)
       : where_(std::move(where)), mode_(mode), pads_(pads), value_input_(value_input), value_(value), elem_(elem) {
     dynamic_ = any_dynamic(n) || pads_.runtime();
-    if (!dynamic_) plan_ = pad_plan(static_view(n.inputs[0], where_), pads_.fixed(), mode_, where_);
+    const int layout = n.outputs[0]->channel_block;
+    if (layout != n.inputs[0]->channel_block) fail_internal(where_ + ": the input and the output are stored in different layouts");
+    if (layout != 0 && (dynamic_ || !pads_.fixed())) fail_internal(where_ + ": a tensor padded in its stored layout needs fixed pads");
+    if (!dynamic_) plan_ = layout ? stored_pad_plan(n.inputs[0], *pads_.fixed(), layout, mode_, where_)
+                                  : pad_plan(static_view(n.inputs[0], where_), pads_.fixed(), mode_, where_);
   }
   void run(const KernelArgs& a) override {
     const PadPlan* p = &plan_;
