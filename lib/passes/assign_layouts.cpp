@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "ir/fused_dequantize.h"
 #include "runtime/dnnl_context.h"
 
 namespace memplan {
@@ -71,6 +72,22 @@ std::optional<std::pair<int64_t, int64_t>> channel_pads(const Node& n) {
     if (p.int_at(i) != 0) return std::nullopt;
   if (p.int_at(1) < 0 || p.int_at(5) < 0) return std::nullopt;
   return std::pair{p.int_at(1), p.int_at(5)};
+}
+
+// A float32 nearest-neighbour Resize (opset 11 on) of H and W alone, with constant scales or
+// sizes: each output pixel is an input pixel, channels and all, so it runs in any layout (the
+// upsampling of FPN necks and segmentation decoders between convolutions).
+bool nearest_resize_of_pixels(const Node& n) {
+  if (n.op_type != "Resize" || !n.domain.empty() || n.opset < 11 || n.attr_string("mode", "nearest") != "nearest" ||
+      n.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" || n.attr("axes") ||
+      n.attr_int("antialias", 0) != 0 || n.attr_int(kQuantizedResizeAttr, 0) != 0 ||
+      !is_4d_float(n.inputs[0]) || n.outputs.size() != 1 || !is_4d_float(n.outputs[0]))
+    return false;
+  for (size_t k = 1; k < n.inputs.size(); ++k)
+    if (n.inputs[k] && !n.inputs[k]->constant) return false;
+  const auto& x = n.inputs[0]->type.dims;
+  const auto& y = n.outputs[0]->type.dims;
+  return x[0].value == y[0].value && x[1].value == y[1].value;
 }
 
 // Ops that touch each element on its own: their result is the same in any layout whose bytes
@@ -140,6 +157,7 @@ Role role_of(const Node& n) {
     return Role::Same;
   }
   if (n.op_type == "Pad" && channel_pads(n)) return Role::Same;
+  if (n.op_type == "Resize" && nearest_resize_of_pixels(n)) return Role::Same;
   if (elementwise(n.op_type)) {
     bool same = true;
     for (const Value* in : n.inputs) same = same && in && !in->is_constant() && same_static_shape(in, y);
@@ -156,7 +174,7 @@ std::vector<const Value*> data_inputs(const Node& n, Role r) {
     if (n.inputs.size() > 3 && n.inputs[3]) out.push_back(n.inputs[3]);  // the fused addend
   } else if (r == Role::Broadcast) {
     out.push_back(n.inputs[static_cast<size_t>(broadcast_input(n))]);
-  } else if (r == Role::Same && (n.op_type == "BatchNormalization" || n.op_type == "Pad")) {
+  } else if (r == Role::Same && (n.op_type == "BatchNormalization" || n.op_type == "Pad" || n.op_type == "Resize")) {
     out.push_back(n.inputs[0]);
   } else if (r == Role::Same) {
     for (const Value* in : n.inputs)
@@ -185,7 +203,8 @@ bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int 
     case Role::ToPlain: return consumer.inputs[0] == v;
     case Role::Broadcast: return consumer.inputs[static_cast<size_t>(broadcast_input(consumer))] == v;
     case Role::Same:
-      return (consumer.op_type != "BatchNormalization" && consumer.op_type != "Pad") || consumer.inputs[0] == v;
+      return (consumer.op_type != "BatchNormalization" && consumer.op_type != "Pad" && consumer.op_type != "Resize") ||
+             consumer.inputs[0] == v;
   }
   return false;
 }

@@ -7,6 +7,7 @@
 // for linear, 4 for cubic), the separable form of ONNX's reference implementation.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -296,9 +297,25 @@ class ResizeKernel final : public Kernel {
     }
   }
 
+  // A nearest-neighbour Resize of a 4-D tensor stored channels-last or channel-blocked
+  // (assign_layouts gives it its neighbours' layout, so they need no reorder): N and C unchanged,
+  // constant scales or sizes. Each output pixel copies one input pixel's vector of channels (all
+  // C channels-last; a block's b of them blocked), by row and column maps made here.
+  void fix_pixels(const Shape& in, int layout) {
+    std::array<Axis, kMaxRank> axes;
+    const Shape out = geometry(KernelArgs{}, in, axes);
+    if (p_.mode != Mode::Nearest || p_.coord == Coord::TfCropAndResize || in.rank != 4 || !axes[0].identity ||
+        !axes[1].identity || (layout > 0 && in.dims[1] % layout != 0))
+      fail_internal(where_ + ": only a nearest Resize of H and W runs on channels-last or blocked tensors");
+    pixels_ = Pixels{layout, in, out, {}, {}};
+    for (int64_t o = 0; o < out.dims[2]; ++o) pixels_->rows.push_back(taps_for(p_, axes[2], o).idx[0]);
+    for (int64_t o = 0; o < out.dims[3]; ++o) pixels_->cols.push_back(taps_for(p_, axes[3], o).idx[0]);
+  }
+
   void run(const KernelArgs& args) override {
     const TensorView& x = args.inputs[0];
     TensorView& y = args.outputs[0];
+    if (pixels_) return copy_pixels(x.as<const float>(), y.as<float>());
     std::array<Axis, kMaxRank> axes;
     Shape out = geometry(args, Shape::of(x), axes);
     shape::set_shape(y, out.rank, out.dims.data(), where_);
@@ -310,6 +327,29 @@ class ResizeKernel final : public Kernel {
   }
 
  private:
+  struct Pixels {
+    int layout;  // Value::kChannelsLast, or the channel block
+    Shape in, out;
+    std::vector<int64_t> rows, cols;  // the input row of each output row, column of each column
+  };
+
+  void copy_pixels(const float* src, float* dst) const {
+    const Pixels& p = *pixels_;
+    const int64_t c = p.in.dims[1], vec = p.layout > 0 ? p.layout : c;
+    const int64_t planes = p.in.dims[0] * (c / vec);  // images (channels-last), or blocks of channels
+    const int64_t ih = p.in.dims[2], iw = p.in.dims[3], oh = p.out.dims[2], ow = p.out.dims[3];
+    const uint64_t rows = static_cast<uint64_t>(planes * oh), row_bytes = static_cast<uint64_t>(ow * vec) * sizeof(float);
+    parallel_chunks(rows, kParallelChunkBytes / std::max<uint64_t>(row_bytes, 1) + 1, [&](uint64_t first, uint64_t last) {
+      for (uint64_t r = first; r < last; ++r) {
+        const int64_t plane = static_cast<int64_t>(r) / oh, y = static_cast<int64_t>(r) % oh;
+        const float* in_row = src + (plane * ih + p.rows[static_cast<size_t>(y)]) * iw * vec;
+        float* out_row = dst + static_cast<int64_t>(r) * ow * vec;
+        for (int64_t x = 0; x < ow; ++x)
+          std::memcpy(out_row + x * vec, in_row + p.cols[static_cast<size_t>(x)] * vec, static_cast<size_t>(vec) * sizeof(float));
+      }
+    });
+  }
+
   // The output shape and each dimension's geometry from scales or sizes (and roi).
   Shape geometry(const KernelArgs& args, const Shape& in, std::array<Axis, kMaxRank>& axes) const {
     Floats scale_buf, roi_buf;
@@ -554,6 +594,7 @@ class ResizeKernel final : public Kernel {
   };
   std::vector<Taps> table_;
   std::optional<FixedTaps> fixed_;
+  std::optional<Pixels> pixels_;  // fix_pixels(): the tensors are stored channels-last or blocked
 };
 
 Params read_params(const Node& n, const std::string& at, bool v11) {
@@ -654,6 +695,11 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   auto k = std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi),
                                           std::max<int64_t>(columns, 0), rq, plane_floats, omp_get_max_threads());
   if (fixed_shape(n.inputs[0])) k->fix_taps(static_shape(n.inputs[0]));
+  if (const int layout = y->channel_block) {
+    if (n.inputs[0]->channel_block != layout || !fixed_shape(n.inputs[0]))
+      fail_internal(at + ": the input and the output are stored in different layouts");
+    k->fix_pixels(static_shape(n.inputs[0]), layout);
+  }
   return k;
 }
 
