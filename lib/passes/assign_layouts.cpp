@@ -260,9 +260,11 @@ int assign_layouts(Model& model, int preferred_block) {
     // A grouped Conv's block must also divide each group's channels (the limit says which does).
     if (r == Role::Conv) block = std::min(block, group_block_limit(*n));
     // Channels the CPU's block does not divide (MediaPipe's 24, ShuffleNet's 58, a detector's 6):
-    // channels-last, which oneDNN's brgemm and depthwise kernels run fast with no padding, and
-    // which needs no more bytes than plain; else 8-blocks, where they divide.
-    if (block == 0 && takes_channels_last(*n)) block = Value::kChannelsLast;
+    // with AVX-512, channels-last, which oneDNN's brgemm and depthwise kernels run fast with no
+    // padding, and which needs no more bytes than plain. oneDNN 2.6 has those kernels from AVX-512
+    // on only: on AVX2 its channels-last convolutions stage blocked copies (a MediaPipe block's
+    // arena grew by 17%), so there 8-blocks, where they divide, and plain tensors elsewhere.
+    if (block == 0 && preferred_block == 16 && takes_channels_last(*n)) block = Value::kChannelsLast;
     if (block == 0 && c % 8 == 0 && (r != Role::Conv || group_block_limit(*n) >= 8)) block = 8;
     if (block == 0) continue;
     y->channel_block = block;
