@@ -1,7 +1,6 @@
 #include "passes/assign_layouts.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -214,7 +213,8 @@ bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int 
 // such a group differ (a Concat of 24 channels, channels-last, and 24 zeros into 48, blocked by
 // 16), the whole group takes channels-last when every member's producer can write it; otherwise
 // the pass below unblocks it.
-void agree_within_groups(Graph& g, const std::set<Value*>& blocked) {
+void agree_within_groups(Graph& g, const std::set<Value*>& blocked, int preferred_block) {
+  if (preferred_block != 16) return;  // no channels-last candidates below AVX-512
   std::map<const Value*, const Value*> parent;
   std::function<const Value*(const Value*)> root = [&](const Value* v) -> const Value* {
     auto it = parent.find(v);
@@ -275,7 +275,7 @@ int assign_layouts(Model& model, int preferred_block) {
     blocked.erase(v);
   };
   auto layout = [&](const Value* v) { return v ? v->channel_block : 0; };
-  agree_within_groups(g, blocked);
+  agree_within_groups(g, blocked, preferred_block);
 
   for (bool changed = true; changed;) {
     changed = false;
@@ -305,7 +305,6 @@ int assign_layouts(Model& model, int preferred_block) {
         for (const Value* in : data_inputs(*c, cr)) ok = ok && layout(in) == y->channel_block;
       }
       if (!ok) {
-        if (std::getenv("MEMPLAN_DEBUG_LAYOUTS")) fprintf(stderr, "unblock %s (%s) was %d\n", y->name.c_str(), n->op_type.c_str(), y->channel_block);
         unblock(y);
         changed = true;
       }
