@@ -258,7 +258,12 @@ async function main() {
   process.exit(failed ? 1 : 0);
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(2);
-});
+// Its TensorProto reader serves models/patterns/expected_with_ort.js too.
+module.exports = { tensorFromPb, DTYPES };
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(2);
+  });
+}

@@ -31,84 +31,9 @@ try {
 }
 const ORT_VERSION = require('onnxruntime-node/package.json').version;
 
-// ---- onnx.TensorProto: read (as in models/check_with_ort.js, float32/int64 only) and write -------
+// ---- onnx.TensorProto: read with models/check_with_ort.js's reader, and write ------------------
 
-function readVarint(buf, pos) {
-  let result = 0n;
-  let shift = 0n;
-  for (;;) {
-    if (pos >= buf.length) throw new Error('truncated varint');
-    const b = buf[pos++];
-    result |= BigInt(b & 0x7f) << shift;
-    if ((b & 0x80) === 0) return [result, pos];
-    shift += 7n;
-  }
-}
-
-// Fields: dims=1, data_type=2, float_data=4, int64_data=7, name=8, raw_data=9, data_location=14.
-function parseTensorProto(buf) {
-  const t = { dims: [], dataType: 0, name: '', raw: null, floatData: [], int64Data: [] };
-  let pos = 0;
-  while (pos < buf.length) {
-    let key;
-    [key, pos] = readVarint(buf, pos);
-    const field = Number(key >> 3n);
-    const wire = Number(key & 7n);
-    if (wire === 0) {
-      let v;
-      [v, pos] = readVarint(buf, pos);
-      if (field === 1) t.dims.push(Number(BigInt.asIntN(64, v)));
-      else if (field === 2) t.dataType = Number(v);
-      else if (field === 7) t.int64Data.push(BigInt.asIntN(64, v));
-      else if (field === 14 && v !== 0n) throw new Error('external data not supported');
-    } else if (wire === 2) {
-      let len;
-      [len, pos] = readVarint(buf, pos);
-      const end = pos + Number(len);
-      const body = buf.subarray(pos, end);
-      if (field === 1 || field === 7) {                       // packed varints
-        for (let p = 0; p < body.length;) {
-          let v;
-          [v, p] = readVarint(body, p);
-          if (field === 1) t.dims.push(Number(BigInt.asIntN(64, v)));
-          else t.int64Data.push(BigInt.asIntN(64, v));
-        }
-      } else if (field === 4) {                               // packed floats
-        for (let i = 0; i < body.length; i += 4) t.floatData.push(body.readFloatLE(i));
-      } else if (field === 8) {
-        t.name = body.toString('utf8');
-      } else if (field === 9) {
-        t.raw = Buffer.from(body);
-      }
-      pos = end;
-    } else if (wire === 5) {
-      if (field === 4) t.floatData.push(buf.readFloatLE(pos));
-      pos += 4;
-    } else if (wire === 1) {
-      pos += 8;
-    } else {
-      throw new Error(`unsupported wire type ${wire}`);
-    }
-  }
-  return t;
-}
-
-const DTYPES = { 1: ['float32', Float32Array], 7: ['int64', BigInt64Array] };  // ONNX data_type -> ORT
-
-function tensorFromPb(file) {
-  const t = parseTensorProto(fs.readFileSync(file));
-  const dt = DTYPES[t.dataType];
-  if (!dt) throw new Error(`${file}: unsupported data_type ${t.dataType}`);
-  const [type, Ctor] = dt;
-  let data;
-  if (t.raw) {
-    const copy = Buffer.from(t.raw);  // aligned
-    data = new Ctor(copy.buffer, copy.byteOffset, copy.length / Ctor.BYTES_PER_ELEMENT);
-  } else {
-    data = type === 'float32' ? Float32Array.from(t.floatData) : BigInt64Array.from(t.int64Data);
-  }
-  return { name: t.name, type, dims: t.dims, data };
-}
+const { tensorFromPb, DTYPES } = require('../check_with_ort.js');
 
 function varint(n) {
   const out = [];

@@ -33,6 +33,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import make_models  # noqa: E402  (models/make_models.py: its file writer)
 OPSET = 13
 IR_VERSION = 7
 MAX_MODEL_BYTES = 1 << 20
@@ -57,21 +59,12 @@ def seed_of(text):
 # file writing (idempotent)
 
 def write_bytes(rel, data):
-    full = os.path.join(HERE, rel)
-    try:
-        with open(full, "rb") as f:
-            if f.read() == data:
-                return
-    except FileNotFoundError:
-        pass
-    changed.append(rel)
-    if CHECK_ONLY:
-        return
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    tmp = full + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, full)
+    """make_models.py's idempotent writer, for a path relative to this folder."""
+    make_models.CHECK_ONLY = CHECK_ONLY
+    before = len(make_models.changed)
+    make_models.write_bytes(os.path.join(os.path.basename(HERE), rel), data)
+    if len(make_models.changed) > before:
+        changed.append(rel)
 
 
 def write_source_json(rel, doc):
