@@ -7,12 +7,15 @@
 namespace memplan::rt::elt {
 namespace {
 
-// Each loop below is compiled for AVX-512, AVX2 and the baseline, and the CPU picks at load.
+// Each loop below is compiled for AVX-512, AVX2 and the baseline, and the CPU picks at load. The
+// clones are plain functions (clang 14 takes no templates there) that switch on the op once and
+// call the always-inlined per-op loops, so that each loop is vectorized inside each clone.
 #define MEMPLAN_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define MEMPLAN_INLINE __attribute__((always_inline)) inline
 
 // The ops as the other binary loops define them (std::max / std::min order for Max / Min).
 template <FlatBinOp op>
-inline float apply(float x, float y) {
+MEMPLAN_INLINE float apply(float x, float y) {
   if constexpr (op == FlatBinOp::Add) return x + y;
   if constexpr (op == FlatBinOp::Sub) return x - y;
   if constexpr (op == FlatBinOp::Mul) return x * y;
@@ -22,20 +25,20 @@ inline float apply(float x, float y) {
 }
 
 template <FlatBinOp op>
-inline void vector_vector(const float* a, const float* b, float* y, uint64_t n) {
+MEMPLAN_INLINE void vector_vector(const float* a, const float* b, float* y, uint64_t n) {
 #pragma omp simd
   for (uint64_t i = 0; i < n; ++i) y[i] = apply<op>(a[i], b[i]);
 }
 
 template <FlatBinOp op, bool swapped>
-inline void vector_scalar(const float* a, float s, float* y, uint64_t n) {
+MEMPLAN_INLINE void vector_scalar(const float* a, float s, float* y, uint64_t n) {
 #pragma omp simd
   for (uint64_t i = 0; i < n; ++i) y[i] = swapped ? apply<op>(s, a[i]) : apply<op>(a[i], s);
 }
 
 // `pixels` blocks of `block` channels, each paired with the same `block` values of b.
 template <FlatBinOp op, bool swapped, int block>
-inline void blocks_vector(const float* a, const float* b, float* y, uint64_t pixels) {
+MEMPLAN_INLINE void blocks_vector(const float* a, const float* b, float* y, uint64_t pixels) {
   for (uint64_t p = 0; p < pixels; ++p) {
 #pragma omp simd
     for (int j = 0; j < block; ++j)
@@ -43,29 +46,57 @@ inline void blocks_vector(const float* a, const float* b, float* y, uint64_t pix
   }
 }
 
-template <FlatBinOp op>
-MEMPLAN_SIMD_CLONES void run_full(const float* a, const float* b, float* y, uint64_t n, bool swapped) {
-  swapped ? vector_vector<op>(b, a, y, n) : vector_vector<op>(a, b, y, n);
+// Runs the statement after `op` with `o` the constant FlatBinOp equal to `op`.
+#define MEMPLAN_FOR_OP(op, ...)                     \
+  switch (op) {                                     \
+    case FlatBinOp::Add: {                          \
+      constexpr auto o = FlatBinOp::Add;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+    case FlatBinOp::Sub: {                          \
+      constexpr auto o = FlatBinOp::Sub;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+    case FlatBinOp::Mul: {                          \
+      constexpr auto o = FlatBinOp::Mul;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+    case FlatBinOp::Div: {                          \
+      constexpr auto o = FlatBinOp::Div;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+    case FlatBinOp::Max: {                          \
+      constexpr auto o = FlatBinOp::Max;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+    case FlatBinOp::Min: {                          \
+      constexpr auto o = FlatBinOp::Min;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+  }
+
+MEMPLAN_SIMD_CLONES void run_full(FlatBinOp op, const float* a, const float* b, float* y, uint64_t n, bool swapped) {
+  MEMPLAN_FOR_OP(op, swapped ? vector_vector<o>(b, a, y, n) : vector_vector<o>(a, b, y, n))
 }
 
-template <FlatBinOp op>
-MEMPLAN_SIMD_CLONES void run_scalar(const float* a, float s, float* y, uint64_t n, bool swapped) {
-  swapped ? vector_scalar<op, true>(a, s, y, n) : vector_scalar<op, false>(a, s, y, n);
+MEMPLAN_SIMD_CLONES void run_scalar(FlatBinOp op, const float* a, float s, float* y, uint64_t n, bool swapped) {
+  MEMPLAN_FOR_OP(op, swapped ? vector_scalar<o, true>(a, s, y, n) : vector_scalar<o, false>(a, s, y, n))
 }
 
 // Pixels [first, last) of a per-channel op on a channels-last tensor: each pixel's C values pair
 // with b's C values.
-template <FlatBinOp op>
 MEMPLAN_SIMD_CLONES void run_pixels(const LayoutLoop& l, const float* a, const float* b, float* y, uint64_t first,
                                     uint64_t last) {
   const auto c = static_cast<uint64_t>(l.c);
-  for (uint64_t p = first; p < last; ++p)
-    l.swapped ? vector_vector<op>(b, a + p * c, y + p * c, c) : vector_vector<op>(a + p * c, b, y + p * c, c);
+  for (uint64_t p = first; p < last; ++p) {
+    const float* ap = a + p * c;
+    float* yp = y + p * c;
+    MEMPLAN_FOR_OP(l.op, l.swapped ? vector_vector<o>(b, ap, yp, c) : vector_vector<o>(ap, b, yp, c))
+  }
 }
 
 // Slabs [first, last) of a per-channel op: a slab is one channel's H*W plain elements, or one
 // block of channels' H*W*block blocked ones.
-template <FlatBinOp op>
 MEMPLAN_SIMD_CLONES void run_per_channel(const LayoutLoop& l, const float* a, const float* b, float* y, uint64_t first,
                                          uint64_t last) {
   const auto hw = static_cast<uint64_t>(l.hw);
@@ -75,52 +106,43 @@ MEMPLAN_SIMD_CLONES void run_per_channel(const LayoutLoop& l, const float* a, co
     const float* bs = b + (s % slabs_per_image) * block;
     const float* as = a + s * slab;
     float* ys = y + s * slab;
-    if (l.block == 16)
-      l.swapped ? blocks_vector<op, true, 16>(as, bs, ys, hw) : blocks_vector<op, false, 16>(as, bs, ys, hw);
-    else if (l.block == 8)
-      l.swapped ? blocks_vector<op, true, 8>(as, bs, ys, hw) : blocks_vector<op, false, 8>(as, bs, ys, hw);
-    else
-      l.swapped ? vector_scalar<op, true>(as, *bs, ys, hw) : vector_scalar<op, false>(as, *bs, ys, hw);
+    if (l.block == 16) {
+      MEMPLAN_FOR_OP(l.op, l.swapped ? blocks_vector<o, true, 16>(as, bs, ys, hw) : blocks_vector<o, false, 16>(as, bs, ys, hw))
+    } else if (l.block == 8) {
+      MEMPLAN_FOR_OP(l.op, l.swapped ? blocks_vector<o, true, 8>(as, bs, ys, hw) : blocks_vector<o, false, 8>(as, bs, ys, hw))
+    } else {
+      MEMPLAN_FOR_OP(l.op, l.swapped ? vector_scalar<o, true>(as, *bs, ys, hw) : vector_scalar<o, false>(as, *bs, ys, hw))
+    }
   }
 }
 
-template <FlatBinOp op>
-void run_op(const LayoutLoop& l, const float* a, const float* b, float* y) {
-  constexpr uint64_t kMinChunk = kParallelChunkBytes / sizeof(float);
-  if (l.operand == Operand::PerChannel && l.channels_last) {
-    const uint64_t pixels = static_cast<uint64_t>(l.n) * static_cast<uint64_t>(l.hw);
-    parallel_chunks(pixels, std::max<uint64_t>(kMinChunk / std::max<uint64_t>(static_cast<uint64_t>(l.c), 1), 1),
-                    [&](uint64_t first, uint64_t last) { run_pixels<op>(l, a, b, y, first, last); });
-    return;
-  }
-  if (l.operand == Operand::PerChannel) {
-    const uint64_t slabs = static_cast<uint64_t>(l.n) * static_cast<uint64_t>(l.c) / static_cast<uint64_t>(std::max(l.block, 1));
-    const uint64_t slab = l.count() / std::max<uint64_t>(slabs, 1);
-    parallel_chunks(slabs, std::max<uint64_t>(kMinChunk / std::max<uint64_t>(slab, 1), 1),
-                    [&](uint64_t first, uint64_t last) { run_per_channel<op>(l, a, b, y, first, last); });
-    return;
-  }
-  const bool scalar = l.operand == Operand::Scalar;
-  const float s = scalar ? *b : 0.f;
-  parallel_chunks(l.count(), kMinChunk, [&](uint64_t begin, uint64_t end) {
-    if (scalar)
-      run_scalar<op>(a + begin, s, y + begin, end - begin, l.swapped);
-    else
-      run_full<op>(a + begin, b + begin, y + begin, end - begin, l.swapped);
-  });
-}
+#undef MEMPLAN_FOR_OP
 
 }  // namespace
 
 void LayoutLoop::run(const float* a, const float* b, float* y) const {
-  switch (op) {
-    case FlatBinOp::Add: return run_op<FlatBinOp::Add>(*this, a, b, y);
-    case FlatBinOp::Sub: return run_op<FlatBinOp::Sub>(*this, a, b, y);
-    case FlatBinOp::Mul: return run_op<FlatBinOp::Mul>(*this, a, b, y);
-    case FlatBinOp::Div: return run_op<FlatBinOp::Div>(*this, a, b, y);
-    case FlatBinOp::Max: return run_op<FlatBinOp::Max>(*this, a, b, y);
-    case FlatBinOp::Min: return run_op<FlatBinOp::Min>(*this, a, b, y);
+  constexpr uint64_t kMinChunk = kParallelChunkBytes / sizeof(float);
+  if (operand == Operand::PerChannel && channels_last) {
+    const uint64_t pixels = static_cast<uint64_t>(n) * static_cast<uint64_t>(hw);
+    parallel_chunks(pixels, std::max<uint64_t>(kMinChunk / std::max<uint64_t>(static_cast<uint64_t>(c), 1), 1),
+                    [&](uint64_t first, uint64_t last) { run_pixels(*this, a, b, y, first, last); });
+    return;
   }
+  if (operand == Operand::PerChannel) {
+    const uint64_t slabs = static_cast<uint64_t>(n) * static_cast<uint64_t>(c) / static_cast<uint64_t>(std::max(block, 1));
+    const uint64_t slab = count() / std::max<uint64_t>(slabs, 1);
+    parallel_chunks(slabs, std::max<uint64_t>(kMinChunk / std::max<uint64_t>(slab, 1), 1),
+                    [&](uint64_t first, uint64_t last) { run_per_channel(*this, a, b, y, first, last); });
+    return;
+  }
+  const bool scalar = operand == Operand::Scalar;
+  const float s = scalar ? *b : 0.f;
+  parallel_chunks(count(), kMinChunk, [&](uint64_t begin, uint64_t end) {
+    if (scalar)
+      run_scalar(op, a + begin, s, y + begin, end - begin, swapped);
+    else
+      run_full(op, a + begin, b + begin, y + begin, end - begin, swapped);
+  });
 }
 
 }  // namespace memplan::rt::elt
