@@ -241,3 +241,62 @@ TEST_CASE("layouts: the channel block follows the ISA oneDNN runs, not the CPU's
     CHECK(preferred_channel_block() == 16);  // oneDNN's avx512_core
   CHECK(preferred_channel_block() == rt::dnnl_channel_block());
 }
+
+namespace {
+
+// x[1,3,8,8] -> conv (c channels) -> Pad (channels, `pad` at the end) -> Resize (nearest, x2)
+// -> conv (8 channels) -> y: a channel Pad and an upsampling between convolutions, as TensorFlow
+// and Paddle exporters write them.
+std::string pad_resize_model(int64_t c, int64_t pad) {
+  ModelBuilder mb("hand_built", 13);
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 3, 8, 8});
+  add_conv(g, "conv1", "x", "c1", 3, c, 1);
+  add_initializer(g, tensor_i64("pads", {8}, {0, 0, 0, 0, 0, pad, 0, 0}));
+  add_node(g, "Pad", {"c1", "pads"}, {"p"}, "pad");
+  add_initializer(g, tensor_f32("scales", {4}, {1.f, 1.f, 2.f, 2.f}));
+  add_attr(add_node(g, "Resize", {"p", "", "scales"}, {"r"}, "upsample"), "coordinate_transformation_mode",
+           onnx::AttributeProto::STRING)
+      ->set_s("asymmetric");
+  add_conv(g, "conv2", "r", "y", c + pad, 8, 2);
+  add_output(g, "y", elem::kFloat, {1, 8, 16, 16});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("memplan_pad_resize_" + std::to_string(c) + ".onnx")).string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("layouts: a channel Pad and a nearest Resize between convolutions run in the convolutions' layout, "
+          "blocked or channels-last, with the plain numbers", "[layouts]") {
+  // 16 + 16 channels: blocks of 16 and of 8; 24 + 4: channels-last where the block is 16.
+  for (const auto& [c, pad] : {std::pair<int64_t, int64_t>{16, 16}, {24, 4}}) {
+    INFO(c << " channels padded by " << pad);
+    const std::string path = pad_resize_model(c, pad);
+    const std::vector<float> x = random_floats(3 * 64, 7);
+    auto run = [&](const char* block) {
+      setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+      Model m = prepare_model(path, {});
+      auto model = CompiledModel::compile(path, {});
+      unsetenv("MEMPLAN_CHANNEL_BLOCK");
+      Session s(model, SessionOptions{true});
+      s.set_input("x", kFloat32, std::vector<int64_t>{1, 3, 8, 8}, x.data(), x.size() * 4);
+      s.run();
+      const TensorRef y = s.output("y");
+      const float* p = static_cast<const float*>(y.data);
+      return std::pair{std::vector<float>(p, p + y.bytes / 4), block_of(m, "r")};
+    };
+    const auto [plain, plain_layout] = run("0");
+    const auto [b16, layout16] = run("16");
+    const auto [b8, layout8] = run("8");
+    CHECK(plain_layout == 0);
+    CHECK(layout16 == (c % 16 == 0 ? 16 : Value::kChannelsLast));  // the Resize's output
+    CHECK(layout8 == (pad % 8 == 0 ? 8 : 0));
+    REQUIRE(plain.size() == 8 * 256);
+    for (size_t i = 0; i < plain.size(); ++i) {
+      CHECK(b16[i] == Approx(plain[i]).epsilon(1e-4).margin(1e-4));
+      CHECK(b8[i] == Approx(plain[i]).epsilon(1e-4).margin(1e-4));
+    }
+  }
+}
