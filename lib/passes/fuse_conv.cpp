@@ -221,7 +221,9 @@ std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y) {
       out->type.dtype != DType::Float32)
     return {};
   const std::string& op = n.op_type;
-  if (n.inputs.size() == 2) {
+  const bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min";
+  if (binary) {
+    if (n.inputs.size() != 2) return {};  // (a variadic Max or Min of more)
     const std::optional<float> c = scalar_f32(other_input(n, y));
     if (!c) return {};
     const bool y_first = n.inputs[0] == y;
@@ -231,7 +233,7 @@ std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y) {
     if (op == "Div" && y_first && *c != 0.f && std::isfinite(1.f / *c)) return {{K::Linear, 1.f / *c, 0.f}};
     if (op == "Max") return {{K::Clip, *c, inf}};
     if (op == "Min") return {{K::Clip, -inf, *c}};
-    return {};
+    return {};  // c / y, or a division by 0
   }
   if (n.inputs.size() > 1 && op != "Clip") return {};
   if (op == "Relu") return {{K::Relu, 0.f, 0.f}};

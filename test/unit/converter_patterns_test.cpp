@@ -158,6 +158,7 @@ TEST_CASE("elementwise ops with constants after a Conv become its post-ops, neve
   const auto div = [](float c) { return Op{"Div", c, [c](float v) { return v / c; }}; };
   const auto max = [](float c) { return Op{"Max", c, [c](float v) { return std::max(v, c); }}; };
   const auto min = [](float c) { return Op{"Min", c, [c](float v) { return std::min(v, c); }}; };
+  const auto clip_min = [](float c) { return Op{"Clip", c, [c](float v) { return std::max(v, c); }}; };  // no max input
   struct Case {
     const char* name;
     std::vector<Op> ops;
@@ -168,6 +169,7 @@ TEST_CASE("elementwise ops with constants after a Conv become its post-ops, neve
       {"Mul then Add, Paddle's scale: two Linear steps merge", {mul(0.75f), add(0.1f)}, 1},
       {"Max then Min: two Clip steps merge", {max(-0.2f), min(0.4f)}, 1},
       {"Div then Mul then Add", {div(3.f), mul(2.f), add(-0.5f)}, 1},
+      {"Clip with its min alone, then Div by 0, which stays a node", {clip_min(-0.2f), div(0.f)}, 2},
       {"Mul, Relu, Mul: the second Linear cannot follow the Relu", {mul(0.75f), relu, mul(2.f)}, 2},
       {"Max, Relu, Min: nor the second Clip", {max(-0.3f), relu, min(0.4f)}, 2},
   };
@@ -204,4 +206,35 @@ TEST_CASE("fused eltwise steps merge Linear into Linear and Clip into Clip, and 
   std::vector<EltwiseStep> d{{K::Clip, 0.f, 1.f}};
   REQUIRE(add_fused_step(d, {K::Clip, 2.f, 3.f}));
   CHECK(d.back() == EltwiseStep{K::Clip, 2.f, 2.f});
+}
+
+TEST_CASE("a GEMM convolution applies its fused chain after the primitive, to the unfused numbers",
+          "[passes][patterns]") {
+  // A 1x1 Conv of 24 plain channels into a graph output runs on oneDNN's GEMM convolution, which
+  // applies eltwise post-ops in a slow loop: the kernel applies the chain itself.
+  constexpr int64_t c = 24, h = 16;
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, c, h, h});
+  const std::vector<float> w = random_floats(c * c, 5), x = random_floats(c * h * h, 6);
+  add_initializer(g, tensor_f32("w", {c, c, 1, 1}, w));
+  add_node(g, "Conv", {"x", "w"}, {"t"}, "conv");
+  add_scalar(g, "k", 0.75f);
+  add_node(g, "Mul", {"t", "k"}, {"m"}, "scale");
+  add_scalar(g, "b", -0.1f);
+  add_node(g, "Add", {"m", "b"}, {"a"}, "shift");
+  attr_float(add_node(g, "LeakyRelu", {"a"}, {"y"}, "act"), "alpha", 0.2f);
+  add_output(g, "y", elem::kFloat, {1, c, h, h});
+  const std::string path = save(mb, "gemm_chain");
+  auto model = CompiledModel::compile(path, {});
+  REQUIRE(model->kernels().size() == 1);
+  INFO(model->kernels()[0].implementation);
+  if (model->kernels()[0].implementation.find("gemm") != std::string::npos)
+    CHECK_THAT(model->kernels()[0].implementation, Catch::EndsWith(", then memplan's activation loop"));
+  std::vector<float> want = naive_conv2d(x, {1, c, h, h}, w, {c, c, 1, 1}, {}, Conv2d{}, h, h);
+  for (float& v : want) {
+    v = v * 0.75f - 0.1f;
+    v = v < 0 ? 0.2f * v : v;
+  }
+  require_close(run_model(path, x, {1, c, h, h}), want, abs_rel(1e-5, 1e-5));
 }
