@@ -41,6 +41,10 @@ struct CompileOptions {
   // arena's peak and it costs at most 1.25x the time, or more where the leaner kernels together
   // add at most 2% of the model's time), "memory" (whatever the time) or "speed".
   std::string prefer = "balanced";
+  // Under "balanced", the most wall-clock seconds the compile spends timing leaner kernels against
+  // the fastest ones; a candidate whose estimated cost is past what is left is never run (the
+  // report's "kernel choice" line says what was spent). 0 times nothing: no leaner kernel is taken.
+  double tuning_seconds = 1.5;
   uint64_t max_arena = 0;  // fail to compile unless the arena fits this many bytes (0: no budget)
   // Plan no arena bytes for the main graph's inputs (nor for views of them, such as a Reshape):
   // each run reads them where the caller keeps them (Session::bind_input, zero copy). An input

@@ -207,6 +207,9 @@ Model prepare_model(const std::string& path, const ShapeOptions& shapes) {
 
 Compilation compile_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning,
                           OnUnsupported unsupported) {
+  if (!(planning.tuning_seconds >= 0))
+    fail(path + ": the tuning budget (--tuning-seconds) must be 0 or more seconds, not " +
+         std::to_string(planning.tuning_seconds));
   Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes), {}, {}};
   // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
   select(c, unsupported);
@@ -215,10 +218,12 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   c.plan = plan_memory(c.model, planning);
   choose_lean_kernels(c, planning, planning.prefer);
   fit_budget(c, planning);
+  settle_variants(c.kernels);
   c.plan.model_sha256 = c.model.sha256;
   c.plan.model_path = c.model.path;
   c.plan.shapes = shapes;
   c.plan.kernels = kernel_implementations(c);
+  c.plan.isa = rt::dnnl_isa_name();
   check_reference_kernels(c, planning);
   verify_plan(c.model, c.plan);
   spdlog::debug("plan verified: arena {} bytes", c.plan.arena_bytes);
@@ -236,9 +241,11 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
   select(c, unsupported);
   verify_plan(c.model, c.plan);
   take_planned_lean_kernels(c, plan_path);
+  settle_variants(c.kernels);
   check_scratchpads(c, plan_path);
   check_aliases(c, plan_path);
   c.plan.kernels = kernel_implementations(c);  // this machine's, which the report then shows
+  c.plan.isa = rt::dnnl_isa_name();
   return c;
 }
 

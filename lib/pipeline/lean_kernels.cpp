@@ -2,6 +2,7 @@
 
 #include <omp.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -82,20 +83,52 @@ uint64_t layout_offset(int layout, size_t k) {
   return (static_cast<uint64_t>(2 * layout + 3) * (k + 1) * 1088) % kPage / 64 * 64;
 }
 
-// The most bytes a timing allocates (the node's tensors, the larger scratchpad), and the most
-// seconds its rounds run (after the first two). Sizes come from the model: a Conv over a 3.7 GB
-// tensor, timed as any other, held a compile for minutes in 9.5 GB of memory. A node past
-// either is not timed (it keeps its fastest kernel unless memory is preferred).
+// The most bytes a timing uses (the node's tensors, the larger scratchpad), and the most seconds
+// its rounds run (after the first two). Sizes come from the model: a Conv over a 3.7 GB tensor,
+// timed as any other, held a compile for minutes in 9.5 GB of memory. A node past the bytes is
+// not timed (it keeps its fastest kernel unless memory is preferred).
 constexpr uint64_t kMaxTimedBytes = uint64_t{512} << 20;
-constexpr double kMaxTimedSeconds = 0.5;
+constexpr double kMaxTimedSeconds = 0.2;
 
-// A node's tensors and one scratchpad, placed for timing its kernels on zeroed values. Throws
-// where the node is too large to time or the memory cannot be had.
+// The memory every timing of one choice runs in: one mapping, grown to the largest node timed
+// and unmapped when the choice is over, so that the timings neither fault in fresh pages each
+// time nor leave their bytes in the heap for the run to carry as resident memory.
+class TimingPool {
+ public:
+  TimingPool() = default;
+  TimingPool(const TimingPool&) = delete;
+  TimingPool& operator=(const TimingPool&) = delete;
+  ~TimingPool() { unmap(); }
+  // `bytes` of page-aligned memory, their contents whatever the last timing left; null where the
+  // system has none.
+  std::byte* reserve(uint64_t bytes) {
+    if (bytes <= size_) return base_;
+    unmap();
+    void* p = mmap(nullptr, static_cast<size_t>(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    base_ = static_cast<std::byte*>(p);
+    size_ = bytes;
+    return base_;
+  }
+
+ private:
+  void unmap() {
+    if (base_) munmap(base_, static_cast<size_t>(size_));
+    base_ = nullptr;
+    size_ = 0;
+  }
+  std::byte* base_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// A node's tensors and one scratchpad, placed in the pool for timing its kernels on zeroed
+// values. Throws where the node is too large to time or the memory cannot be had.
 class NodeBench {
  public:
   // `stir`: each run starts with the caches stirred (seconds()).
-  NodeBench(const Node& n, uint64_t scratchpad_bytes, int layout, bool stir) : n_(n), layout_(layout) {
+  NodeBench(const Node& n, uint64_t scratchpad_bytes, int layout, bool stir, TimingPool& pool) : n_(n), layout_(layout) {
     uint64_t bytes = scratchpad_bytes;
+    std::vector<uint64_t> sizes;
     for (const auto* values : {&n.inputs, &n.outputs})
       for (const Value* v : *values) {
         if (!v) continue;
@@ -103,10 +136,18 @@ class NodeBench {
         // give the kernel here: such a node is not timed.
         if (!v->type.is_static() || v->type.dims.size() > static_cast<size_t>(rt::kMaxRank))
           fail(n.describe() + ": tensor '" + v->name + "' has no static shape of rank <= " + std::to_string(rt::kMaxRank));
-        bytes = checked_add(bytes, v->constant ? v->constant->byte_size() : v->capacity_bytes, n.describe());
+        bytes = checked_add(bytes, bytes_of(*v), n.describe());
+        sizes.push_back(bytes_of(*v));
       }
     if (bytes > kMaxTimedBytes)
       fail(n.describe() + ": " + std::to_string(bytes) + " bytes of tensors, too many to time at compile");
+    sizes.push_back(scratchpad_bytes);
+    if (stir) sizes.push_back(kEvictBytes);
+    uint64_t total = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) total += span(k, sizes[k]);
+    base_ = pool.reserve(total);
+    if (!base_) fail(n.describe() + ": cannot map " + std::to_string(total) + " bytes to time it");
+    std::fill_n(base_, total, std::byte{0});
     in_ = views(n.inputs);
     outs_ = views(n.outputs);
     pad_ = buffer(scratchpad_bytes);
@@ -130,22 +171,23 @@ class NodeBench {
   }
 
  private:
-  // Buffer k starts at page offset layout_offset(layout, k): the same in every compile (not
-  // wherever the heap puts it), a different pattern per layout.
+  static uint64_t bytes_of(const Value& v) { return v.constant ? v.constant->byte_size() : v.capacity_bytes; }
+  // Buffer k starts at page offset layout_offset(layout, k) of its own pages, with a page to
+  // spare after it: the same in every compile (not wherever the heap puts it), a different
+  // pattern per layout.
+  uint64_t span(size_t k, uint64_t bytes) const { return (bytes + layout_offset(layout_, k) + kPage - 1) / kPage * kPage + kPage; }
   std::byte* buffer(uint64_t bytes) {
-    const uint64_t offset = layout_offset(layout_, memory_.size());
-    const size_t size = (static_cast<size_t>(bytes + offset) + kPage - 1) / kPage * kPage + kPage;
-    memory_.emplace_back(static_cast<std::byte*>(std::aligned_alloc(kPage, size)), &std::free);
-    if (!memory_.back()) fail(n_.describe() + ": cannot allocate " + std::to_string(size) + " bytes to time it");
-    std::fill_n(memory_.back().get(), size, std::byte{0});
-    return memory_.back().get() + offset;
+    const size_t k = placed_++;
+    std::byte* at = base_ + used_ + layout_offset(layout_, k);
+    used_ += span(k, bytes);
+    return at;
   }
   std::vector<rt::TensorView> views(const std::vector<Value*>& values) {
     std::vector<rt::TensorView> out;
     for (const Value* v : values) {
       rt::TensorView t;
       if (v) {
-        const uint64_t bytes = v->constant ? v->constant->byte_size() : v->capacity_bytes;
+        const uint64_t bytes = bytes_of(*v);
         t.data = buffer(bytes);
         t.dtype = v->type.dtype;
         t.rank = static_cast<int>(v->type.dims.size());  // static, at most kMaxRank (checked above)
@@ -159,17 +201,86 @@ class NodeBench {
 
   const Node& n_;
   const int layout_;
-  std::vector<std::unique_ptr<std::byte, decltype(&std::free)>> memory_;
+  std::byte* base_ = nullptr;
+  uint64_t used_ = 0;
+  size_t placed_ = 0;
   std::vector<rt::TensorView> in_, outs_;
   std::byte* pad_ = nullptr;
   std::byte* evict_ = nullptr;
   uint8_t stamp_ = 0;
 };
 
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// What choosing leaner kernels by timing them has at hand: the pool, the clock and the model's
+// time share.
+class Timer {
+ public:
+  Timer(const Compilation& c, const Graph& main, double budget_seconds)
+      : c_(c), main_(main), clock_(budget_seconds, now_seconds), share_([this] { return model_seconds(); }) {}
+  TuningClock& clock() { return clock_; }
+  TimeBudget& share() { return share_; }
+  TimingPool& pool() { return pool_; }
+
+ private:
+  // Seconds of one inference of the main graph, from below: the sum of its nodes' kernels, each
+  // by itself (kernel_seconds), while the clock lasts. A kernel that refuses the zeroed tensors,
+  // a node too large to time, the control-flow nodes (their kernels run subgraphs), a node with a
+  // shape the run decides and the nodes past the budget count nothing: the estimate errs low,
+  // and so does the share taken from it.
+  double model_seconds() {
+    double total = 0;
+    for (const auto& node : main_.nodes) {
+      if (clock_.left() <= 0) {
+        spdlog::debug("the tuning budget ran out while timing the model's kernels: the rest count nothing");
+        break;
+      }
+      if (node->is_control_flow()) continue;
+      auto it = c_.kernels.kernels.find(node.get());
+      if (it == c_.kernels.kernels.end() || !it->second) continue;
+      total += kernel_seconds(*node, *it->second);
+    }
+    spdlog::debug("the main graph's kernels take {:.3f} ms by themselves", total * 1e3);
+    return total;
+  }
+
+  // Seconds of a run of `k` by itself on zeroed tensors (the second of two, caches warm); none
+  // where it refuses the zeroed tensors or the node is too large to time.
+  double kernel_seconds(const Node& n, rt::Kernel& k) {
+    try {
+      const ThreadScope threads(threads_left_free(c_.dnnl->threads, true));
+      NodeBench bench(n, k.scratchpad_bytes(), 0, false, pool_);
+      const std::unique_ptr<rt::KernelState> state = k.make_state();
+      bench.seconds(k, state.get());
+      return bench.seconds(k, state.get());
+    } catch (const Error& e) {
+      spdlog::debug("{}: not in the model's time ({})", n.describe(), e.what());
+      return 0;
+    }
+  }
+
+  const Compilation& c_;
+  const Graph& main_;
+  TuningClock clock_;
+  TimeBudget share_;
+  TimingPool pool_;
+};
+
+// A candidate's timing: its slowdown, or why it was not run.
+struct Timing {
+  Slowdown slowdown;
+  TimingVerdict verdict = TimingVerdict::Time;
+};
+
 // slowdown() in one placement of the buffers; throws where a kernel refuses the zeroed tensors
-// or the node is too large to time.
-Slowdown timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads, int layout) {
-  NodeBench bench(n, std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes()), layout, true);
+// or the node is too large to time. With `gate`, the fastest kernel's first run decides whether
+// the candidate runs at all (before_timing); the first runs of the two, whether rounds follow
+// (cannot_win); the clock, whether each round does.
+Timing timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads, int layout, bool gate,
+                      Timer& timer) {
+  NodeBench bench(n, std::max(fast.scratchpad_bytes(), lean.scratchpad_bytes()), layout, true, timer.pool());
   const std::unique_ptr<rt::KernelState> fast_state = fast.make_state(), lean_state = lean.make_state();
   // The rounds run at the threads an inference would get now: one where other processes hold
   // cores (runtime/run_threads.h). Two OpenMP threads timed there wait at every barrier for the
@@ -177,11 +288,22 @@ Slowdown timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int m
   // chance: the plain MaxPool, 16x slower alone, once timed at 0.3x the staged one beside a busy
   // process.
   const ThreadScope threads(threads_left_free(model_threads, true));
-  bench.seconds(fast, fast_state.get());
-  bench.seconds(lean, lean_state.get());
+  const double fast_first = bench.seconds(fast, fast_state.get());
+  if (gate) {
+    const TimingVerdict before = before_timing(fast_first, lean.expected_slowdown(), timer.share(), timer.clock().left());
+    if (before != TimingVerdict::Time) return {{lean.expected_slowdown(), fast_first}, before};
+  }
+  const double lean_first = bench.seconds(lean, lean_state.get());
+  const Slowdown first{lean_first / std::max(fast_first, 1e-12), fast_first};
+  if (gate && cannot_win(first, timer.share())) {
+    spdlog::debug("timing {}: lean / fast {:.2f} in the first runs (fast {:.3f} ms): it cannot win, no rounds",
+                  n.describe(), first.ratio, fast_first * 1e3);
+    return {first, TimingVerdict::Time};
+  }
   std::vector<TimedRound> rounds;
   double total = 0;
   for (int round = 0; round < 31 && (round < 8 || total < 0.02) && (round < 2 || total < kMaxTimedSeconds); ++round) {
+    if (!rounds.empty() && timer.clock().left() < rounds.back().fast + rounds.back().lean) break;
     // The first in a round goes second in the next, so neither always finds the other's warmth.
     TimedRound r;
     if (round % 2 == 0) {
@@ -197,56 +319,36 @@ Slowdown timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int m
   const Slowdown s = round_slowdown(rounds);
   spdlog::debug("timing {}: lean / fast {:.2f}, fast {:.3f} ms ({} rounds, {} threads)", n.describe(), s.ratio,
                 s.fast_seconds * 1e3, rounds.size(), omp_get_max_threads());
-  return s;
+  return {s, TimingVerdict::Time};
 }
 
 // How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
 // compile-time shapes, each run after the caches were stirred as an inference leaves them: the
-// ratio of their lower quartiles over rounds that run the two in turn (after a warm-up each), for
-// at least 8 rounds and 20 ms (near kLeanerSlowdown, the median of three placements of the
-// buffers). Infinite where a kernel refuses the zeroed tensors (a run-time scale of 0) or the
-// node is too large to time: it cannot be timed.
-Slowdown slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads) {
+// ratio of their lower quartiles over rounds that run the two in turn (after a first run each),
+// for at least 8 rounds and 20 ms as the clock allows (near kLeanerSlowdown, and where the clock
+// has room for it, the median of three placements of the buffers). Not run where its estimate
+// rules it out (Timing::verdict). Infinite where a kernel refuses the zeroed tensors (a run-time
+// scale of 0) or the node is too large to time: it cannot be timed.
+Timing slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int model_threads, Timer& timer) {
   try {
+    const double start = timer.clock().spent();
+    const Timing first = timed_slowdown(fast, lean, n, model_threads, 0, true, timer);
+    if (first.verdict != TimingVerdict::Time) return first;
     // Within a fifth of the line, the median over kLayouts placements decides.
-    std::vector<Slowdown> timings{timed_slowdown(fast, lean, n, model_threads, 0)};
-    if (std::abs(timings[0].ratio / kLeanerSlowdown - 1) <= kNearLine) {
-      for (int layout = 1; layout < kLayouts; ++layout) timings.push_back(timed_slowdown(fast, lean, n, model_threads, layout));
+    std::vector<Slowdown> timings{first.slowdown};
+    const double took = timer.clock().spent() - start;
+    if (std::abs(timings[0].ratio / kLeanerSlowdown - 1) <= kNearLine && timer.clock().left() > (kLayouts - 1) * took) {
+      for (int layout = 1; layout < kLayouts; ++layout)
+        timings.push_back(timed_slowdown(fast, lean, n, model_threads, layout, false, timer).slowdown);
       std::sort(timings.begin(), timings.end(), [](const Slowdown& a, const Slowdown& b) { return a.ratio < b.ratio; });
       spdlog::debug("{}: near the line, lean / fast {:.2f} to {:.2f} in {} placements", n.describe(), timings.front().ratio,
                     timings.back().ratio, timings.size());
     }
-    return timings[timings.size() / 2];
+    return {timings[timings.size() / 2], TimingVerdict::Time};
   } catch (const Error& e) {
     spdlog::debug("{}: cannot be timed ({})", n.describe(), e.what());
-    return {std::numeric_limits<double>::infinity(), 0};
+    return {{std::numeric_limits<double>::infinity(), 0}, TimingVerdict::Time};
   }
-}
-
-// Seconds of one inference of the main graph, from below: the sum of its nodes' kernels, each
-// timed by itself on zeroed tensors (the fastest of two runs after a warm-up, caches warm). A
-// kernel that refuses the zeroed tensors, a node too large to time and the control-flow nodes
-// (their kernels run subgraphs) count nothing, nor does a node with a shape the run decides: the
-// estimate errs low, and so does the budget taken from it.
-double model_seconds(const Compilation& c, const Graph& main, int model_threads) {
-  const ThreadScope threads(threads_left_free(model_threads, true));
-  double total = 0;
-  for (const auto& node : main.nodes) {
-    if (node->is_control_flow()) continue;
-    auto it = c.kernels.kernels.find(node.get());
-    if (it == c.kernels.kernels.end() || !it->second) continue;
-    rt::Kernel& k = *it->second;
-    try {
-      NodeBench bench(*node, k.scratchpad_bytes(), 0, false);
-      const std::unique_ptr<rt::KernelState> state = k.make_state();
-      bench.seconds(k, state.get());
-      total += std::min(bench.seconds(k, state.get()), bench.seconds(k, state.get()));
-    } catch (const Error& e) {
-      spdlog::debug("{}: not in the model's time ({})", node->describe(), e.what());
-    }
-  }
-  spdlog::debug("the main graph's kernels take {:.3f} ms by themselves", total * 1e3);
-  return total;
 }
 
 }  // namespace
@@ -291,8 +393,14 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
   };
   std::vector<Trial> trial;
   MemoryPlan before_trial;
-  TimeBudget budget([&] { return model_seconds(c, *graphs[0], c.dnnl->threads); });
-  for (int round = 0; round < 64; ++round) {
+  const bool timing = prefer == KernelPreference::Balanced;
+  Timer timer(c, *graphs[0], planning.tuning_seconds);
+  TimeBudget& budget = timer.share();
+  KernelTuning tuning = c.plan.tuning;
+  if (timing) tuning.budget_seconds = planning.tuning_seconds;
+  std::vector<const Node*> timed_nodes;
+  bool out_of_time = false;
+  for (int round = 0; round < 64 && !out_of_time; ++round) {
     std::vector<const Node*> candidates;
     scratchpads_at_peak(c, graphs, 0, candidates);
     const auto untried = [&] {
@@ -325,6 +433,12 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     std::unique_ptr<rt::Kernel> current = std::move(it->second);
     std::unique_ptr<rt::Kernel> variant = current->take_leaner();
     for (int depth = 1; variant; ++depth) {
+      if (timing && timer.clock().left() <= 0) {
+        spdlog::debug("the tuning budget of {:.2f} s is spent: no more leaner kernels are tried", timer.clock().budget());
+        ++tuning.candidates_skipped;
+        out_of_time = true;
+        break;
+      }
       rt::Kernel& v = *variant;
       it->second = std::move(variant);  // planned with the variant
       MemoryPlan replanned = plan_memory(c.model, planning);
@@ -332,14 +446,29 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       const bool lower = replanned.arena_bytes <= c.plan.arena_bytes;
       Slowdown s{1.0, 0.0};
       std::optional<double> added = 0.0;
-      if (lower && prefer == KernelPreference::Balanced) {
-        s = slowdown(*first, v, *n, c.dnnl->threads);
-        added = budget.cost(s);
+      const char* untimed = nullptr;  // why the candidate was not run
+      if (lower && timing) {
+        // A candidate that cannot win at its expected slowdown, or whose timing would pass the
+        // budget, is never run: it is passed over (for its leaner variant) untimed.
+        const Timing t = slowdown(*first, v, *n, c.dnnl->threads, timer);
+        s = t.slowdown;
+        if (t.verdict == TimingVerdict::Time) {
+          added = budget.cost(s);
+          ++tuning.candidates_timed;
+          if (std::count(timed_nodes.begin(), timed_nodes.end(), n) == 0) timed_nodes.push_back(n);
+        } else {
+          added = std::nullopt;
+          untimed = t.verdict == TimingVerdict::CannotWin ? "it cannot win" : "its timing would pass the tuning budget";
+          ++tuning.candidates_skipped;
+        }
       }
       const VariantPick::Verdict verdict = walk.offer(lower, s, added);
       if (!lower)
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes) does not lower the arena ({} bytes, was {})",
                       n->describe(), v.scratchpad_bytes(), replanned.arena_bytes, c.plan.arena_bytes);
+      else if (untimed)
+        spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, expected {:.1f}x as slow) is not run: {}", n->describe(),
+                      v.scratchpad_bytes(), v.expected_slowdown(), untimed);
       else if (!added)
         spdlog::debug("{}: a leaner kernel ({} scratchpad bytes, not {}) is {:.2f}x as slow, and adds more than the model's "
                       "time can spare: passed over",
@@ -407,6 +536,14 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     --swapped;
   }
   if (!trial.empty()) c.plan = std::move(before_trial);
+  if (timing) {
+    tuning.seconds += timer.clock().spent();
+    tuning.nodes_timed += static_cast<int32_t>(timed_nodes.size());
+    spdlog::debug("kernel choice: {} leaner kernels timed for {} nodes in {:.2f} s of a {:.2f} s budget; {} not run",
+                  tuning.candidates_timed, tuning.nodes_timed, tuning.seconds, tuning.budget_seconds,
+                  tuning.candidates_skipped);
+  }
+  c.plan.tuning = tuning;
   // A node is listed once per variant taken (or passed over): loading takes its leaner variant
   // that many times.
   for (size_t gi = 0; gi < graphs.size(); ++gi)

@@ -73,6 +73,52 @@ class TimeBudget {
   double spent_ = 0;
 };
 
+// Runs a timing takes at least: a warm-up and two rounds of each kernel.
+constexpr int kMinTimedRuns = 3;
+// A first run is slower than the rounds after it (caches cold, pages first touched): a
+// candidate's first run against the fastest kernel's rules it out only when even this many times
+// faster it could not win.
+constexpr double kFirstRunSlack = 2;
+
+// The wall clock of choosing kernels by timing them (PlanOptions::tuning_seconds): the timing,
+// and the planning again with each variant, stop where the budget is spent, and no run of a
+// candidate starts whose estimated cost is past what is left. (A node's fastest kernel is run
+// once to learn its time: that run may pass the budget by its own length, one node's share of
+// an inference.)
+class TuningClock {
+ public:
+  using Now = std::function<double()>;  // seconds, monotonic
+  TuningClock(double budget_seconds, Now now) : budget_(budget_seconds), now_(std::move(now)), start_(now_()) {}
+  double budget() const { return budget_; }
+  double spent() const { return now_() - start_; }
+  double left() const { return budget_ - spent(); }
+
+ private:
+  double budget_;
+  Now now_;
+  double start_;
+};
+
+// Whether a candidate kernel is timed.
+enum class TimingVerdict {
+  Time,
+  CannotWin,   // at its expected slowdown it is past kLeanerSlowdown and the model's share
+  PastBudget,  // kMinTimedRuns of it and of the fastest kernel do not fit the time left
+};
+// Before a candidate runs at all: `fast_seconds` is a run of the node's fastest kernel,
+// `expected` the candidate's Kernel::expected_slowdown(), `share` the model's time budget (asked
+// only for an expected slowdown past kLeanerSlowdown), `left` the tuning clock's seconds.
+inline TimingVerdict before_timing(double fast_seconds, double expected, TimeBudget& share, double left) {
+  if (expected > kLeanerSlowdown && !share.cost({expected, fast_seconds})) return TimingVerdict::CannotWin;
+  if (kMinTimedRuns * fast_seconds * (1 + expected) > left) return TimingVerdict::PastBudget;
+  return TimingVerdict::Time;
+}
+// After the first run of each kernel: whether the candidate is out already (kFirstRunSlack).
+inline bool cannot_win(const Slowdown& first_runs, TimeBudget& share) {
+  const double ratio = first_runs.ratio / kFirstRunSlack;
+  return ratio > kLeanerSlowdown && !share.cost({ratio, first_runs.fast_seconds});
+}
+
 // The walk down a node's chain of leaner variants: which one is taken. The first within
 // kLeanerSlowdown ends the walk; one past it that the budget admits is picked while the walk goes
 // on, and a later one that adds less replaces it (bands of rows at 1.3x can cost less than the
@@ -99,7 +145,8 @@ class VariantPick {
   std::optional<double> added_;
 };
 
-// Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels);
+// Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels;
+// under Balanced its tuning_seconds bound the timing, and c.plan.tuning says what was spent);
 // c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once
 // per variant taken: a leaner kernel may have a leaner variant of its own) so that loading it takes
 // the same kernels. Returns the number of kernels swapped.

@@ -144,6 +144,18 @@ struct KernelImplementation {
   std::string implementation;
 };
 
+// What choosing kernels by timing them cost the compile that made the plan
+// (pipeline/lean_kernels): a leaner kernel is timed against the fastest only within a budget of
+// wall-clock seconds, and a candidate whose estimate cannot win or would pass the budget is never
+// run.
+struct KernelTuning {
+  double budget_seconds = 0;
+  double seconds = 0;  // spent choosing: timing, and planning again with each variant
+  int32_t nodes_timed = 0;
+  int32_t candidates_timed = 0;
+  int32_t candidates_skipped = 0;  // not run: estimated unable to win, or past the budget
+};
+
 struct MemoryPlan {
   std::string model_sha256;  // of the .onnx file the plan was made for
   std::string model_path;    // for messages only
@@ -165,6 +177,10 @@ struct MemoryPlan {
   // Every node's kernel (nodes without one, If/Loop/Scan and those made at run time, are left
   // out), in graph and step order.
   std::vector<KernelImplementation> kernels;
+  // The instruction set oneDNN used on that machine ("avx512_core_vnni"; DNNL_MAX_CPU_ISA caps
+  // it): its kernels, layouts and scratchpads differ by it.
+  std::string isa;
+  KernelTuning tuning;
 };
 
 // True when `implementation` (Kernel::implementation()) names one of oneDNN's reference kernels

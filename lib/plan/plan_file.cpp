@@ -195,6 +195,13 @@ planfile::Plan to_proto(const MemoryPlan& p) {
     pk.set_graph(k.graph);
     pk.set_implementation(k.implementation);
   }
+  out.set_isa(p.isa);
+  planfile::KernelTuning& pt = *out.mutable_tuning();
+  pt.set_budget_seconds(p.tuning.budget_seconds);
+  pt.set_seconds(p.tuning.seconds);
+  pt.set_nodes_timed(p.tuning.nodes_timed);
+  pt.set_candidates_timed(p.tuning.candidates_timed);
+  pt.set_candidates_skipped(p.tuning.candidates_skipped);
   for (const DynamicTensor& d : p.dynamic_tensors) {
     planfile::DynamicTensor& pd = *out.add_dynamic_tensors();
     pd.set_graph(d.graph);
@@ -269,6 +276,9 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   for (const planfile::DynamicTensor& pd : in.dynamic_tensors())
     p.dynamic_tensors.push_back({pd.graph(), pd.value(), pd.name(), pd.producer(), pd.shape(), pd.dtype()});
   for (const planfile::KernelImplementation& pk : in.kernels()) p.kernels.push_back({pk.node(), pk.graph(), pk.implementation()});
+  p.isa = in.isa();
+  const planfile::KernelTuning& pt = in.tuning();
+  p.tuning = {pt.budget_seconds(), pt.seconds(), pt.nodes_timed(), pt.candidates_timed(), pt.candidates_skipped()};
   return p;
 }
 

@@ -29,6 +29,9 @@ struct PlanOptions {
   plan::AliasRules aliasing;
   bool share_storage = true;  // false: the pipeline sets no aliasing (every tensor its own bytes)
   KernelPreference prefer = KernelPreference::Balanced;
+  // Wall-clock seconds Balanced may spend timing leaner kernels against the fastest ones
+  // (pipeline/lean_kernels' TuningClock; MemoryPlan::tuning reports what was spent).
+  double tuning_seconds = 1.5;
   uint64_t max_arena = 0;     // a budget the arena must fit (0: none); compiling fails otherwise
   bool external_inputs = false;  // main-graph inputs stay in the caller's bytes (MemoryPlan::external_inputs)
   // Compiling fails when a node would run on one of oneDNN's reference kernels (MemoryPlan::kernels).

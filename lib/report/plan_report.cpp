@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -72,12 +73,23 @@ std::string kernels_text(const MemoryPlan& plan) {
   size_t own = 0;
   for (const KernelImplementation& k : plan.kernels) own += k.implementation.rfind("memplan", 0) == 0;
   const std::vector<const KernelImplementation*> ref = reference_kernels(plan);
-  std::string out = "kernels: " + std::to_string(plan.kernels.size() - own) + " on oneDNN, " + std::to_string(own) +
+  std::string out = "kernels: " + std::to_string(plan.kernels.size() - own) + " on oneDNN" +
+                    (plan.isa.empty() ? "" : " (" + plan.isa + ")") + ", " + std::to_string(own) +
                     " on memplan's own loops; " +
                     (ref.empty() ? "no oneDNN reference (ref:) kernel\n"
                                  : std::to_string(ref.size()) + " on oneDNN reference (ref:) kernels:\n");
   for (const KernelImplementation* k : ref) out += "  " + k->node + " in " + k->graph + ": " + k->implementation + "\n";
   return out;
+}
+
+// What timing leaner kernels cost the compile (none for --prefer speed or memory, which time nothing).
+std::string tuning_text(const KernelTuning& t) {
+  if (t.budget_seconds <= 0) return "";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(2) << "kernel choice: " << t.candidates_timed << " leaner kernels timed for "
+    << t.nodes_timed << " nodes in " << t.seconds << " s of a " << t.budget_seconds << " s budget; "
+    << t.candidates_skipped << " not run (estimated unable to win, or past the budget)\n";
+  return o.str();
 }
 
 uint64_t scratchpad_bytes(const MemoryPlan& plan) {
@@ -167,7 +179,7 @@ std::string plan_report_text(const MemoryPlan& p) {
       if (shown++ < kRefusalsInText)
         o << "  refused: '" << r.value << "' over '" << r.source << "' at " << r.node << ": " << r.reason << "\n";
   if (refused > kRefusalsInText) o << "  ... " << refused - kRefusalsInText << " more (--report json lists them all)\n";
-  o << kernels_text(p);
+  o << kernels_text(p) << tuning_text(p.tuning);
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto& s : peak.live) {
@@ -210,7 +222,11 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
     o << (i ? ", " : "") << "{\"name\": " << json_string(d.name) << ", \"producer\": " << json_string(d.producer)
       << ", \"shape\": " << json_string(d.shape) << ", \"graph\": " << d.graph << "}";
   }
-  o << "], \"reference_kernels\": " << reference_kernels(p).size() << ", \"kernels\": [";
+  const KernelTuning& t = p.tuning;
+  o << "], \"isa\": " << json_string(p.isa) << ", \"kernel_tuning\": {\"budget_seconds\": " << t.budget_seconds
+    << ", \"seconds\": " << t.seconds << ", \"nodes_timed\": " << t.nodes_timed << ", \"candidates_timed\": "
+    << t.candidates_timed << ", \"candidates_skipped\": " << t.candidates_skipped << "}";
+  o << ", \"reference_kernels\": " << reference_kernels(p).size() << ", \"kernels\": [";
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const KernelImplementation& k = p.kernels[i];
     o << (i ? ", " : "") << "{\"node\": " << json_string(k.node) << ", \"graph\": " << json_string(k.graph)

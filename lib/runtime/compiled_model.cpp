@@ -206,6 +206,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   const auto prefer = parse_preference(o.prefer);
   if (!prefer) fail("unknown preference '" + o.prefer + "' (balanced, memory or speed)");
   planning.prefer = *prefer;
+  planning.tuning_seconds = o.tuning_seconds;
   planning.max_arena = o.max_arena;
   planning.external_inputs = o.external_inputs;
   planning.fail_on_reference_kernels = o.fail_on_reference_kernels;

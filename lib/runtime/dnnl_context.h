@@ -2,6 +2,9 @@
 #pragma once
 
 #include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <string>
 
 #include "runtime/kernel.h"
 
@@ -18,6 +21,13 @@ struct DnnlContext {
 inline bool dnnl_runs_isa(dnnl_cpu_isa_t isa) {
   const auto effective = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   return (effective & static_cast<unsigned>(isa)) == static_cast<unsigned>(isa);
+}
+
+// The instruction set oneDNN runs at here, by oneDNN's name for it ("avx512_core_vnni"), as
+// DNNL_MAX_CPU_ISA may limit it.
+inline std::string dnnl_isa_name() {
+  const std::string name = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+  return name.rfind("cpu_isa_", 0) == 0 ? name.substr(8) : name;
 }
 
 // The channel block of oneDNN's blocked kernels for that ISA: 16 (AVX-512), 8 (AVX2), else 0.

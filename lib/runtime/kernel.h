@@ -68,6 +68,11 @@ class LeanerVariant {
   void set(std::unique_ptr<Kernel> k);
   void set(Factory make) { make_ = std::move(make); }
   std::unique_ptr<Kernel> take();
+  const Kernel* made() const { return made_.get(); }  // null for none, or one a factory makes
+  void clear() {
+    made_.reset();
+    make_ = nullptr;
+  }
 
  private:
   std::unique_ptr<Kernel> made_;
@@ -103,12 +108,26 @@ class Kernel {
   // loop's name. A "ref:" among them is oneDNN's reference kernel (plan/plan.h's
   // is_reference_implementation).
   virtual std::string implementation() const { return "memplan"; }
+  // How many times as long as oneDNN's fastest kernel for the node this one is expected to take,
+  // at least, known before it runs: compile-time kernel choice (pipeline/lean_kernels) never runs
+  // a candidate whose estimate cannot win or does not fit the time left to choose. 1: oneDNN's
+  // own work, cut differently (bands of rows, chunks of channels); more for memplan's plain loops.
+  virtual double expected_slowdown() const { return 1; }
   // A variant of this kernel for the same node that needs less scratchpad (and may be slower);
   // null when there is none. Taken once.
   std::unique_ptr<Kernel> take_leaner() { return leaner_.take(); }
   // Made at load while the weights are at hand, or made when taken (a factory holding them).
   void set_leaner(std::unique_ptr<Kernel> k) { leaner_.set(std::move(k)); }
   void set_leaner(LeanerVariant::Factory make) { leaner_.set(std::move(make)); }
+  // Whether a leaner variant made already (one down the chain) reads input i at run time: the
+  // constant must outlive the choice of variant. (A factory holds what its variant reads.)
+  bool leaner_reads_at_run_time(size_t input) const {
+    for (const Kernel* k = leaner_.made(); k; k = k->leaner_.made())
+      if (k->reads_at_run_time(input)) return true;
+    return false;
+  }
+  // Once the variants are chosen: the rest of the chain, and what it holds, is freed.
+  void drop_leaner() { leaner_.clear(); }
 
  private:
   LeanerVariant leaner_;

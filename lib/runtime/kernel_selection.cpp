@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "ir/unreachable_branch.h"
 #include "memplan/error.h"
@@ -48,9 +49,17 @@ namespace {
 // Constants that only kernels' own (reordered) copies use are released as soon as the last of
 // their readers has its kernel, so the model's weights and the kernels' copies are never all in
 // memory at once.
+void release(Value& v) {
+  // The value keeps its type and size (the plan counts its weight bytes), not its bytes.
+  auto shape_only = std::make_shared<Tensor>();
+  shape_only->dtype = v.constant->dtype;
+  shape_only->dims = v.constant->dims;
+  v.constant = std::move(shape_only);
+}
+
 class WeightRelease {
  public:
-  explicit WeightRelease(std::unordered_set<const Value*>& released) : released_(released) {}
+  explicit WeightRelease(KernelSelection& sel) : sel_(sel) {}
   void after(const Node& n, const rt::Kernel* kernel) {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       Value* v = n.inputs[k];
@@ -58,17 +67,21 @@ class WeightRelease {
                                     n.inputs.begin() + static_cast<long>(k))
         continue;  // not a constant, or already seen at an earlier input of n
       bool read = !kernel || v->is_graph_output;
-      for (size_t j = k; j < n.inputs.size() && !read; ++j)
+      bool variant_reads = false;
+      for (size_t j = k; j < n.inputs.size() && !read; ++j) {
         read = n.inputs[j] == v && kernel->reads_at_run_time(j);
+        variant_reads = variant_reads || (n.inputs[j] == v && kernel->leaner_reads_at_run_time(j));
+      }
       State& st = state_[v];
       st.needed = st.needed || read;
+      st.held = st.held || variant_reads;
       if (++st.done == v->consumers.size() && !st.needed && v->constant.use_count() == 1) {
-        // The value keeps its type and size (the plan counts its weight bytes), not its bytes.
-        auto shape_only = std::make_shared<Tensor>();
-        shape_only->dtype = v->constant->dtype;
-        shape_only->dims = v->constant->dims;
-        v->constant = std::move(shape_only);
-        released_.insert(v);
+        if (st.held) {
+          sel_.held_for_variants.insert(v);
+          continue;
+        }
+        release(*v);
+        sel_.released.insert(v);
       }
     }
   }
@@ -76,17 +89,33 @@ class WeightRelease {
  private:
   struct State {
     size_t done = 0;
-    bool needed = false;
+    bool needed = false, held = false;
   };
   std::unordered_map<const Value*, State> state_;
-  std::unordered_set<const Value*>& released_;
+  KernelSelection& sel_;
 };
 
 }  // namespace
 
+void settle_variants(KernelSelection& sel) {
+  for (auto& [node, kernel] : sel.kernels)
+    if (kernel) kernel->drop_leaner();
+  for (Value* v : std::exchange(sel.held_for_variants, {})) {
+    bool read = v->is_graph_output || v->constant.use_count() != 1;
+    for (const Node* reader : v->consumers) {
+      auto it = sel.kernels.find(reader);
+      for (size_t j = 0; j < reader->inputs.size() && !read; ++j)
+        read = reader->inputs[j] == v && (it == sel.kernels.end() || !it->second || it->second->reads_at_run_time(j));
+    }
+    if (read) continue;
+    release(*v);
+    sel.released.insert(v);
+  }
+}
+
 KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   KernelSelection sel;
-  WeightRelease release(sel.released);
+  WeightRelease release(sel);
   rt::KernelEnv env{&dnnl, model.path};
   // oneDNN fixes a primitive's work split for the thread count in effect when it is made.
   dnnl.threads = choose_model_threads(*model.main, RequestedThreads::current());
@@ -162,6 +191,7 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   for (const Dropped& d : dropped) {
     std::erase_if(sel.kernels, [&](const auto& entry) { return inside(*entry.first->graph, d.graph); });
     std::erase_if(sel.released, [&](const Value* v) { return inside(*v->graph, d.graph); });  // going with it
+    std::erase_if(sel.held_for_variants, [&](const Value* v) { return inside(*v->graph, d.graph); });
     drop_branch(d.branch, model.path, d.why);
   }
   if (!dropped.empty()) rebuild_uses(*model.main);

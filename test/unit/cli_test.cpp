@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/npy.h"
+#include "runtime/dnnl_context.h"
 #include "support/cli_runner.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
@@ -328,7 +329,8 @@ TEST_CASE("cli: the report names what runs each node, and --fail-on-ref refuses 
   Run text = run_cli({"compile", m});
   INFO(text.err);
   REQUIRE(text.exit_code == 0);
-  CHECK_THAT(text.out, Catch::Contains("kernels: 1 on oneDNN, 0 on memplan's own loops; 1 on oneDNN reference (ref:) kernels:"));
+  CHECK_THAT(text.out, Catch::Contains("kernels: 1 on oneDNN (" + memplan::rt::dnnl_isa_name() +
+                                       "), 0 on memplan's own loops; 1 on oneDNN reference (ref:) kernels:"));
   CHECK_THAT(text.out, Catch::Contains("  PRelu node 'prelu' in "));
   Run json = run_cli({"compile", m, "--report", "json"});
   CHECK_THAT(json.out, Catch::Contains("\"reference_kernels\": 1, \"kernels\": [{\"node\": \"PRelu node 'prelu'\""));
@@ -338,4 +340,28 @@ TEST_CASE("cli: the report names what runs each node, and --fail-on-ref refuses 
   Run clean = run_cli({"compile", model("tiny_mlp"), "--fail-on-ref"});
   CHECK(clean.exit_code == 0);
   CHECK_THAT(clean.out, Catch::Contains("no oneDNN reference (ref:) kernel"));
+}
+
+TEST_CASE("cli: the report says which instruction set oneDNN ran at and what timing leaner kernels cost the compile",
+          "[cli][kernels][tuning]") {
+  // seg_fcn_256_dyn's int8 convolutions stage copies that set the arena's peak: Balanced times
+  // their leaner variants, within the budget.
+  const std::string m = model("quant/seg_fcn_256_dyn");
+  Run json = run_cli({"compile", m, "--report", "json"});
+  INFO(json.err);
+  REQUIRE(json.exit_code == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"isa\": \"" + memplan::rt::dnnl_isa_name() + "\""));
+  CHECK_THAT(json.out, Catch::Contains("\"kernel_tuning\": {\"budget_seconds\": 1.5, \"seconds\": "));
+  Run text = run_cli({"compile", m, "--tuning-seconds", "0.5"});
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Catch::Contains("s of a 0.50 s budget; "));
+  // No budget: nothing is timed and no leaner kernel taken, so the arena is --prefer speed's.
+  Run none = run_cli({"compile", m, "--tuning-seconds", "0", "--report", "json"});
+  Run speed = run_cli({"compile", m, "--prefer", "speed", "--report", "json"});
+  REQUIRE(none.exit_code == 0);
+  REQUIRE(speed.exit_code == 0);
+  const auto arena = [](const std::string& out) { return out.substr(out.find("\"arena_bytes\""), 40); };
+  CHECK(arena(none.out) == arena(speed.out));
+  CHECK_THAT(none.out, Catch::Contains("\"candidates_timed\": 0"));
+  expect_error({"compile", m, "--tuning-seconds", "-1"}, 2, {"--tuning-seconds"});
 }

@@ -143,6 +143,31 @@ TEST_CASE("ConvInteger on oneDNN matches the reference", "[kernels][quantized]")
   CHECK_FALSE(on_onednn(k));
 }
 
+TEST_CASE("memplan's integer convolution loop gives the exact sums over rows wider than its tile, strided and dilated, "
+          "for channel counts its blocks of four do not divide", "[kernels][quantized]") {
+  // The loop (int_conv_loop.h) sums 256 columns at a time for 4 output channels at a time, on
+  // every thread: these rows cross tiles, and 7 or 3 channels a group leave a partial block.
+  Case c;
+  const int variant = GENERATE(0, 1, 2, 3);
+  switch (variant) {
+    case 0: c.W = 600; c.H = 3; c.M = 7; break;                                   // three tiles, a partial block
+    case 1: c.W = 530; c.H = 4; c.stride = 2; c.dil = 2; c.pad = 2; c.xt = DType::Int8; c.w_zp = {0}; break;
+    case 2: c.W = 300; c.H = 5; c.C = 6; c.M = 6; c.group = 2; c.K = 5; c.pad = 2; c.w_zp = {1, -3, 2, 0, 4, -1}; break;
+    case 3: c.W = 257; c.H = 3; c.C = 3; c.M = 3; c.group = 3; c.pad = 0; c.N = 2; break;  // depthwise, no padding
+  }
+  c.fill(static_cast<unsigned>(variant + 40));
+  INFO("variant " << variant);
+  KernelCase k("ConvInteger", 10);
+  c.add_inputs(k, false);
+  k.output("y", DType::Int32, {c.N, c.M, c.OH(), c.OW()});
+  REQUIRE(k.run());
+  while (k.run_leaner()) {
+  }
+  CHECK(k.kernel()->implementation() == "memplan");
+  CHECK(k.kernel()->scratchpad_bytes() == 0);
+  CHECK(k.result_as<int32_t>(0) == c.reference());
+}
+
 TEST_CASE("an int8 convolution whose staged copies pass 64 KB runs in bands of output rows, with the same results",
           "[kernels][quantized]") {
   Case c;

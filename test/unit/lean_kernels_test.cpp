@@ -137,3 +137,47 @@ TEST_CASE("a variant the budget refuses is never picked and the walk goes on", "
   CHECK(v.walk_on);
   CHECK_FALSE(walk.added());
 }
+
+// ---- the compile's tuning budget ----------------------------------------------------------------
+
+using memplan::before_timing;
+using memplan::cannot_win;
+using memplan::TimingVerdict;
+using memplan::TuningClock;
+
+TEST_CASE("the tuning clock counts down from its budget on the clock it is given", "[lean-kernels]") {
+  double now = 100;
+  const TuningClock clock(1.5, [&] { return now; });
+  CHECK(clock.left() == Approx(1.5));
+  now += 1.0;
+  CHECK(clock.spent() == Approx(1.0));
+  CHECK(clock.left() == Approx(0.5));
+  now += 1.0;
+  CHECK(clock.left() < 0);
+}
+
+TEST_CASE("a plain loop expected far slower than the fastest kernel is not run where the model's share cannot take it",
+          "[lean-kernels]") {
+  TimeBudget share([] { return 1.0; });  // a 1 s model: 20 ms to share
+  // 4x a 100 ms kernel adds 300 ms: out, whatever the time left to choose.
+  CHECK(before_timing(0.1, 4.0, share, 100.0) == TimingVerdict::CannotWin);
+  // 4x a 1 ms kernel adds 3 ms: it may win, and its timing (3 runs of 1 + 4 ms) fits.
+  CHECK(before_timing(0.001, 4.0, share, 1.0) == TimingVerdict::Time);
+}
+
+TEST_CASE("a candidate whose least timing would pass the time left is not run, however likely to win", "[lean-kernels]") {
+  int timed = 0;
+  TimeBudget share([&] { return ++timed, 1.0; });
+  // Three runs each of a 0.2 s kernel and its 1x variant: 1.2 s, against 1 s left.
+  CHECK(before_timing(0.2, 1.0, share, 1.0) == TimingVerdict::PastBudget);
+  CHECK(before_timing(0.2, 1.0, share, 1.3) == TimingVerdict::Time);
+  CHECK(timed == 0);  // within 1.25x, the model's time is never needed
+}
+
+TEST_CASE("a candidate whose first run is many times the fastest's gets no rounds, one near the line does",
+          "[lean-kernels]") {
+  TimeBudget share([] { return 0.01; });  // 0.2 ms to share
+  CHECK(cannot_win(Slowdown{30.0, 0.001}, share));
+  // 2.2x in a first run may be 1.1x once warm.
+  CHECK_FALSE(cannot_win(Slowdown{2.2, 0.001}, share));
+}

@@ -75,13 +75,48 @@ class SegFcn(torch.nn.Module):
         return torch.nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
 
 
+class UNet(torch.nn.Module):
+    """A U-Net for background removal (the shape of the issue's int8 model): five stages of two 3x3
+    convolutions (32 to 512 channels), max-pool down, bilinear x2 up, skip connections by Concat,
+    a 1x1 convolution to one mask channel, Sigmoid."""
+
+    def __init__(self, widths=(32, 64, 128, 256, 512)):
+        super().__init__()
+
+        def double(i, o):
+            return torch.nn.Sequential(torch.nn.Conv2d(i, o, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(o),
+                                       torch.nn.ReLU(), torch.nn.Conv2d(o, o, 3, 1, 1, bias=False),
+                                       torch.nn.BatchNorm2d(o), torch.nn.ReLU())
+        self.down = torch.nn.ModuleList()
+        prev = 3
+        for w in widths:
+            self.down.append(double(prev, w))
+            prev = w
+        self.up = torch.nn.ModuleList(double(widths[i + 1] + widths[i], widths[i]) for i in reversed(range(len(widths) - 1)))
+        self.head = torch.nn.Conv2d(widths[0], 1, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, b in enumerate(self.down):
+            if i:
+                x = torch.nn.functional.max_pool2d(x, 2)
+            x = b(x)
+            skips.append(x)
+        skips.pop()
+        for b in self.up:
+            x = torch.nn.functional.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+            x = b(torch.cat([x, skips.pop()], 1))
+        return torch.sigmoid(self.head(x))
+
+
 # name -> (constructor, input side)
 MODELS = {
     "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(weights=None), 224),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), 224),
     "resnet18": (lambda: torchvision.models.resnet18(weights=None), 224),
     "seg_fcn": (SegFcn, 1024),
-    "seg_fcn_256": (SegFcn, 256),  # the same net at 256x256: small enough to commit (models/quant)
+    "seg_fcn_256": (SegFcn, 256),
+    "unet_1024": (UNet, 1024),  # the same net at 256x256: small enough to commit (models/quant)
 }
 
 

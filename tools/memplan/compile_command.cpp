@@ -19,6 +19,7 @@ struct CompileArgs {
   std::string model, output, report = "text", svg, strategy = "auto";
   uint64_t align = 64;
   std::string prefer = "balanced";
+  double tuning_seconds = 1.5;
   uint64_t max_arena = 0;
   bool summary = false, no_share = false, external_inputs = false, fail_on_ref = false;
   ShapeArgs shapes;
@@ -40,6 +41,9 @@ void register_compile(CLI::App& app) {
                   "the time, or more while the leaner kernels add at most 2% of the model's time), memory (leaner "
                   "whatever the time) or speed")
       ->check(CLI::IsMember({"balanced", "memory", "speed"}));
+  sub->add_option("--tuning-seconds", args->tuning_seconds,
+                  "Most wall-clock seconds balanced spends timing leaner kernels against the fastest (default 1.5); "
+                  "a candidate whose estimated cost is past what is left is never run");
   sub->add_option("--max-arena", args->max_arena, "Fail unless the arena fits in this many bytes");
   sub->add_flag("--external-inputs", args->external_inputs,
                 "Plan no arena bytes for the inputs: each run reads them from the caller's buffers (zero copy)");
@@ -54,6 +58,7 @@ void register_compile(CLI::App& app) {
     planning.alignment = args->align;
     planning.share_storage = !args->no_share;
     planning.prefer = *parse_preference(args->prefer);
+    planning.tuning_seconds = args->tuning_seconds;
     planning.max_arena = args->max_arena;
     planning.external_inputs = args->external_inputs;
     planning.fail_on_reference_kernels = args->fail_on_ref;

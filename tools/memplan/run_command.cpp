@@ -28,6 +28,7 @@ struct RunArgs {
   bool check_memory = false, profile = false, no_share = false, fixed_threads = false, external_inputs = false;
   bool fail_on_ref = false;
   std::string prefer = "balanced";
+  double tuning_seconds = 1.5;
   uint64_t max_arena = 0;
   ShapeArgs shapes;
 };
@@ -139,6 +140,7 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.strategy = a.strategy;
   options.share_storage = !a.no_share;
   options.prefer = a.prefer;
+  options.tuning_seconds = a.tuning_seconds;
   options.max_arena = a.max_arena;
   options.external_inputs = a.external_inputs;
   options.fail_on_reference_kernels = a.fail_on_ref;
@@ -312,6 +314,7 @@ void register_run(CLI::App& app) {
   sub->add_flag("--no-share", a->no_share, "Give every tensor its own bytes (see compile)");
   sub->add_option("--prefer", a->prefer, "balanced, memory or speed (see compile)")
       ->check(CLI::IsMember({"balanced", "memory", "speed"}));
+  sub->add_option("--tuning-seconds", a->tuning_seconds, "Most seconds balanced spends timing leaner kernels (see compile)");
   sub->add_option("--max-arena", a->max_arena, "Fail unless the arena fits in this many bytes");
   sub->add_flag("--external-inputs", a->external_inputs,
                 "Plan no arena bytes for the inputs; they are read from the files' buffers (see compile)");

@@ -7,6 +7,7 @@
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
+#include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/dnnl/row_bands.h"
@@ -17,7 +18,7 @@ namespace {
 
 // One fused step over n floats in place (the steps a GEMM convolution applies after its
 // primitive: Linear, Clip, Relu, HardSwish), vectorized for the CPU at hand. NaN stays NaN.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void apply_step(const EltwiseStep& s, float* y, uint64_t n) {
+MEMPLAN_SIMD_CLONES void apply_step(const EltwiseStep& s, float* y, uint64_t n) {
   const float a = s.alpha, b = s.beta;
   switch (s.kind) {
     case EltwiseStep::Kind::Linear:

@@ -3,15 +3,10 @@
 #include <algorithm>
 
 #include "runtime/kernels/common/parallel_chunks.h"
+#include "runtime/kernels/common/simd_clones.h"
 
 namespace memplan::rt::elt {
 namespace {
-
-// Each loop below is compiled for AVX-512, AVX2 and the baseline, and the CPU picks at load. The
-// clones are plain functions (clang 14 takes no templates there) that switch on the op once and
-// call the always-inlined per-op loops, so that each loop is vectorized inside each clone.
-#define MEMPLAN_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#define MEMPLAN_INLINE __attribute__((always_inline)) inline
 
 // The ops as the other binary loops define them (std::max / std::min order for Max / Min).
 template <FlatBinOp op>

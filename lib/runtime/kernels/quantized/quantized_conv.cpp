@@ -15,6 +15,7 @@
 #include "runtime/kernels/quantized/conv_compensation.h"
 #include "runtime/kernels/quantized/dnnl_qconv.h"
 #include "runtime/kernels/quantized/factories.h"
+#include "runtime/kernels/quantized/int_conv_loop.h"
 #include "runtime/kernels/quantized/quantize_common.h"
 
 namespace memplan::rt::quant {
@@ -55,36 +56,16 @@ ConvGeometry conv_geometry(const Node& n, const Value* x, const Value* w, const 
   return g;
 }
 
-// Calls emit(output index, output channel m, int32 accumulator) for every output element.
+// Runs the integer convolution (int_conv_loop.h), each row of sums through `epilogue(y_index, m,
+// sums, count)`.
 template <typename F>
-void int_conv(const ConvGeometry& g, const TensorView& x, const TensorView& w, int32_t xzp, const Param& wzp, F&& emit) {
-  const int64_t cg = g.C / g.group, mg = g.M / g.group;
-  const int64_t ksize = g.k[0] * g.k[1] * g.k[2], isize = g.in[0] * g.in[1] * g.in[2];
-  uint64_t o = 0;
-  for (int64_t b = 0; b < g.N; ++b)
-    for (int64_t m = 0; m < g.M; ++m) {
-      const int64_t grp = m / mg;
-      const int32_t zw = wzp.zero(static_cast<uint64_t>(m));
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
-            int32_t acc = 0;
-            for (int64_t c = 0; c < cg; ++c) {
-              const uint64_t xbase = static_cast<uint64_t>((b * g.C + grp * cg + c) * isize);
-              const uint64_t wbase = static_cast<uint64_t>((m * cg + c) * ksize);
-              for_each_window_row(g, od, oh, [&](int64_t kd, int64_t kh, int64_t id, int64_t ih) {
-                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                  const int64_t iw = ow * g.stride[2] - g.pad[2] + kw * g.dil[2];
-                  if (iw < 0 || iw >= g.in[2]) continue;
-                  const int32_t xv = qint_at(x, xbase + static_cast<uint64_t>((id * g.in[1] + ih) * g.in[2] + iw));
-                  const int32_t wv = qint_at(w, wbase + static_cast<uint64_t>((kd * g.k[1] + kh) * g.k[2] + kw));
-                  acc += (xv - xzp) * (wv - zw);
-                }
-              });
-            }
-            emit(o, m, acc);
-          }
-    }
+void int_conv(const ConvGeometry& g, const TensorView& x, const TensorView& w, int32_t xzp, const Param& wzp,
+              const F& epilogue) {
+  IntConvJob job{&g, &x, &w, xzp, &wzp, nullptr, &epilogue};
+  job.sink = [](const void* context, uint64_t y_index, int64_t m, const int32_t* sums, int64_t count) {
+    (*static_cast<const F*>(context))(y_index, m, sums, count);
+  };
+  run_int_conv(job);
 }
 
 // Input indices: ConvInteger x w x_zp w_zp; QLinearConv x x_scale x_zp w w_scale w_zp y_scale y_zp B.
@@ -101,6 +82,9 @@ class QConvKernel final : public Kernel {
       : where_(std::move(where)), l_(l), g_(g), out_(out), dequantized_(dequantized), relu_(relu) {
     quant_range(out, range_);
   }
+  // Against oneDNN's int8 convolution with VNNI, 9.5x on an AVX-512 EPYC (a 3x3 ConvInteger of 32
+  // channels at 512x512, 2 threads); more against AMX, less against the float32 form without VNNI.
+  double expected_slowdown() const override { return 4; }
   void run(const KernelArgs& args) override {
     const TensorView& x = args.inputs[l_.x];
     const TensorView& w = args.inputs[l_.w];
@@ -117,7 +101,8 @@ class QConvKernel final : public Kernel {
     }
     if (l_.y_scale < 0) {
       int32_t* out = y.as<int32_t>();
-      int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t, int32_t acc) { out[i] = acc; });
+      int_conv(g_, x, w, xzp, wzp,
+               [&](uint64_t at, int64_t, const int32_t* sums, int64_t n) { std::copy(sums, sums + n, out + at); });
       return;
     }
     const Param xs = param(args, static_cast<size_t>(l_.x_scale), 0, DType::Float32, where_, "x_scale");
@@ -130,12 +115,14 @@ class QConvKernel final : public Kernel {
     if (has_bias && (args.inputs[bk].dtype != DType::Int32 || args.inputs[bk].element_count() != M))
       fail_at(where_, "the bias must be int32 with one value per output channel");
     const int32_t* bias = has_bias ? args.inputs[bk].as<const int32_t>() : nullptr;
-    int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t m, int32_t acc) {
+    int_conv(g_, x, w, xzp, wzp, [&](uint64_t at, int64_t m, const int32_t* sums, int64_t n) {
       const uint64_t c = static_cast<uint64_t>(m);
       const float mult = xs.scale(0) * ws.scale(c) / ys.scale(0);
-      const int64_t sum = static_cast<int64_t>(acc) + (bias ? bias[c] : 0);
-      const float v = static_cast<float>(sum) * mult;
-      qstore(y, i, saturate_round(relu_ && v < 0 ? 0.f : v, yzp, range_));
+      const int64_t add = bias ? bias[c] : 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = static_cast<float>(static_cast<int64_t>(sums[i]) + add) * mult;
+        qstore(y, at + static_cast<uint64_t>(i), saturate_round(relu_ && v < 0 ? 0.f : v, yzp, range_));
+      }
     });
   }
 
@@ -154,11 +141,14 @@ class QConvKernel final : public Kernel {
     const Param sc{&scale, ns};
     const Param bs = param(args, kDequantBiasInput, M, DType::Float32, where_, "bias");
     float* out = args.outputs[0].as<float>();
-    int_conv(g_, x, w, xzp, wzp, [&](uint64_t i, int64_t m, int32_t acc) {
+    int_conv(g_, x, w, xzp, wzp, [&](uint64_t at, int64_t m, const int32_t* sums, int64_t n) {
       const uint64_t c = static_cast<uint64_t>(m);
-      float v = static_cast<float>(acc) * sc.scale(c);
-      if (bs.v) v += bs.scale(c);
-      out[i] = relu_ && v < 0 ? 0.f : v;
+      const float scale = sc.scale(c), shift = bs.v ? bs.scale(c) : 0.f;
+      float* y = out + at;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = static_cast<float>(sums[i]) * scale + shift;
+        y[i] = relu_ && v < 0 ? 0.f : v;
+      }
     });
   }
 
