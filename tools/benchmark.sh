@@ -17,8 +17,10 @@
 #   --no-load       skip the columns under load: 2 threads with one core kept busy, and the
 #                   throughput of 2 concurrent 1-thread sessions (2 ORT runs on one session)
 #   --real          only the committed real models (models/real) and converter patterns
-#                   (models/patterns), at 1 and 2 threads, no zoo exports and no load columns:
-#                   their section of docs/BENCHMARKS.md is made again, the rest is kept
+#                   (models/patterns), at 1 and 2 threads, no zoo exports and no load columns,
+#                   once at the machine's instruction set and once with oneDNN capped to AVX2
+#                   (DNNL_MAX_CPU_ISA=AVX2): their two sections of docs/BENCHMARKS.md are made
+#                   again, the rest is kept
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
@@ -51,12 +53,19 @@ if [ "$setup" = 1 ]; then
   "$here/tools/build.sh" "$build"
 fi
 if [ "$real" = 1 ]; then
-  exec /usr/bin/python3 "$here/tools/bench/bench.py" --memplan "$build/tools/memplan" \
-    --node-modules "$build/bench/node_modules" --repeat "$repeat" --filter "$filter" --out "$out" \
-    --work "$build/bench/work" --command "$command_line" --no-load \
-    --section "Real models and converter patterns against ONNX Runtime" \
-    "models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real" \
-    "models/patterns: what converters write (expected outputs: ONNX Runtime 1.30)=$here/models/patterns"
+  # oneDNN picks kernels, layouts and scratchpads by instruction set: a regression at either shows.
+  for isa in native AVX2; do
+    section="Real models and converter patterns against ONNX Runtime"
+    isa_env=()
+    [ "$isa" = native ] || { section="$section, oneDNN capped to $isa"; isa_env=("DNNL_MAX_CPU_ISA=$isa"); }
+    env "${isa_env[@]}" /usr/bin/python3 "$here/tools/bench/bench.py" \
+      --memplan "$build/tools/memplan" --node-modules "$build/bench/node_modules" --repeat "$repeat" \
+      --filter "$filter" --out "$out" --work "$build/bench/work_$isa" --command "$command_line" --no-load \
+      --section "$section" \
+      "models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real" \
+      "models/patterns: what converters write (expected outputs: ONNX Runtime 1.30)=$here/models/patterns"
+  done
+  exit 0
 fi
 /usr/bin/python3 "$here/tools/bench/export_zoo.py" "$build/zoo"
 /usr/bin/python3 "$here/tools/bench/make_quant_zoo.py" "$build/quant_zoo" --node-modules "$build/bench/node_modules"

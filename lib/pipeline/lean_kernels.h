@@ -73,11 +73,12 @@ class TimeBudget {
   double spent_ = 0;
 };
 
-// Runs a timing takes at least: a warm-up and two rounds of each kernel.
-constexpr int kMinTimedRuns = 3;
-// A first run is slower than the rounds after it (caches cold, pages first touched): a
-// candidate's first run against the fastest kernel's rules it out only when even this many times
-// faster it could not win.
+// Runs a timing takes at least: a first run and one round of each kernel (more rounds follow
+// while the clock has room: at least two, eight for kernels under a few milliseconds).
+constexpr int kMinTimedRuns = 2;
+// A first run is slower than the rounds after it (caches cold, lazy set-up): a candidate's run
+// against the fastest kernel's rules it out only when even this many times faster it could not
+// win, in its first run and again in the first round.
 constexpr double kFirstRunSlack = 2;
 
 // The wall clock of choosing kernels by timing them (PlanOptions::tuning_seconds): the timing,
@@ -113,7 +114,7 @@ inline TimingVerdict before_timing(double fast_seconds, double expected, TimeBud
   if (kMinTimedRuns * fast_seconds * (1 + expected) > left) return TimingVerdict::PastBudget;
   return TimingVerdict::Time;
 }
-// After the first run of each kernel: whether the candidate is out already (kFirstRunSlack).
+// After a run of each kernel: whether the candidate is out already (kFirstRunSlack).
 inline bool cannot_win(const Slowdown& first_runs, TimeBudget& share) {
   const double ratio = first_runs.ratio / kFirstRunSlack;
   return ratio > kLeanerSlowdown && !share.cost({ratio, first_runs.fast_seconds});

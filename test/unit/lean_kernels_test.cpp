@@ -161,16 +161,16 @@ TEST_CASE("a plain loop expected far slower than the fastest kernel is not run w
   TimeBudget share([] { return 1.0; });  // a 1 s model: 20 ms to share
   // 4x a 100 ms kernel adds 300 ms: out, whatever the time left to choose.
   CHECK(before_timing(0.1, 4.0, share, 100.0) == TimingVerdict::CannotWin);
-  // 4x a 1 ms kernel adds 3 ms: it may win, and its timing (3 runs of 1 + 4 ms) fits.
+  // 4x a 1 ms kernel adds 3 ms: it may win, and its timing (2 runs of 1 + 4 ms) fits.
   CHECK(before_timing(0.001, 4.0, share, 1.0) == TimingVerdict::Time);
 }
 
 TEST_CASE("a candidate whose least timing would pass the time left is not run, however likely to win", "[lean-kernels]") {
   int timed = 0;
   TimeBudget share([&] { return ++timed, 1.0; });
-  // Three runs each of a 0.2 s kernel and its 1x variant: 1.2 s, against 1 s left.
-  CHECK(before_timing(0.2, 1.0, share, 1.0) == TimingVerdict::PastBudget);
-  CHECK(before_timing(0.2, 1.0, share, 1.3) == TimingVerdict::Time);
+  // Two runs each of a 0.3 s kernel and its 1x variant: 1.2 s, against 1 s left.
+  CHECK(before_timing(0.3, 1.0, share, 1.0) == TimingVerdict::PastBudget);
+  CHECK(before_timing(0.3, 1.0, share, 1.3) == TimingVerdict::Time);
   CHECK(timed == 0);  // within 1.25x, the model's time is never needed
 }
 

@@ -71,6 +71,7 @@ def bench_memplan(memplan, case, work, args, r, base_kb):
         r["notes"].append("memplan: " + ", ".join(f"--bound {k}={dims_text(v)}" for k, v in bounds.items()))
     for key in ("arena_bytes", "lower_bound_bytes", "naive_bytes", "weights_bytes"):
         r[key] = report[key]
+    r["isa"] = report.get("isa", "")
     try:
         for t in ("1", "2"):
             out = os.path.join(work, f"memplan_{t}")
@@ -178,6 +179,9 @@ def main():
             results.append(r)
         groups.append((title or folder, results))
     info = bench_report.machine(memplan.version, ort.version, ort.node_version)
+    isas = sorted({r.get("isa", "") for _, results in groups for r in results} - {""})
+    info["oneDNN ISA"] = ", ".join(isas) + (" (DNNL_MAX_CPU_ISA=" + os.environ["DNNL_MAX_CPU_ISA"] + ")"
+                                            if os.environ.get("DNNL_MAX_CPU_ISA") else "")
     results_path = args.results or os.path.join(args.work, "results.json")
     with open(results_path, "w") as f:
         json.dump({"machine": info, "groups": groups, "repeat": args.repeat, "baselines_kib": bases}, f, indent=1)
