@@ -143,8 +143,12 @@ std::vector<KernelImplementation> kernel_implementations(const Compilation& c) {
   for_each_graph(*c.model.main, [&](Graph& g) {
     const std::string& path = c.plan.graphs.at(gi++).path;
     for (const auto& n : g.nodes)
-      if (auto it = c.kernels.kernels.find(n.get()); it != c.kernels.kernels.end() && it->second)
-        out.push_back({n->describe(), path, it->second->implementation()});
+      if (auto it = c.kernels.kernels.find(n.get()); it != c.kernels.kernels.end() && it->second) {
+        const uint64_t scratchpad = it->second->scratchpad_bytes();
+        const auto fastest = c.fastest_scratchpad.find(n.get());
+        out.push_back({n->describe(), path, it->second->implementation(), scratchpad,
+                       fastest == c.fastest_scratchpad.end() ? scratchpad : fastest->second});
+      }
   });
   return out;
 }
@@ -210,7 +214,7 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   if (!(planning.tuning_seconds >= 0))
     fail(path + ": the tuning budget (--tuning-seconds) must be 0 or more seconds, not " +
          std::to_string(planning.tuning_seconds));
-  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes), {}, {}};
+  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes), {}, {}, {}};
   // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
   select(c, unsupported);
   planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
@@ -233,7 +237,7 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
 
 Compilation load_compilation(const std::string& model_path, MemoryPlan plan, const std::string& plan_path,
                              OnUnsupported unsupported) {
-  Compilation c{std::make_unique<rt::DnnlContext>(), import_model(model_path), {}, std::move(plan)};
+  Compilation c{std::make_unique<rt::DnnlContext>(), import_model(model_path), {}, std::move(plan), {}};
   if (c.model.sha256 != c.plan.model_sha256)
     fail(model_path + ": the plan was made for another model (sha256 " + c.plan.model_sha256.substr(0, 12) +
          "..., this file " + c.model.sha256.substr(0, 12) + "...)");

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "ir/graph.h"
 #include "plan/planner.h"
@@ -23,6 +24,9 @@ struct Compilation {
   Model model;
   KernelSelection kernels;
   MemoryPlan plan;
+  // The scratchpad bytes of the kernel first made for each node that now runs a leaner variant
+  // (pipeline/lean_kernels), for the report: what the variant saved.
+  std::unordered_map<const Node*, uint64_t> fastest_scratchpad;
 };
 
 // Whether a model with ops memplan cannot run still gets a plan (`memplan compile` warns and

@@ -527,6 +527,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
                     it->second->scratchpad_bytes(), c.plan.arena_bytes, replanned->arena_bytes);
     }
     budget.spend(added);
+    c.fastest_scratchpad.emplace(n, first->scratchpad_bytes());  // (kept from an earlier call)
     if (lean) retired.push_back(std::move(lean));  // (on trial, the trial holds it)
     c.plan = std::move(*replanned);
     swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);
@@ -541,6 +542,9 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     --swapped;
   }
   if (!trial.empty()) c.plan = std::move(before_trial);
+  std::erase_if(c.fastest_scratchpad, [&](const auto& entry) {
+    return std::count(swapped_nodes.begin(), swapped_nodes.end(), entry.first) == 0;
+  });
   if (timing) {
     tuning.seconds += timer.clock().spent();
     tuning.nodes_timed += static_cast<int32_t>(timed_nodes.size());
@@ -565,6 +569,7 @@ void take_planned_lean_kernels(Compilation& c, const std::string& plan_path) {
     for (int32_t step : c.plan.graphs[gi].leaner_kernels) {
       const Node* n = g.nodes[static_cast<size_t>(step)].get();
       auto it = c.kernels.kernels.find(n);
+      if (it != c.kernels.kernels.end() && it->second) c.fastest_scratchpad.emplace(n, it->second->scratchpad_bytes());
       std::unique_ptr<rt::Kernel> lean = it == c.kernels.kernels.end() || !it->second ? nullptr : it->second->take_leaner();
       if (!lean)
         fail(plan_path + ": the plan runs a leaner kernel for " + n->describe() +

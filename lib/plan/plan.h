@@ -142,6 +142,9 @@ struct KernelImplementation {
   std::string node;  // Node::describe(): op type and name
   std::string graph;  // the graph's path, as GraphPlan::path
   std::string implementation;
+  uint64_t scratchpad_bytes = 0;
+  // The fastest kernel's, where the node runs a leaner variant (else scratchpad_bytes).
+  uint64_t fastest_scratchpad_bytes = 0;
 };
 
 // What choosing kernels by timing them cost the compile that made the plan

@@ -194,6 +194,8 @@ planfile::Plan to_proto(const MemoryPlan& p) {
     pk.set_node(k.node);
     pk.set_graph(k.graph);
     pk.set_implementation(k.implementation);
+    pk.set_scratchpad_bytes(k.scratchpad_bytes);
+    pk.set_fastest_scratchpad_bytes(k.fastest_scratchpad_bytes);
   }
   out.set_isa(p.isa);
   planfile::KernelTuning& pt = *out.mutable_tuning();
@@ -275,7 +277,8 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   }
   for (const planfile::DynamicTensor& pd : in.dynamic_tensors())
     p.dynamic_tensors.push_back({pd.graph(), pd.value(), pd.name(), pd.producer(), pd.shape(), pd.dtype()});
-  for (const planfile::KernelImplementation& pk : in.kernels()) p.kernels.push_back({pk.node(), pk.graph(), pk.implementation()});
+  for (const planfile::KernelImplementation& pk : in.kernels())
+    p.kernels.push_back({pk.node(), pk.graph(), pk.implementation(), pk.scratchpad_bytes(), pk.fastest_scratchpad_bytes()});
   p.isa = in.isa();
   const planfile::KernelTuning& pt = in.tuning();
   p.tuning = {pt.budget_seconds(), pt.seconds(), pt.nodes_timed(), pt.candidates_timed(), pt.candidates_skipped()};

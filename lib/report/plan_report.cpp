@@ -79,6 +79,17 @@ std::string kernels_text(const MemoryPlan& plan) {
                     (ref.empty() ? "no oneDNN reference (ref:) kernel\n"
                                  : std::to_string(ref.size()) + " on oneDNN reference (ref:) kernels:\n");
   for (const KernelImplementation* k : ref) out += "  " + k->node + " in " + k->graph + ": " + k->implementation + "\n";
+  // The nodes on a leaner variant than their fastest kernel, and the scratchpad bytes it saved.
+  std::string leaner;
+  size_t count = 0;
+  for (const KernelImplementation& k : plan.kernels)
+    if (k.scratchpad_bytes != k.fastest_scratchpad_bytes) {
+      ++count;
+      leaner += "  " + k.node + " in " + k.graph + ": " + k.implementation + "; scratchpad " +
+                std::to_string(k.scratchpad_bytes) + " bytes, the fastest kernel's " +
+                std::to_string(k.fastest_scratchpad_bytes) + "\n";
+    }
+  if (count) out += "leaner kernels: " + std::to_string(count) + " nodes run a leaner variant than their fastest kernel:\n" + leaner;
   return out;
 }
 
@@ -230,7 +241,8 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const KernelImplementation& k = p.kernels[i];
     o << (i ? ", " : "") << "{\"node\": " << json_string(k.node) << ", \"graph\": " << json_string(k.graph)
-      << ", \"implementation\": " << json_string(k.implementation) << "}";
+      << ", \"implementation\": " << json_string(k.implementation) << ", \"scratchpad_bytes\": " << k.scratchpad_bytes
+      << ", \"fastest_scratchpad_bytes\": " << k.fastest_scratchpad_bytes << "}";
   }
   o << "], \"graphs\": [";
   for (size_t gi = 0; gi < p.graphs.size(); ++gi) {

@@ -364,4 +364,19 @@ TEST_CASE("cli: the report says which instruction set oneDNN ran at and what tim
   CHECK(arena(none.out) == arena(speed.out));
   CHECK_THAT(none.out, Catch::Contains("\"candidates_timed\": 0"));
   expect_error({"compile", m, "--tuning-seconds", "-1"}, 2, {"--tuning-seconds"});
+
+  // --prefer memory takes the leaner variants untimed: the report names them and what they saved,
+  // and so does the plan file.
+  memplan::test::TempDir tmp("cli_leaner_report");
+  const std::string plan = tmp / "lean.mplan";
+  Run memory = run_cli({"compile", m, "--prefer", "memory", "-o", plan});
+  REQUIRE(memory.exit_code == 0);
+  CHECK_THAT(memory.out, Catch::Contains("nodes run a leaner variant than their fastest kernel:"));
+  CHECK_THAT(memory.out, Catch::Contains("ConvInteger node '"));
+  CHECK_THAT(memory.out, Catch::Contains(", the fastest kernel's "));
+  CHECK_THAT(memory.out, !Catch::Contains("kernel choice:"));  // nothing timed
+  Run inspected = run_cli({"inspect", plan});
+  REQUIRE(inspected.exit_code == 0);
+  const auto leaner = [](const std::string& out) { return out.substr(out.find("leaner kernels:"), 200); };
+  CHECK(leaner(inspected.out) == leaner(memory.out));
 }

@@ -133,7 +133,12 @@ void BandedKernel::run_band(size_t i, size_t lane, State& s, const KernelArgs& a
 
 std::string BandedKernel::implementation() const {
   std::string out = std::to_string(bands_.size()) + (cut_ == Cut::Rows ? " bands of rows: " : " bands of channels: ");
-  for (size_t i = 0; i < parts_.size(); ++i) out += (i ? "; " : "") + parts_[i].kernel->implementation();
+  // Each distinct part's once (the bands of a convolution differ only at the edges, in padding).
+  std::vector<std::string> names;
+  for (const Part& p : parts_)
+    if (std::string name = p.kernel->implementation(); std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(std::move(name));
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? "; " : "") + names[i];
   return out;
 }
 
