@@ -9,11 +9,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "memplan/error.h"
 #include "onnx/attributes.h"
+#include "onnx/inline_weights.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/structure_checks.h"
 #include "onnx/tensor_proto.h"
@@ -263,6 +265,18 @@ Model import_model(const std::string& path) {
     size += static_cast<uint64_t>(in.gcount());
   }
   if (!in.eof()) fail(path + ": cannot read");
+  if (size > static_cast<uint64_t>(INT32_MAX))
+    fail_unsupported(path + ": models over 2 GiB must keep their weights in external data files");
+  // Parsed with its large weights out of line, each then read from the file into its tensor once
+  // (onnx/inline_weights.h); as it is where the rewrite does not understand the file.
+  in.clear();
+  in.seekg(0);
+  if (std::optional<std::string> lean = out_of_line_weights(in, size, std::filesystem::path(path).filename().string())) {
+    google::protobuf::io::ArrayInputStream raw(lean->data(), static_cast<int>(lean->size()));
+    onnx::ModelProto mp = parse_model(raw, lean->size(), path);
+    lean.reset();
+    return import_parsed(mp, hash.hex(), path);
+  }
   in.clear();
   in.seekg(0);
   google::protobuf::io::IstreamInputStream raw(&in);

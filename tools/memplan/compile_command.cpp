@@ -10,6 +10,7 @@
 #include "report/plan_report.h"
 #include "report/plan_svg.h"
 #include "report/summary.h"
+#include "util/peak_rss.h"
 #include "shape_options.h"
 
 namespace memplan::cli {
@@ -68,7 +69,9 @@ void register_compile(CLI::App& app) {
     if (args->summary) std::cout << model_summary(c.model);
     if (!args->output.empty()) write_plan_file(c.plan, args->output);
     if (!args->svg.empty()) write_file_atomically(args->svg, plan_svg(c.plan));
-    std::cout << (args->report == "json" ? plan_report_json(c.plan) : plan_report_text(c.plan));
+    const std::string rss = std::to_string(process_peak_rss_bytes());
+    std::cout << (args->report == "json" ? plan_report_json(c.plan, "\"peak_rss_bytes\": " + rss)
+                                         : plan_report_text(c.plan) + "process peak resident memory: " + rss + " bytes\n");
     if (!args->output.empty() && args->report == "text") std::cout << "plan written to " << args->output << "\n";
   });
 }

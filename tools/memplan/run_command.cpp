@@ -16,6 +16,7 @@
 #include "profile_table.h"
 #include "shape_options.h"
 #include "util/json.h"
+#include "util/peak_rss.h"
 
 namespace memplan::cli {
 
@@ -259,6 +260,7 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
                                    ", \"throughput_per_s\": " + rate(tp.per_s) +
                                    (tp.sessions.empty() ? "" : ", \"session_run_ms\": [" + per_session + "]") +
                                    ", \"dynamic_tensor_max_bytes\": {" + dynamic_json + "}" +
+                                   ", \"peak_rss_bytes\": " + std::to_string(process_peak_rss_bytes()) +
                                    (a.profile ? ", " + profile_json(session.profile(), a.repeat) : ""));
     return;
   }
@@ -276,6 +278,7 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
   std::cout << "throughput: " << rate(tp.per_s) << " inferences/s"
             << (tp.sessions.empty() ? "" : " (" + std::to_string(tp.sessions.size()) + " concurrent sessions)") << "\n";
   if (a.profile) std::cout << profile_text(session.profile(), a.repeat);
+  std::cout << "process peak resident memory: " << process_peak_rss_bytes() << " bytes\n";
   for (const std::string& p : written) std::cout << "wrote " << p << "\n";
 }
 

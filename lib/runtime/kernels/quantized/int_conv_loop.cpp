@@ -21,19 +21,22 @@ struct Sums {
 template <typename XT, bool unit_stride>
 MEMPLAN_INLINE void accumulate(const XT* row, int64_t shift, int64_t stride, int64_t lo, int64_t hi, int64_t first,
                                int32_t x_zero, const int32_t (&wv)[kChannels], Sums& s) {
-  const XT* x = row + shift;
-  int32_t* s0 = s.v[0] - first;
-  int32_t* s1 = s.v[1] - first;
-  int32_t* s2 = s.v[2] - first;
-  int32_t* s3 = s.v[3] - first;
+  if (hi <= lo) return;
+  // Column ow of the tile is sums[ow - first], reading x at ow * stride + shift.
+  const XT* x = row + (lo * stride + shift);
+  int32_t* s0 = s.v[0] + (lo - first);
+  int32_t* s1 = s.v[1] + (lo - first);
+  int32_t* s2 = s.v[2] + (lo - first);
+  int32_t* s3 = s.v[3] + (lo - first);
   const int32_t w0 = wv[0], w1 = wv[1], w2 = wv[2], w3 = wv[3];
+  const int64_t n = hi - lo;
 #pragma omp simd
-  for (int64_t ow = lo; ow < hi; ++ow) {
-    const int32_t xv = static_cast<int32_t>(x[unit_stride ? ow : ow * stride]) - x_zero;
-    s0[ow] += xv * w0;
-    s1[ow] += xv * w1;
-    s2[ow] += xv * w2;
-    s3[ow] += xv * w3;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t xv = static_cast<int32_t>(x[unit_stride ? i : i * stride]) - x_zero;
+    s0[i] += xv * w0;
+    s1[i] += xv * w1;
+    s2[i] += xv * w2;
+    s3[i] += xv * w3;
   }
 }
 
