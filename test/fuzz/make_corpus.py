@@ -100,6 +100,15 @@ def hostile_models():
     out["layernorm_three_outputs.onnx"] = model_bytes(helper.make_graph(
         [helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv_std"], name="ln", axis=-1)],
         "ln", [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, None)], [scale]))
+    # A weight large enough to be read out of line (onnx/inline_weights.h: 64 KiB or more of
+    # raw_data), whole and cut inside its bytes.
+    big = helper.make_tensor("w", TensorProto.FLOAT, [128, 128],
+                             np.linspace(-1, 1, 128 * 128, dtype=np.float32).tobytes(), raw=True)
+    whole = model_bytes(helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w"], ["y"], name="fc", transB=1)],
+        "fc", [vi("x", TensorProto.FLOAT, [1, 128])], [vi("y", TensorProto.FLOAT, [1, 128])], [big]))
+    out["out_of_line_weight.onnx"] = whole
+    out["out_of_line_weight_cut.onnx"] = whole[:len(whole) // 2]
     return out
 
 

@@ -1,0 +1,110 @@
+// Importing a file reads its large initializers straight into their tensors (onnx/inline_weights.h):
+// the same values as parsing the bytes whole, and the same one-line errors for a hostile file.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "memplan/error.h"
+#include "onnx/importer.h"
+#include "onnx/inline_weights.h"
+#include "support/model_builder.h"
+#include "support/temp_dir.h"
+
+namespace mt = memplan::test;
+
+namespace {
+
+// x [1, 300] -> Gemm(w [300, 300], transB) -> Add(b [300]): w is read out of line, b stays inline.
+std::string fc_model(const std::vector<int64_t>& w_dims, size_t w_values) {
+  mt::ModelBuilder mb;
+  auto& g = mb.graph();
+  mt::add_input(g, "x", mt::elem::kFloat, {1, 300});
+  std::vector<float> w(w_values), b(300);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 977) * 0.001f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i);
+  mt::add_initializer(g, mt::tensor_f32("w", w_dims, w));
+  mt::add_initializer(g, mt::tensor_f32("b", {300}, b));
+  auto* n = mt::add_node(g, "Gemm", {"x", "w", "b"}, {"y"}, "fc");
+  auto* a = n->add_attribute();
+  a->set_name("transB");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(1);
+  mt::add_output(g, "y", mt::elem::kFloat, {1, 300});
+  return mb.bytes();
+}
+
+std::string write(const mt::TempDir& dir, const std::string& name, const std::string& bytes) {
+  const std::string path = dir / name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+const memplan::Tensor& initializer(const memplan::Model& m, const std::string& name) {
+  for (const memplan::Value* v : m.main->initializers)
+    if (v->name == name) return *v->constant;
+  FAIL("no initializer " << name);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("a file's large initializer read out of line holds the values parsing the bytes whole gives", "[import]") {
+  mt::TempDir dir("inline_weights");
+  const std::string bytes = fc_model({300, 300}, 300 * 300);
+  const memplan::Model from_file = memplan::import_model(write(dir, "fc.onnx", bytes));
+  const memplan::Model from_bytes = memplan::import_model_bytes(bytes, "fc.onnx");
+  CHECK(initializer(from_file, "w").bytes == initializer(from_bytes, "w").bytes);
+  CHECK(initializer(from_file, "b").bytes == initializer(from_bytes, "b").bytes);
+  CHECK(initializer(from_file, "w").bytes.size() == 300 * 300 * 4);
+  CHECK(from_file.sha256 == from_bytes.sha256);  // the file's own hash, not the rewritten copy's
+}
+
+TEST_CASE("the rewrite points a large raw_data at its bytes in the file and leaves a small one inline", "[import]") {
+  const std::string bytes = fc_model({300, 300}, 300 * 300);
+  std::istringstream in(bytes);
+  const std::optional<std::string> lean = memplan::out_of_line_weights(in, bytes.size(), "fc.onnx");
+  REQUIRE(lean);
+  CHECK(lean->size() < bytes.size() - 300 * 300 * 4 + 200);  // w's 360,000 bytes are gone
+  onnx::ModelProto mp;
+  REQUIRE(mp.ParseFromString(*lean));
+  const onnx::TensorProto& w = mp.graph().initializer(0);
+  CHECK_FALSE(w.has_raw_data());
+  CHECK(w.data_location() == onnx::TensorProto::EXTERNAL);
+  REQUIRE(w.external_data_size() == 3);
+  CHECK(w.external_data(0).value() == "fc.onnx");
+  const uint64_t offset = std::stoull(w.external_data(1).value()), length = std::stoull(w.external_data(2).value());
+  CHECK(length == 300 * 300 * 4);
+  onnx::ModelProto whole;
+  REQUIRE(whole.ParseFromString(bytes));
+  CHECK(bytes.substr(offset, length) == whole.graph().initializer(0).raw_data());
+  CHECK(mp.graph().initializer(1).has_raw_data());  // b: 1,200 bytes
+}
+
+TEST_CASE("a file cut inside a large weight's bytes fails in one line naming the file", "[import]") {
+  mt::TempDir dir("inline_weights_cut");
+  const std::string bytes = fc_model({300, 300}, 300 * 300);
+  const std::string path = write(dir, "cut.onnx", bytes.substr(0, bytes.size() / 2));
+  CHECK_THROWS_WITH(memplan::import_model(path), Catch::StartsWith(path + ": not a valid ONNX model"));
+  std::istringstream in(bytes.substr(0, bytes.size() / 2));
+  CHECK_FALSE(memplan::out_of_line_weights(in, bytes.size() / 2, "cut.onnx"));
+}
+
+TEST_CASE("a large initializer whose bytes do not fit its shape fails naming it", "[import]") {
+  mt::TempDir dir("inline_weights_shape");
+  // 90,000 floats under dims [300, 299].
+  const std::string path = write(dir, "fc.onnx", fc_model({300, 299}, 300 * 300));
+  CHECK_THROWS_WITH(memplan::import_model(path),
+                    Catch::Contains("initializer 'w'") && Catch::Contains("holds 360000 bytes but its shape needs 358800"));
+}
+
+TEST_CASE("wire data that is not protobuf is left to protobuf's own parse", "[import]") {
+  for (const std::string& bytes : {std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11),  // a varint past 64 bits
+                                  std::string("\x3a\x80\x80\x04", 4),  // graph, 65,536 bytes long, none there
+                                  std::string("\x3b\x00", 2)}) {       // a group (wire type 3)
+    std::istringstream in(bytes);
+    CHECK_FALSE(memplan::out_of_line_weights(in, bytes.size(), "m.onnx"));
+  }
+}
