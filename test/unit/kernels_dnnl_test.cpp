@@ -556,6 +556,57 @@ TEST_CASE("Gemm transA, transB, alpha, beta and every C broadcast", "[kernels][d
   }
 }
 
+TEST_CASE("Gemm and MatMul with a few rows against a large constant B read it in place, to the product's numbers",
+          "[kernels][dnnl]") {
+  // B of 700 x 400 floats (1.1 MB): at most 4 rows of A run linalg/weights_gemv.h on the model's
+  // own B (no reordered copy); 5 rows run oneDNN's kernel on its blocked copy.
+  const int64_t k = 700, n = 400;
+  const int64_t m = GENERATE(int64_t{1}, int64_t{4}, int64_t{5});
+  const bool tb = GENERATE(false, true);
+  const int c_kind = GENERATE(0, 1, 2);  // none, C [N] constant, C [M, 1] at run time
+  INFO(m << " rows, transB " << tb << ", C kind " << c_kind);
+  Floats a = random_floats(static_cast<size_t>(m * k), 40), b = random_floats(static_cast<size_t>(k * n), 41);
+  const Dims cd = c_kind == 1 ? Dims{n} : Dims{m, 1};
+  Floats cv = random_floats(c_kind ? count(cd) : 0, 42);
+  KernelCase c("Gemm");
+  c.input("A", F32, {m, k}, a);
+  c.input("B", F32, tb ? Dims{n, k} : Dims{k, n}, b, true);
+  if (c_kind) c.input("C", F32, cd, cv, c_kind == 1);
+  c.output("Y", F32, {m, n});
+  c.attr("transB", int64_t{tb});
+  c.attr("alpha", 0.5f);
+  c.attr("beta", 2.f);
+  REQUIRE(c.run());
+  CHECK((c.kernel()->implementation() == "memplan weights-in-place gemv") == (m <= 4));
+  Floats want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t q = 0; q < k; ++q)
+        acc += static_cast<double>(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(tb ? j * k + q : q * n + j)];
+      const double cval = c_kind == 1 ? cv[static_cast<size_t>(j)] : c_kind == 2 ? cv[static_cast<size_t>(i)] : 0;
+      want[static_cast<size_t>(i * n + j)] = static_cast<float>(0.5 * acc + 2.0 * cval);
+    }
+  require_close(c.result_as<float>(0), want);
+
+  KernelCase mm("MatMul");
+  mm.input("A", F32, {1, m, k}, a);
+  mm.input("B", F32, {k, n}, tb ? Floats(b.size(), 0.25f) : b, true);
+  mm.output("Y", F32, {1, m, n});
+  REQUIRE(mm.run());
+  CHECK((mm.kernel()->implementation() == "memplan weights-in-place gemv") == (m <= 4));
+  if (!tb) {
+    Floats plain(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q) acc += static_cast<double>(a[static_cast<size_t>(i * k + q)]) * b[static_cast<size_t>(q * n + j)];
+        plain[static_cast<size_t>(i * n + j)] = static_cast<float>(acc);
+      }
+    require_close(mm.result_as<float>(0), plain);
+  }
+}
+
 TEST_CASE("MatMul broadcasts batch dims and follows numpy for 1-D operands", "[kernels][dnnl]") {
   struct Case {
     const char* name;

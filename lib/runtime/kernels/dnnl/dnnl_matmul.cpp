@@ -3,6 +3,7 @@
 
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/dnnl/factories.h"
+#include "runtime/kernels/linalg/weights_gemv.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -13,12 +14,12 @@ dnnl::memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
   return transposed ? strided_md({rows, cols}, {1, rows}) : plain_md({rows, cols});
 }
 
-// A constant B is read where it lies, in the model's own bytes, instead of reordered into a copy
-// for oneDNN's blocked kernels, where A has few rows and B is large: a fully connected layer at
-// batch 1 streams B once whatever its layout, while making the copy held B twice (vgg19's first
-// layer: 392 MiB; the process peaked 296 MB above its weights and arena). (A splat, the light_*
-// models' ConstantOfShape weights, is expanded once, by the compiled model, as any constant a
-// kernel reads.)
+// A constant B is read where it lies, in the model's own bytes (linalg/weights_gemv.h), instead of
+// reordered into a copy for oneDNN's blocked kernels, where A has few rows and B is large: a fully
+// connected layer at batch 1 streams B once whatever its layout, while making the copy held B
+// twice (vgg19's first layer: 392 MiB; the process peaked 296 MB above its weights and arena).
+// (A splat, the light_* models' ConstantOfShape weights, is expanded once, by the compiled model,
+// as any constant a kernel reads.)
 constexpr int64_t kInPlaceRows = 4;
 constexpr uint64_t kInPlaceBytes = uint64_t{1} << 20;
 bool reads_in_place(const Value* b, int64_t rows) {
@@ -62,6 +63,9 @@ std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env) {
       fail(at + ": C " + dims_string(cd) + " does not broadcast to [" + std::to_string(m) + ", " + std::to_string(n) + "]");
   }
 
+  if (!ta && reads_in_place(b, m))
+    return linalg::make_weights_gemv({m, k, n, tb, alpha, beta, use_c ? cd2[0] : 0, use_c ? cd2[1] : 0}, at);
+
   float out_scale = alpha;
   dnnl::post_ops po;
   if (use_c) {
@@ -76,14 +80,13 @@ std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env) {
   if (out_scale != 1.f) attr.set_output_scales(0, {out_scale});
 
   dnnl::memory::desc a_md = matrix_md(m, k, ta), user_b_md = matrix_md(k, n, tb), y_md = plain_md(yd);
-  const bool b_reordered = b->is_constant() && !reads_in_place(b, m);
-  dnnl::memory::desc b_md = b_reordered ? any_md({k, n}) : user_b_md;
+  dnnl::memory::desc b_md = b->is_constant() ? any_md({k, n}) : user_b_md;
   auto pd = make_pd(at, [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine); });
 
   auto kernel = std::make_unique<PrimitiveKernel>(node, env);
   kernel->set_primitive(pd);
   kernel->bind_input(DNNL_ARG_SRC, 0, a_md);
-  if (b_reordered) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
+  if (b->is_constant()) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
   else kernel->bind_input(DNNL_ARG_WEIGHTS, 1, user_b_md);
   if (use_c) {
     const int c_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
@@ -144,16 +147,16 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
     bd = {bd[rank - 2], bd[rank - 1]};
     out = {rows, out[rank - 1]};
   }
+  if (ad.size() == 2 && reads_in_place(b, ad[0])) return linalg::make_weights_gemv({ad[0], ad[1], bd[1]}, at);
   dnnl::memory::desc a_md = plain_md(ad), user_b_md = plain_md(bd), y_md = plain_md(out);
-  const bool b_reordered = b->is_constant() && !(rank == 2 && reads_in_place(b, ad[0]));
-  dnnl::memory::desc b_md = b_reordered ? any_md(bd) : user_b_md;
+  dnnl::memory::desc b_md = b->is_constant() ? any_md(bd) : user_b_md;
   dnnl::primitive_attr attr = user_scratchpad_attr();
   auto pd = make_pd(at, [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine); });
 
   auto kernel = std::make_unique<PrimitiveKernel>(node, env);
   kernel->set_primitive(pd);
   kernel->bind_input(DNNL_ARG_SRC, 0, a_md);
-  if (b_reordered) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
+  if (b->is_constant()) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
   else kernel->bind_input(DNNL_ARG_WEIGHTS, 1, user_b_md);
   kernel->bind_output(DNNL_ARG_DST, 0, y_md);
   return kernel;
