@@ -46,17 +46,17 @@ std::string KernelSelection::unsupported_summary() const {
 
 namespace {
 
-// Constants that only kernels' own (reordered) copies use are released as soon as the last of
-// their readers has its kernel, so the model's weights and the kernels' copies are never all in
-// memory at once.
+// Frees a constant's bytes. The value keeps its type and size (the plan counts its weight bytes).
 void release(Value& v) {
-  // The value keeps its type and size (the plan counts its weight bytes), not its bytes.
   auto shape_only = std::make_shared<Tensor>();
   shape_only->dtype = v.constant->dtype;
   shape_only->dims = v.constant->dims;
   v.constant = std::move(shape_only);
 }
 
+// Constants that only kernels' own (reordered) copies use are released as soon as the last of
+// their readers has its kernel, so the model's weights and the kernels' copies are never all in
+// memory at once; those a leaner variant of a reader would read wait for settle_variants().
 class WeightRelease {
  public:
   explicit WeightRelease(KernelSelection& sel) : sel_(sel) {}
