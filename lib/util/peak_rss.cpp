@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -13,7 +14,12 @@ uint64_t process_peak_rss_bytes() {
   // process's peak; it is the fallback where /proc is not mounted.
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:   1234 kB"
+    if (line.rfind("VmHWM:", 0) == 0) {
+      // "VmHWM:   1234 kB"; strtoull, not stoull: an odd line reads 0 (then getrusage) instead of
+      // throwing after the run has succeeded.
+      const unsigned long long kb = std::strtoull(line.c_str() + 6, nullptr, 10);
+      if (kb > 0) return static_cast<uint64_t>(kb) * 1024;
+    }
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0 || usage.ru_maxrss < 0) return 0;
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts kilobytes
