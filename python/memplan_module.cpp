@@ -286,10 +286,10 @@ std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap
   return m;
 }
 
-std::shared_ptr<PyModel> load(const std::string& model_path, const std::string& plan_path) {
+std::shared_ptr<PyModel> load(const std::string& model_path, const std::string& plan_path, int threads) {
   auto m = std::make_shared<PyModel>();
   py::gil_scoped_release nogil;
-  m->model = memplan::CompiledModel::load(model_path, plan_path);
+  m->model = memplan::CompiledModel::load(model_path, plan_path, threads);
   return m;
 }
 
@@ -431,8 +431,8 @@ PYBIND11_MODULE(memplan, m) {
         "run-time-sized tensors; strategy is naive, best-fit, greedy-by-size, greedy-by-breadth or auto; prefer "
         "is balanced, memory or speed (kernels chosen for memory); external_inputs plans no arena bytes for "
         "the inputs (run reads 64-byte-aligned arrays in place: memplan.aligned_empty).");
-  m.def("load", &load, py::arg("model_path"), py::arg("plan_path"),
-        "Loads a model with a plan from Model.save_plan or `memplan compile -o`.");
+  m.def("load", &load, py::arg("model_path"), py::arg("plan_path"), py::arg("threads") = 0,
+        "Loads a model with a plan from Model.save_plan or `memplan compile -o`; threads as compile's.");
   m.def(
       "model_inputs",
       [](const std::string& path) {

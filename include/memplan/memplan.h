@@ -92,7 +92,12 @@ class CompiledModel {
  public:
   static std::shared_ptr<const CompiledModel> compile(const std::string& model_path, const CompileOptions& options);
   // Uses a plan written by `memplan compile -o` (or save_plan); refuses a plan for another model.
-  static std::shared_ptr<const CompiledModel> load(const std::string& model_path, const std::string& plan_path);
+  // `threads`: as CompileOptions::threads. A plan does not fix the thread count: the kernels are
+  // made for this one where the plan has room for their scratchpads, else (more threads than the
+  // plan was made for) as with 0. A session of fewer threads than its model's kernels were made
+  // for makes primitives of its own beside them, which loading for its count avoids.
+  static std::shared_ptr<const CompiledModel> load(const std::string& model_path, const std::string& plan_path,
+                                                   int threads = 0);
   ~CompiledModel();
 
   const std::vector<TensorInfo>& inputs() const;

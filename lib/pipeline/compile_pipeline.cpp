@@ -61,8 +61,8 @@ void check_scratchpads(const Compilation& c, const std::string& plan_path) {
     for (const PlannedBuffer& b : c.plan.graphs[graph_index.at(node->graph)].buffers)
       found = found || (b.kind == BufferKind::Scratchpad && b.node == step && b.size >= need);
     if (!found)
-      fail(plan_path + ": the plan has no room for the scratchpad of " + node->describe() +
-           " (made on another machine or version?); compile it again");
+      throw ScratchpadMisfit(ErrorKind::InvalidInput, plan_path + ": the plan has no room for the scratchpad of " +
+                                                   node->describe() + " (made on another machine or version?); compile it again");
   }
 }
 

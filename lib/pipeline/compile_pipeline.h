@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "memplan/error.h"
 #include "ir/graph.h"
 #include "plan/planner.h"
 #include "runtime/dnnl_context.h"
@@ -45,6 +46,13 @@ NodeRewriter pipeline_rewrites(Model& model);
 // The whole pipeline. `planning.scratchpad_bytes` is the kernels' (whatever the caller set).
 Compilation compile_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning,
                           OnUnsupported unsupported = OnUnsupported::Fail);
+
+// What load_compilation throws when a kernel made on this machine, at this thread count, needs
+// more scratchpad than the plan has room for (more threads than the plan was made for, another
+// CPU): the caller may make the kernels again for the thread count the plan was made with.
+struct ScratchpadMisfit : Error {
+  using Error::Error;
+};
 
 // A plan made earlier, with the model it was made for: the model's identity is checked, it is
 // prepared with the plan's own shape options, kernels are selected on this machine, the plan is

@@ -4,6 +4,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,9 +56,23 @@ void scratchpads_at_peak(const Compilation& c, const std::vector<const Graph*>& 
   }
 }
 
-// Bytes written between two timed runs to push the last run's out of a core's caches: more than
-// its L2 (1-2 MB on the machines we run on).
-constexpr size_t kEvictBytes = size_t{8} << 20;
+// Pushes [p, p + bytes) out of every level of the caches (written back where dirty), as if an
+// inference had run between: the bytes of the next timed run start in memory. Flushing the timed
+// node's own bytes costs no memory, where writing a buffer larger than the caches over them (the
+// way this was done before) held 8 MiB more for every compile, more than a small model's whole
+// floor. A few milliseconds for the largest node timed (kMaxTimedBytes): lines not cached go fast.
+void flush_from_caches(const std::byte* p, uint64_t bytes) {
+  constexpr uint64_t kLine = 64;
+#if defined(__x86_64__) || defined(__i386__)
+  for (uint64_t i = 0; i < bytes; i += kLine) _mm_clflush(p + i);
+  _mm_mfence();
+#elif defined(__aarch64__)
+  for (uint64_t i = 0; i < bytes; i += kLine) asm volatile("dc civac, %0" : : "r"(p + i) : "memory");
+  asm volatile("dsb ish" : : : "memory");
+#else
+  (void)p, (void)bytes, (void)kLine;  // no flush: the runs start as warm as the last one left them
+#endif
+}
 
 // The main graph's nodes with the kLargestScratchpads largest scratchpads, largest first. Where
 // the arena is above its peak (the placement could not pack the buffers tighter), a scratchpad
@@ -122,11 +140,14 @@ class TimingPool {
 };
 
 // A node's tensors and one scratchpad, placed in the pool for timing its kernels on zeroed
-// values. Throws where the node is too large to time or the memory cannot be had.
+// values; the constants the model still holds are read where they are, as in an inference (a
+// zeroed copy of a fully connected layer's weights would cost the compile their size again).
+// Throws where the node is too large to time or the memory cannot be had.
 class NodeBench {
  public:
-  // `stir`: each run starts with the caches stirred (seconds()).
-  NodeBench(const Node& n, uint64_t scratchpad_bytes, int layout, bool stir, TimingPool& pool) : n_(n), layout_(layout) {
+  // `cold`: each run starts with the node's bytes out of the caches (seconds()).
+  NodeBench(const Node& n, uint64_t scratchpad_bytes, int layout, bool cold, TimingPool& pool)
+      : n_(n), layout_(layout), cold_(cold) {
     uint64_t bytes = scratchpad_bytes;
     std::vector<uint64_t> sizes;
     for (const auto* values : {&n.inputs, &n.outputs})
@@ -136,13 +157,13 @@ class NodeBench {
         // give the kernel here: such a node is not timed.
         if (!v->type.is_static() || v->type.dims.size() > static_cast<size_t>(rt::kMaxRank))
           fail(n.describe() + ": tensor '" + v->name + "' has no static shape of rank <= " + std::to_string(rt::kMaxRank));
-        bytes = checked_add(bytes, bytes_of(*v), n.describe());
-        sizes.push_back(bytes_of(*v));
+        const uint64_t placed = held(*v) ? 0 : bytes_of(*v);
+        bytes = checked_add(bytes, placed, n.describe());
+        sizes.push_back(placed);
       }
     if (bytes > kMaxTimedBytes)
       fail(n.describe() + ": " + std::to_string(bytes) + " bytes of tensors, too many to time at compile");
     sizes.push_back(scratchpad_bytes);
-    if (stir) sizes.push_back(kEvictBytes);
     uint64_t total = 0;
     for (size_t k = 0; k < sizes.size(); ++k) total += span(k, sizes[k]);
     base_ = pool.reserve(total);
@@ -151,7 +172,6 @@ class NodeBench {
     in_ = views(n.inputs);
     outs_ = views(n.outputs);
     pad_ = buffer(scratchpad_bytes);
-    if (stir) evict_ = buffer(kEvictBytes);
   }
 
   // Seconds of one run of `k`, started as in an inference: its inputs just written by their
@@ -160,9 +180,13 @@ class NodeBench {
   // them all in cache and look faster than it runs in the model (squeezenet's staged MaxPool:
   // 0.15 ms here against 0.32 ms in the model, while two chunks of its channels run in 0.33 ms
   // in both).
-  // (Made not to stir: the caches as the last run left them.)
+  // (Made warm: the caches as the last run left them.)
   double seconds(rt::Kernel& k, rt::KernelState* state) {
-    if (evict_) std::fill_n(evict_, kEvictBytes, std::byte{++stamp_});
+    if (cold_) {
+      flush_from_caches(base_, used_);
+      for (const Value* v : n_.inputs)
+        if (const std::byte* c = v ? held(*v) : nullptr) flush_from_caches(c, v->constant->bytes.size());
+    }
     for (size_t i = 0; i < in_.size(); ++i)
       if (in_[i].data && !n_.inputs[i]->constant) std::fill_n(in_[i].data, in_[i].capacity, std::byte{0});
     const auto t0 = std::chrono::steady_clock::now();
@@ -172,6 +196,12 @@ class NodeBench {
 
  private:
   static uint64_t bytes_of(const Value& v) { return v.constant ? v.constant->byte_size() : v.capacity_bytes; }
+  // The bytes of a constant the model holds in full (not released to a kernel's own copy, not a
+  // splat); null otherwise.
+  static const std::byte* held(const Value& v) {
+    const Tensor* c = v.constant.get();
+    return c && !c->splat && !c->bytes.empty() && c->bytes.size() == c->byte_size() ? c->bytes.data() : nullptr;
+  }
   // Buffer k starts at page offset layout_offset(layout, k) of its own pages, with a page to
   // spare after it: the same in every compile (not wherever the heap puts it), a different
   // pattern per layout.
@@ -188,7 +218,9 @@ class NodeBench {
       rt::TensorView t;
       if (v) {
         const uint64_t bytes = bytes_of(*v);
-        t.data = buffer(bytes);
+        std::byte* placed = buffer(held(*v) ? 0 : bytes);
+        // Kernels only read their inputs (the bench gives each output bytes of its own).
+        t.data = held(*v) ? const_cast<std::byte*>(held(*v)) : placed;
         t.dtype = v->type.dtype;
         t.rank = static_cast<int>(v->type.dims.size());  // static, at most kMaxRank (checked above)
         for (int d = 0; d < t.rank; ++d) t.dims[static_cast<size_t>(d)] = v->type.dims[static_cast<size_t>(d)].value;
@@ -206,8 +238,7 @@ class NodeBench {
   size_t placed_ = 0;
   std::vector<rt::TensorView> in_, outs_;
   std::byte* pad_ = nullptr;
-  std::byte* evict_ = nullptr;
-  uint8_t stamp_ = 0;
+  const bool cold_;
 };
 
 double now_seconds() {
@@ -231,6 +262,9 @@ class Timer {
   // shape the run decides and the nodes past the budget count nothing: the estimate errs low,
   // and so does the share taken from it.
   double model_seconds() {
+    // Its own pool: the share is first asked for while a slowdown is being timed, whose bench
+    // still points into pool_ (growing pool_ here would map it elsewhere under that bench).
+    TimingPool pool;
     double total = 0;
     for (const auto& node : main_.nodes) {
       if (clock_.left() <= 0) {
@@ -240,7 +274,7 @@ class Timer {
       if (node->is_control_flow()) continue;
       auto it = c_.kernels.kernels.find(node.get());
       if (it == c_.kernels.kernels.end() || !it->second) continue;
-      total += kernel_seconds(*node, *it->second);
+      total += kernel_seconds(*node, *it->second, pool);
     }
     spdlog::debug("the main graph's kernels take {:.3f} ms by themselves", total * 1e3);
     return total;
@@ -248,10 +282,10 @@ class Timer {
 
   // Seconds of a run of `k` by itself on zeroed tensors (the second of two, caches warm); none
   // where it refuses the zeroed tensors or the node is too large to time.
-  double kernel_seconds(const Node& n, rt::Kernel& k) {
+  double kernel_seconds(const Node& n, rt::Kernel& k, TimingPool& pool) {
     try {
       const ThreadScope threads(threads_left_free(c_.dnnl->threads, true));
-      NodeBench bench(n, k.scratchpad_bytes(), 0, false, pool_);
+      NodeBench bench(n, k.scratchpad_bytes(), 0, false, pool);
       const std::unique_ptr<rt::KernelState> state = k.make_state();
       bench.seconds(k, state.get());
       return bench.seconds(k, state.get());
@@ -328,7 +362,7 @@ Timing timed_slowdown(rt::Kernel& fast, rt::Kernel& lean, const Node& n, int mod
 }
 
 // How many times as long `lean` takes as `fast` for one run on zeroed tensors of the node's
-// compile-time shapes, each run after the caches were stirred as an inference leaves them: the
+// compile-time shapes, each run with its bytes out of the caches as an inference leaves them: the
 // ratio of their lower quartiles over rounds that run the two in turn (after a first run each),
 // for at least 8 rounds and 20 ms as the clock allows (near kLeanerSlowdown, and where the clock
 // has room for it, the median of three placements of the buffers). Not run where its estimate

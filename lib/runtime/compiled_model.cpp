@@ -2,6 +2,10 @@
 
 #include <map>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "pipeline/compile_pipeline.h"
@@ -182,6 +186,20 @@ struct CompiledModelAccess {
 
 namespace {
 
+// Hands the heap's free pages back to the system. What compile or load freed (the model's
+// protobuf, oneDNN's descriptions of kernels not chosen, one-off reorders) lies in holes between
+// what stays; glibc returns only the heap's top by itself, so the holes would stay resident
+// through every run, and the first runs' own pages (oneDNN's code) would add to them.
+void return_free_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+void check_threads(int threads) {
+  if (threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(threads));
+}
+
 std::shared_ptr<const CompiledModel> finish(Compilation c) {
   auto impl = std::make_unique<CompiledModel::Impl>();
   impl->dnnl = std::move(c.dnnl);
@@ -190,6 +208,8 @@ std::shared_ptr<const CompiledModel> finish(Compilation c) {
   impl->plan = std::move(c.plan);
   build_exec(*impl, c.kernels);
   bind_plan(*impl);
+  rt::release_cached_primitives();
+  return_free_heap();
   return CompiledModelAccess::make(std::move(impl));
 }
 
@@ -210,13 +230,26 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   planning.max_arena = o.max_arena;
   planning.external_inputs = o.external_inputs;
   planning.fail_on_reference_kernels = o.fail_on_reference_kernels;
-  if (o.threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(o.threads));
+  check_threads(o.threads);
   const RequestedThreads threads(o.threads);
   return finish(compile_model(path, shape_options(o), planning));
 }
 
-std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& model_path, const std::string& plan_path) {
+std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& model_path, const std::string& plan_path,
+                                                         int threads) {
   FreeCores::process();
+  check_threads(threads);
+  if (threads > 0) {
+    // Kernels made for the session's count, where the plan has room for their scratchpads (a
+    // count below the plan's rarely needs more); else for the count the plan was made with, as
+    // a plan is loaded without one, and the session makes primitives for its own count beside.
+    try {
+      const RequestedThreads requested(threads);
+      return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
+    } catch (const ScratchpadMisfit& e) {
+      spdlog::debug("{} at {} threads: made for the plan's count instead", e.what(), threads);
+    }
+  }
   return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
 }
 

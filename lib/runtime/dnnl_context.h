@@ -30,6 +30,18 @@ inline std::string dnnl_isa_name() {
   return name.rfind("cpu_isa_", 0) == 0 ? name.substr(8) : name;
 }
 
+// Drops the primitives oneDNN's primitive cache holds that no kernel holds: the one-off reorders
+// of weights made at load, the kernels timed and not chosen. Their memory (jit code, descriptions)
+// would otherwise stay for the process's life. The kernels keep theirs, and the cache fills again
+// as sessions make theirs (a primitive made twice with the same description is still shared).
+// Other threads compiling meanwhile lose only cache hits.
+inline void release_cached_primitives() {
+  int capacity = 0;
+  if (dnnl_get_primitive_cache_capacity(&capacity) != dnnl_success || capacity <= 0) return;
+  dnnl_set_primitive_cache_capacity(0);
+  dnnl_set_primitive_cache_capacity(capacity);
+}
+
 // The channel block of oneDNN's blocked kernels for that ISA: 16 (AVX-512), 8 (AVX2), else 0.
 inline int dnnl_channel_block() {
   if (dnnl_runs_isa(dnnl_cpu_isa_avx512_core)) return 16;

@@ -384,6 +384,33 @@ TEST_CASE("run: the report says the threads per session: --threads, or 1 for a t
   CHECK(json_number(t.out, "threads") == 1);
 }
 
+TEST_CASE("run: with a saved plan the kernels are made for --threads, not for every core", "[run-cli][concurrent]") {
+  // A plan fixes no thread count. Kernels made for every core, run at fewer, would make a second
+  // set of oneDNN primitives for the session's count, and hold both.
+  TempDir out("run_plan_threads");
+  // --prefer speed: the fastest kernels, whatever the machine's load while the compile times them.
+  REQUIRE(run_cli({"compile", model("example"), "--prefer", "speed", "-o", out / "example.mplan"}).exit_code == 0);
+  auto args = example_args(out.path);
+  args.insert(args.end(), {"--plan", out / "example.mplan", "--report", "json"});
+  auto with_threads = [&](int threads) {
+    auto a = args;
+    a.insert(a.end(), {"--threads", std::to_string(threads)});
+    Run r = run_cli(a);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  const std::string one = with_threads(1);
+  CHECK(json_number(one, "kernel_threads") == 1);
+  CHECK(json_number(one, "threads") == 1);
+  // More threads than the plan's scratchpads hold: made for the plan's count, as without --threads.
+  Run all = run_cli(args);
+  REQUIRE(all.exit_code == 0);
+  const std::string many = with_threads(64);
+  CHECK(json_number(many, "kernel_threads") <= 64);
+  CHECK(json_number(many, "kernel_threads") >= json_number(all.out, "kernel_threads"));
+}
+
 TEST_CASE("run: --fixed-threads runs every inference at --threads, the same bits each time", "[run-cli][concurrent]") {
   // --prefer speed: the kernels do not depend on timings taken at compile (balanced's do, so two
   // processes on a busy machine may choose different ones).

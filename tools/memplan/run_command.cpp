@@ -123,7 +123,7 @@ int compile_threads(const RunArgs& a) {
 
 std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<InputFile>& files) {
   std::shared_ptr<const CompiledModel> model;
-  if (!a.plan.empty()) model = CompiledModel::load(a.model, a.plan);
+  if (!a.plan.empty()) model = CompiledModel::load(a.model, a.plan, compile_threads(a));
   files = match_inputs(a, model ? model->inputs() : model_inputs(a.model));
   if (model) {
     for (const InputFile& f : files)
@@ -255,6 +255,7 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
       dynamic_json += (dynamic_json.empty() ? "" : ", ") + json_string(d.name) + ": " + std::to_string(d.max_bytes);
     std::cout << model.report_json("\"run_ms\": " + timings_json(t) + ", \"runs\": " + std::to_string(t.runs) +
                                    ", \"threads\": " + std::to_string(threads) +
+                                   ", \"kernel_threads\": " + std::to_string(model.threads()) +
                                    ", \"runs_by_threads\": {" + runs_by_threads_text(by_threads, true) + "}" +
                                    ", \"sessions\": " + std::to_string(std::max<size_t>(tp.sessions.size(), 1)) +
                                    ", \"throughput_per_s\": " + rate(tp.per_s) +

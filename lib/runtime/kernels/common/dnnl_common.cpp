@@ -278,7 +278,6 @@ PrimitiveKernel::PrimitiveKernel(const Node& node, const KernelEnv& env)
 
 void PrimitiveKernel::set_primitive(const dnnl::primitive_desc& pd) {
   primitive_ = dnnl::primitive(pd);
-  pd_ = pd;
   threads_ = omp_get_max_threads();
   scratchpad_md_ = pd.scratchpad_desc();
   scratchpad_bytes_ = scratchpad_md_.get_size();
@@ -286,7 +285,10 @@ void PrimitiveKernel::set_primitive(const dnnl::primitive_desc& pd) {
 }
 
 std::string PrimitiveKernel::implementation() const {
-  std::string out = pd_ ? pd_.impl_info_str() : "none";
+  const char* impl = nullptr;
+  if (!pd() || dnnl_primitive_desc_query(pd(), dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl)
+    impl = "none";
+  std::string out = impl;
   for (const Staged& st : staged_) out += std::string(st.output ? ", output" : ", input") + " reorder " + st.reorder_impl;
   return out;
 }
@@ -357,8 +359,8 @@ dnnl::primitive PrimitiveKernel::primitive_for_current_threads() const {
   const int threads = omp_get_max_threads();
   const_dnnl_op_desc_t op = nullptr;
   const_dnnl_primitive_attr_t attr = nullptr;
-  if (dnnl_primitive_desc_query(pd_.get(), dnnl_query_op_d, 0, &op) != dnnl_success ||
-      dnnl_primitive_desc_get_attr(pd_.get(), &attr) != dnnl_success)
+  if (dnnl_primitive_desc_query(pd(), dnnl_query_op_d, 0, &op) != dnnl_success ||
+      dnnl_primitive_desc_get_attr(pd(), &attr) != dnnl_success)
     fail_internal(where_ + ": cannot read the oneDNN primitive's description");
   dnnl_primitive_desc_iterator_t it = nullptr;
   if (dnnl_primitive_desc_iterator_create(&it, op, attr, ctx_->engine.get(), nullptr) != dnnl_success)
@@ -368,7 +370,7 @@ dnnl::primitive PrimitiveKernel::primitive_for_current_threads() const {
   auto same_layouts = [&](const_dnnl_primitive_desc_t cand) {
     for (const Arg& a : args_) {
       if (a.from == Arg::From::Scratchpad) continue;
-      const dnnl_memory_desc_t* want = dnnl_primitive_desc_query_md(pd_.get(), dnnl_query_exec_arg_md, a.arg);
+      const dnnl_memory_desc_t* want = dnnl_primitive_desc_query_md(pd(), dnnl_query_exec_arg_md, a.arg);
       const dnnl_memory_desc_t* got = dnnl_primitive_desc_query_md(cand, dnnl_query_exec_arg_md, a.arg);
       if (!want || !got || !dnnl_memory_desc_equal(want, got)) return false;
     }

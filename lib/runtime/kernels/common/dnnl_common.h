@@ -189,8 +189,11 @@ class PrimitiveKernel : public Kernel {
   std::string where_;
   std::vector<Staged> staged_;
   uint64_t staged_bytes_ = 0;
+  // The primitive's own description (a primitive keeps a copy of the one it was made from;
+  // holding that one too would keep a second copy of every kernel's description for the run).
+  const_dnnl_primitive_desc_t pd() const { return primitive_ ? primitive_.get_primitive_desc() : nullptr; }
+
   dnnl::primitive primitive_;
-  dnnl::primitive_desc pd_;
   int threads_ = 1;  // OpenMP threads primitive_ was made for
   dnnl::memory::desc scratchpad_md_;
   std::vector<Slot> slots_;
