@@ -191,6 +191,35 @@ TEST_CASE("Identity and Dropout copy, Dropout's mask is all true, aliased buffer
   CHECK(id.result_as<int8_t>(0) == std::vector<int8_t>{-1, 0, 1});
 }
 
+TEST_CASE("Dropout in training mode is the identity at ratio 0 and refused above it, naming the node",
+          "[kernels][shape]") {
+  for (const bool constant : {true, false}) {
+    KernelCase zero("Dropout", 13);
+    zero.input<float>("x", F32, {3}, Floats{1, -2, 3});
+    zero.input<float>("ratio", F32, {}, Floats{0.f}, constant);
+    zero.input<uint8_t>("training_mode", BOOL, {}, Bytes{1}, constant);
+    zero.output("y", F32, {3});
+    zero.output("mask", BOOL, {3});
+    REQUIRE(zero.run());
+    CHECK(zero.result_as<float>(0) == Floats{1, -2, 3});
+    CHECK(zero.result_as<uint8_t>(1) == Bytes{1, 1, 1});
+
+    KernelCase half("Dropout", 13);
+    half.input<float>("x", F32, {3}, Floats{1, -2, 3});
+    half.input<float>("ratio", F32, {}, Floats{0.5f}, constant);
+    half.input<uint8_t>("training_mode", BOOL, {}, Bytes{1}, constant);
+    half.output("y", F32, {3});
+    CHECK_THROWS_WITH(half.run(), Catch::Contains("Dropout node") && Catch::Contains("training mode with ratio 0.5"));
+  }
+  // No ratio: ONNX's default, 0.5.
+  KernelCase fallback("Dropout", 13);
+  fallback.input<float>("x", F32, {3}, Floats{1, -2, 3});
+  fallback.omitted_input();
+  fallback.input<uint8_t>("training_mode", BOOL, {}, Bytes{1}, true);
+  fallback.output("y", F32, {3});
+  CHECK_THROWS_WITH(fallback.run(), Catch::Contains("ratio 0.5 (the default)"));
+}
+
 TEST_CASE("Shape with start and end, Size", "[kernels][shape]") {
   KernelCase c("Shape", 15);
   c.input<float>("x", F32, {2, 3, 4, 5}, iota_floats(120));

@@ -2,7 +2,11 @@
 // only the shape. Copies here; nothing at all when the planner made the output alias the input.
 // Also Shape and Size, which read only the input's shape.
 #include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <optional>
 
+#include "ir/float16.h"
 #include "runtime/kernels/common/shape_common.h"
 #include "runtime/kernels/shape/factories.h"
 
@@ -100,6 +104,27 @@ void view_shape(const ViewParams& p, const TensorView& in, const Ints* list, int
   }
 }
 
+// Dropout in training mode drops nothing at ratio 0: the identity, its mask all true (torch
+// exports `F.dropout(p=0.0)` so, training=True by default). Any other ratio would need random
+// masks: refused, as the ratio the ONNX default gives (0.5) when none is given.
+void check_training_ratio(std::optional<double> ratio, const std::string& where) {
+  if (ratio && *ratio == 0) return;
+  char given[32] = "0.5 (the default)";
+  if (ratio) std::snprintf(given, sizeof given, "%g", *ratio);
+  unsupported_at(where, std::string("training mode with ratio ") + given +
+                            " is not supported (inference only; ratio 0 runs as the identity)");
+}
+
+double ratio_of(const TensorView& t, const std::string& where) {
+  if (t.element_count() != 1) fail_at(where, "the ratio must be a scalar");
+  switch (t.dtype) {
+    case DType::Float32: return *t.as<const float>();
+    case DType::Float64: return *t.as<const double>();
+    case DType::Float16: return half_to_float(*t.as<const uint16_t>());
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
 class ViewKernel final : public Kernel {
  public:
   ViewKernel(std::string where, ViewParams p, IntsSource list, bool dynamic, int training_input, DType mask_dtype)
@@ -112,8 +137,10 @@ class ViewKernel final : public Kernel {
     TensorView& out = a.outputs[0];
     if (training_input_ >= 0 && static_cast<size_t>(training_input_) < a.inputs.size()) {
       const TensorView& t = a.inputs[training_input_];
-      if (t.data && t.element_count() > 0 && *t.as<const uint8_t>() != 0)
-        unsupported_at(where_, "training mode is not supported (inference only)");
+      if (t.data && t.element_count() > 0 && *t.as<const uint8_t>() != 0) {
+        const TensorView* ratio = a.inputs.size() > 1 && a.inputs[1].data ? &a.inputs[1] : nullptr;
+        check_training_ratio(ratio ? std::optional<double>(ratio_of(*ratio, where_)) : std::nullopt, where_);
+      }
     }
     if (dynamic_) {
       Ints scratch;
@@ -183,8 +210,10 @@ Factory make_view(const Node& n, const KernelEnv& env) {
     }
     if (const Value* t = input_at(n, 2)) {
       if (t->constant) {
-        if (t->constant->element_count() > 0 && t->constant->int_at(0) != 0)
-          unsupported_at(where, "training mode is not supported (inference only)");
+        const Value* r = input_at(n, 1);
+        if (t->constant->element_count() > 0 && t->constant->int_at(0) != 0 && !(r && !r->constant))
+          check_training_ratio(r ? std::optional<double>(r->constant->float_at(0)) : std::nullopt, where);
+        if (r && !r->constant) training_input = 2;  // the ratio is read on each run
       } else {
         training_input = 2;
       }
