@@ -424,6 +424,69 @@ def build_loop_data_dependent_scan(rng):
 
 
 # ----------------------------------------------------------------------------------------------
+# loop_growing_state: a greedy decoder. The token history `ys` gains a column each iteration
+# ([1, 1] -> [1, 2] -> ...), as in every autoregressive decoder: its shape only the run decides.
+
+DEC_VOCAB, DEC_WIDTH = 11, 8
+
+
+def _decoder_body():
+    return helper.make_graph(
+        [helper.make_node("Gather", ["embedding", "ys_in"], ["embedded"], name="embed", axis=0),  # [1, L, D]
+         helper.make_node("ReduceMean", ["embedded"], ["context"], name="pool", axes=[1], keepdims=0),
+         helper.make_node("MatMul", ["context", "projection"], ["logits"], name="project"),  # [1, V]
+         helper.make_node("ArgMax", ["logits"], ["token"], name="pick", axis=1, keepdims=1),  # [1, 1]
+         helper.make_node("Concat", ["ys_in", "token"], ["ys_out"], name="append", axis=1),  # [1, L + 1]
+         helper.make_node("Squeeze", ["token"], ["token_scalar"], name="scalar"),
+         helper.make_node("Equal", ["token_scalar", "end"], ["ended"], name="is_end"),  # captured
+         helper.make_node("Not", ["ended"], ["go_on"], name="go_on"),
+         helper.make_node("ReduceSum", ["logits"], ["score"], name="score", keepdims=0)],
+        "decoder_step",
+        [vi("step", TensorProto.INT64, []), vi("cond_in", TensorProto.BOOL, []),
+         vi("ys_in", TensorProto.INT64, [1, "L"])],
+        [vi("go_on", TensorProto.BOOL, []), vi("ys_out", TensorProto.INT64, [1, "L1"]),
+         vi("score", TensorProto.FLOAT, [])])
+
+
+def _ref_decoder(embedding, projection, max_len, start, end):
+    ys, scores = np.array([[start]], np.int64), []
+    for _ in range(max_len):
+        logits = np.mean(embedding[ys], axis=1, dtype=np.float32) @ projection
+        token = int(np.argmax(logits, axis=1)[0])
+        ys = np.concatenate([ys, [[token]]], axis=1)
+        scores.append(np.sum(logits, dtype=np.float32))
+        if token == end:
+            break
+    return ys, f32(scores).reshape(-1)
+
+
+def build_loop_growing_state(rng):
+    embedding = f32(rng.standard_normal((DEC_VOCAB, DEC_WIDTH)))
+    projection = f32(rng.standard_normal((DEC_WIDTH, DEC_VOCAB)))
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["max_len", "", "start"], ["ys", "scores"], name="decode", body=_decoder_body())],
+        "loop_growing_state",
+        [vi("max_len", TensorProto.INT64, []), vi("start", TensorProto.INT64, [1, 1]),
+         vi("end", TensorProto.INT64, [])],
+        [vi("ys", TensorProto.INT64, [1, "L"]), vi("scores", TensorProto.FLOAT, ["N"])],
+        [init("embedding", embedding), init("projection", projection)])
+    model = make_model(graph)
+    start = 5  # decodes 6, 9, 9, 9, 7, 9: tokens that change, and repeat
+    full, _ = _ref_decoder(embedding, projection, 6, start, -1)
+    cases = [(6, start, int(full[0, 2])),  # stops early, at its end token (the second decoded)
+             (6, start, DEC_VOCAB),        # never meets its end token: the full six steps
+             (0, 4, 0)]                    # no step: the start token alone
+    sets = []
+    for max_len, start, end in cases:
+        ys, scores = _ref_decoder(embedding, projection, max_len, start, end)
+        sets.append(({"max_len": np.array(max_len, np.int64), "start": np.array([[start]], np.int64),
+                      "end": np.array(end, np.int64)}, {"ys": ys, "scores": scores}))
+    lengths = [s[1]["ys"].shape[1] for s in sets]
+    return save_model("loop_growing_state", model, sets,
+                      f"greedy decoder, a carried token history that grows; lengths per set {lengths}")
+
+
+# ----------------------------------------------------------------------------------------------
 # if_different_shapes: then -> [2,3], else -> [6]
 
 def build_if_different_shapes(rng):
@@ -696,6 +759,7 @@ def main():
     build_loop_scan_outputs(np.random.default_rng([SEED, 3]))
     build_loop_data_dependent_exit(np.random.default_rng([SEED, 4]))
     build_loop_data_dependent_scan(np.random.default_rng([SEED, 4]))
+    build_loop_growing_state(np.random.default_rng([SEED, 10]))
     build_if_different_shapes(np.random.default_rng([SEED, 5]))
     build_capture_two_levels(np.random.default_rng([SEED, 6]))
     build_scan_sum(np.random.default_rng([SEED, 7]))

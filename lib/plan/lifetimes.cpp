@@ -66,7 +66,10 @@ std::vector<CarriedValue> carried_values(const Node& n) {
     switch (ports.body_input(ports.body_input_of_slot(slot)).kind) {
       case Port::Kind::Counter: out.push_back({in, nullptr, 8, SlotHome::OneSlot}); break;
       case Port::Kind::Condition: out.push_back({in, written, 1}); break;
-      default: out.push_back({in, written, cap(in)}); break;
+      default:
+        if (in->dynamic) out.push_back({in, written, 0, SlotHome::Dynamic});
+        else out.push_back({in, written, cap(in)});
+        break;
     }
   }
   return out;

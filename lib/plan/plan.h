@@ -84,7 +84,12 @@ enum class SlotHome : uint8_t {
   TwoSlots,    // ping-pong: iteration k writes slot k%2 while it reads slot (k-1)%2
   OneSlot,     // the body's update is written over what it reads (in place): slot0 == slot1
   NodeOutput,  // in place, and in the Loop's own output buffer: no bytes of the region
+  Dynamic,     // a Loop carried value whose shape the run decides (it grows): the session's memory,
+               // handed from iteration to iteration; no bytes of the region
 };
+
+// Whether a carried value of this home has bytes of its Loop's region.
+inline bool in_region(SlotHome h) { return h == SlotHome::TwoSlots || h == SlotHome::OneSlot; }
 
 // Two slots per Loop/Scan carried value (one for a Loop's iteration counter, or for a value the
 // body updates in place; none when it lives in the Loop's output) after the body frame.

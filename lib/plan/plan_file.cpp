@@ -80,8 +80,8 @@ void check_structure(const MemoryPlan& p, const std::string& path) {
         if (s <= gi || s >= graphs || p.graphs[static_cast<size_t>(s)].parent != gi)
           invalid(where + ": region of '" + r.node + "' names graph " + std::to_string(s) + ", not a child of it");
       for (const CarriedSlots& c : r.carried) {
-        if (c.home > SlotHome::NodeOutput) invalid(where + ": a slot of '" + c.name + "' has an unknown home");
-        if (c.home != SlotHome::NodeOutput && (!fits(c.slot0, c.size, region_bytes) || !fits(c.slot1, c.size, region_bytes)))
+        if (c.home > SlotHome::Dynamic) invalid(where + ": a slot of '" + c.name + "' has an unknown home");
+        if (in_region(c.home) && (!fits(c.slot0, c.size, region_bytes) || !fits(c.slot1, c.size, region_bytes)))
           invalid(where + ": a slot of '" + c.name + "' lies outside its region");
       }
     }

@@ -351,7 +351,7 @@ class Planner {
       cs.size = c.size;
       cs.home = c.home;
       cs.writer = c.writer ? step_in(*c.writer) : -1;
-      if (c.home != SlotHome::NodeOutput) {
+      if (in_region(c.home)) {
         cs.slot0 = at;
         at += aligned(c.size);
         cs.slot1 = c.home == SlotHome::OneSlot ? cs.slot0 : at;

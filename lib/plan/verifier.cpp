@@ -466,7 +466,8 @@ class Verifier {
       const int64_t o = ports.body_output_of_slot(c.slot);
       const Value* out = o >= 0 && static_cast<size_t>(o) < body.outputs.size() ? body.outputs[static_cast<size_t>(o)] : nullptr;
       verify_slot_home(r, c, body, in, out, step);
-      if (c.home == SlotHome::NodeOutput) continue;  // the Loop's output: the parent's bytes, live at its step
+      // The Loop's output (the parent's bytes, live at its step), or the session's memory.
+      if (!in_region(c.home)) continue;
       const uint64_t size = (c.size + plan_.alignment - 1) / plan_.alignment * plan_.alignment;
       for (uint64_t slot : {c.slot0, c.slot1})
         if (slot < body_plan.frame_bytes || slot > rb.size || size > rb.size - slot)
@@ -497,7 +498,11 @@ class Verifier {
     const ControlFlowPorts ports(*body.owner);
     const Port p = ports.body_input(ports.body_input_of_slot(c.slot));
     const std::string what = body.path() + ": slot of '" + in->name + "'";
-    if (c.home > SlotHome::NodeOutput) reject(what + " has an unknown home");
+    if (c.home > SlotHome::Dynamic) reject(what + " has an unknown home");
+    if ((c.home == SlotHome::Dynamic) != (p.kind == Port::Kind::Carried && ports.is_loop() && in->dynamic))
+      reject(what + (c.home == SlotHome::Dynamic ? ": only a Loop's dynamic carried value is kept outside the region"
+                                                 : ": a dynamic carried value has no slot of the region"));
+    if (c.home == SlotHome::Dynamic) return;
     if (p.kind == Port::Kind::Counter) {
       if (c.home != SlotHome::OneSlot || c.slot0 != c.slot1 || c.writer != -1)
         reject(what + ": the iteration counter has one slot, written by the executor");

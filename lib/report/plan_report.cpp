@@ -27,6 +27,7 @@ const char* home_name(SlotHome h) {
   switch (h) {
     case SlotHome::OneSlot: return "one slot";
     case SlotHome::NodeOutput: return "loop output";
+    case SlotHome::Dynamic: return "dynamic";
     case SlotHome::TwoSlots: break;
   }
   return "two slots";
@@ -44,6 +45,9 @@ std::string slot_text(const Region& r, const CarriedSlots& c) {
       return head + "slot for '" + c.name + "': " + std::to_string(c.size) + " bytes at +" + std::to_string(c.slot0) + updated;
     case SlotHome::NodeOutput:
       return head + "keeps '" + c.name + "' (" + std::to_string(c.size) + " bytes) in its output" + updated + ": no slot";
+    case SlotHome::Dynamic:
+      return head + "carries '" + c.name + "', whose shape grows or shrinks with the run, in the session's memory "
+             "(a dynamic tensor, handed from each iteration to the next): no slot";
   }
   return head;
 }

@@ -305,7 +305,7 @@ class Painter {
       captions.push_back({cx + 2, tag_y, cw - 4, y_of(base) + h - tag_y, {caption, role}});
     }
     for (const auto& c : r.carried) {
-      if (c.home == SlotHome::NodeOutput) continue;  // no bytes of the region: it is the Loop's output
+      if (!in_region(c.home)) continue;  // no bytes of the region: the Loop's output, or the session's
       const bool shared = c.home == SlotHome::OneSlot;
       for (int s = 0; s < (shared ? 1 : 2); ++s) {
         const uint64_t rel = s == 0 ? c.slot0 : c.slot1;

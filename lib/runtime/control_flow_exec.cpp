@@ -4,7 +4,9 @@
 // value updated in place) or a slice of a scan output. Other outputs (constants, pass-through
 // inputs) are copied once. Which node port meets which subgraph port is ControlFlowPorts' answer
 // (lib/ir/control_flow_ports.h). Nothing here allocates.
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "ir/unreachable_branch.h"
 #include "memplan/error.h"
@@ -73,6 +75,36 @@ class BodyRun {
     out.capacity = slots(slot).size;
   }
   bool bound(size_t body_output) const { return ge_.outputs_bound[body_output] != 0; }
+  // A Loop's carried value whose shape the run decides (it grows): the session's memory, not a
+  // slot of the plan. Its body input is dynamic and holds what the last iteration wrote.
+  int32_t carried_input(int32_t slot) const { return s_.m.id(body_.inputs[ports_.body_input_of_slot(slot)]); }
+  bool dynamic_slot(int32_t slot) const {
+    return slot >= 0 && s_.m.homes[static_cast<size_t>(carried_input(slot))] == Home::Dynamic;
+  }
+
+  // Iteration k's value of a growing carried value becomes what iteration k + 1 reads. The
+  // buffer its producer wrote is handed over, swapped with the one the body input held (which the
+  // producer then reuses): no copy, and no allocation once both are large enough. A value the
+  // body did not make (its input passed through, a constant, an outer value) is copied.
+  void hand_over(size_t o, int32_t slot) {
+    const Value* out = body_.outputs[o];
+    const int32_t in_id = carried_input(slot), out_id = s_.m.id(out);
+    if (out_id == in_id) return;  // returned unchanged: it already holds it
+    rt::TensorView& in = s_.view(in_id);
+    const rt::TensorView src = s_.view(out_id);
+    if (out->graph == &body_ && out->producer && s_.m.homes[static_cast<size_t>(out_id)] == Home::Dynamic) {
+      auto& held = s_.dynamic_buffers[static_cast<size_t>(in_id)];
+      auto& made = s_.dynamic_buffers[static_cast<size_t>(out_id)];
+      std::swap(held.data, made.data);
+      std::swap(held.capacity, made.capacity);
+      held.peak = std::max(held.peak, src.byte_size());
+      in = src;
+      in.capacity = held.capacity;
+      return;
+    }
+    if (src.data != in.data) s_.reserve_dynamic(in_id, src.byte_size(), false);
+    s_.copy_into(in, src, n_, "carried value");
+  }
 
   // Points the bound body outputs of iteration k at their memory: carried values at this
   // iteration's slot, scan elements where `scan_slice(port, element bytes)` says.
@@ -101,6 +133,10 @@ class BodyRun {
     for (size_t o = 0; o < body_.outputs.size(); ++o) {
       if (bound(o)) continue;
       const Port p = ports_.body_output(o);
+      if (dynamic_slot(p.slot)) {
+        hand_over(o, p.slot);
+        continue;
+      }
       const rt::TensorView& src = inner(body_.outputs[o]);
       rt::TensorView dst = p.slot >= 0 ? slot_view(p.slot, cur, src) : scan_slice(p, src.byte_size());
       if (dst.data) s_.copy_into(dst, src, n_, p.slot >= 0 ? "carried value" : "scan output");
@@ -168,6 +204,10 @@ class LoopRun : BodyRun {
         continue;
       }
       const rt::TensorView& init = node_input(p.node_port);
+      if (dynamic_slot(p.slot)) {
+        if (k == 0) in = init;  // later iterations read what hand_over() left there
+        continue;
+      }
       in = k == 0 ? init : slot_view(p.slot, prev, init);
     }
   }
@@ -201,6 +241,13 @@ class LoopRun : BodyRun {
       if (node_output(static_cast<int32_t>(j)) < 0) continue;
       const int32_t slot = ports_.slot_of_carried(j);
       const rt::TensorView& init = node_input(static_cast<int32_t>(ports_.first_carried_input() + j));
+      const int32_t out_id = node_output(static_cast<int32_t>(j));
+      if (dynamic_slot(slot)) {
+        const rt::TensorView src = k == 0 ? init : s_.view(carried_input(slot));
+        if (s_.m.homes[static_cast<size_t>(out_id)] == Home::Dynamic) s_.reserve_dynamic(out_id, src.byte_size(), false);
+        s_.copy_into(s_.view(out_id), src, n_, "final carried value");
+        continue;
+      }
       rt::TensorView src = k == 0 ? init : slot_view(slot, static_cast<int>((k - 1) % 2), init);
       if (k > 0) {
         const rt::TensorView& last = inner(body_.outputs[static_cast<size_t>(ports_.body_output_of_slot(slot))]);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ir/control_flow_ports.h"
+#include "ir/graph_clone.h"
 #include "ir/unreachable_branch.h"
 #include "memplan/error.h"
 #include "util/checked.h"
@@ -132,6 +133,47 @@ void type_stacked(Value* out, const Value* elem, std::optional<int64_t> count, b
   }
 }
 
+// How often a Loop body is inferred again with wider carried types before its carried shapes are
+// declared unsettled: each round makes at least one dim unknown or one type unranked, so a body
+// settles within its carried values' total rank plus one.
+constexpr int kMaxWidenings = 16;
+
+bool same_dim(const Dim& a, const Dim& b) { return a.value == b.value && (a.known() || a.symbol == b.symbol); }
+
+bool same_shape(const TensorType& a, const TensorType& b) {
+  if (a.has_rank != b.has_rank || a.dims.size() != b.dims.size()) return false;
+  for (size_t d = 0; d < a.dims.size(); ++d)
+    if (!same_dim(a.dims[d], b.dims[d])) return false;
+  return true;
+}
+
+// The narrowest type covering a value read as `a` and written as `b`: dims that differ become
+// unknown; ranks that differ, unranked. The element type is a's (or b's where a has none).
+TensorType covering(const TensorType& a, const TensorType& b) {
+  TensorType out = a;
+  if (out.dtype == DType::Undefined) out.dtype = b.dtype;
+  if (!a.has_rank || !b.has_rank || a.dims.size() != b.dims.size()) {
+    out.has_rank = false;
+    out.dims.clear();
+    return out;
+  }
+  for (size_t d = 0; d < out.dims.size(); ++d)
+    if (!same_dim(a.dims[d], b.dims[d])) out.dims[d] = Dim{};
+  return out;
+}
+
+// Puts `fresh` where `old` is among n's subgraphs (and its graph attribute); returns it.
+Graph* replace_subgraph(Node& n, const Graph& old, std::unique_ptr<Graph> fresh) {
+  const Graph* was = &old;  // compared only: the old graph is gone once replaced
+  Graph* raw = fresh.get();
+  for (Attribute& a : n.attributes)
+    for (Graph*& g : a.graphs)
+      if (g == was) g = raw;
+  for (auto& sub : n.subgraphs)
+    if (sub.get() == was) sub = std::move(fresh);
+  return raw;
+}
+
 void infer_loop(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
   Graph* body = n.subgraph("body");
   if (!body) fail(where(n, file) + ": Loop needs a body");
@@ -144,23 +186,54 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
   if (n.outputs.size() > ports.carried() + ports.scan_outputs(body->outputs.size()))
     fail(where(n, file) + ": the Loop has " + std::to_string(n.outputs.size()) + " outputs, its body makes " +
          std::to_string(ports.carried() + ports.scan_outputs(body->outputs.size())));
-  type_input(body->inputs[0], scalar(DType::Int64));
-  type_input(body->inputs[1], scalar(DType::Bool));
-  for (size_t k = 2; k < body->inputs.size(); ++k) {
-    const Value* init = n.inputs[static_cast<size_t>(ports.body_input(k).node_port)];
-    if (!init) fail(where(n, file) + ": carried value " + std::to_string(k - 2) + " has no initial value");
-    type_input(body->inputs[k], init->type);
-  }
+  std::vector<std::optional<TensorType>> widened(body->inputs.size());
+  auto type_inputs = [&](Graph& g) {
+    type_input(g.inputs[0], scalar(DType::Int64));
+    type_input(g.inputs[1], scalar(DType::Bool));
+    for (size_t k = 2; k < g.inputs.size(); ++k) {
+      const Value* init = n.inputs[static_cast<size_t>(ports.body_input(k).node_port)];
+      if (!init) fail(where(n, file) + ": carried value " + std::to_string(k - 2) + " has no initial value");
+      type_input(g.inputs[k], init->type);
+      if (widened[k]) g.inputs[k]->type = *widened[k];
+    }
+  };
+  // A carried value may change shape across iterations (a decoder's token history gains a column
+  // each time). The body is inferred for the initial values' shapes; where a carried value comes
+  // back with another shape, its type is widened to cover both (ONNX's own Loop inference drops
+  // the carried shapes altogether) and a fresh copy of the body, taken before inference folded
+  // anything for the old shapes (a Shape of the token history), is inferred again, until no
+  // carried type changes. Carried values that keep their shape keep their exact types.
+  const std::unique_ptr<Graph> pristine = clone_graph(*body);
+  type_inputs(*body);
   infer(*body);
+  for (int round = 0;; ++round) {
+    bool changed = false;
+    for (size_t j = 0; j < ports.carried(); ++j) {
+      const int32_t slot = ports.slot_of_carried(j);
+      const size_t k = ports.body_input_of_slot(slot);
+      const Value* in = body->inputs[k];
+      const Value* out = body->outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
+      // A size the body cannot tell but the user bounded (--bound) is planned at the bound.
+      if (out->type.dtype == DType::Undefined || (!out->type.is_static() && out->capacity_known)) continue;
+      const TensorType both = covering(in->type, out->type);
+      if (same_shape(both, in->type)) continue;
+      if (round >= kMaxWidenings)
+        fail_unsupported(where(n, file) + ": carried value '" + in->name + "' changes shape across iterations (" +
+                         in->type.shape_string() + " -> " + out->type.shape_string() + ") in ways shape inference cannot settle");
+      widened[k] = both;
+      changed = true;
+    }
+    if (!changed) break;
+    body = replace_subgraph(n, *body, clone_graph(*pristine));
+    type_inputs(*body);
+    infer(*body);
+  }
   for (size_t j = 0; j < ports.carried(); ++j) {
     const int32_t slot = ports.slot_of_carried(j);
     const Value* in = body->inputs[ports.body_input_of_slot(slot)];
     const Value* out = body->outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
-    if (in->type.is_static() && out->type.is_static() && in->type.static_dims() != out->type.static_dims())
-      fail_unsupported(where(n, file) + ": carried value '" + in->name + "' changes shape across iterations (" +
-                       in->type.shape_string() + " -> " + out->type.shape_string() + ")");
     if (n.outputs.size() > j && n.outputs[j]) {
-      n.outputs[j]->type = n.inputs[ports.first_carried_input() + j]->type;
+      n.outputs[j]->type = widened[ports.body_input_of_slot(slot)] ? in->type : n.inputs[ports.first_carried_input() + j]->type;
       if (n.outputs[j]->type.dtype == DType::Undefined) n.outputs[j]->type.dtype = out->type.dtype;
     }
   }

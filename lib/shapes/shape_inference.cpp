@@ -89,6 +89,14 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
   }
 }
 
+// Whether a Loop's carried slot holds a value whose shape the run decides (infer_loop widened its
+// body input's type): the session keeps such a value, not a slot of the plan.
+bool dynamic_carried_slot(const Node& n, int32_t slot) {
+  const Graph* body = n.op_type == "Loop" ? n.subgraph("body") : nullptr;
+  if (!body || slot < 2 || static_cast<size_t>(slot) >= body->inputs.size()) return false;
+  return !body->inputs[ControlFlowPorts(n).body_input_of_slot(slot)]->type.is_static();
+}
+
 class ShapeInference {
  public:
   ShapeInference(Model& m, const ShapeOptions& o, const ShapeHooks& h) : model_(m), opts_(o), hooks_(h) {}
@@ -237,21 +245,29 @@ class ShapeInference {
 
   // A dynamic tensor is allocated and sized by the session when its producer runs, in any graph:
   // ordinary nodes read and write it, If branches return it (copied into the If's output, dynamic
-  // too), subgraphs capture it. What the planner lays out at compile time cannot hold one: a Loop
-  // or Scan slot (carried values, states), a scan input's slices or a body's per-iteration output.
+  // too), subgraphs capture it, and a Loop carries it where the carried value's own shape is
+  // decided by the run (a growing token history: the body input's type has unknown dims, and the
+  // session hands each iteration's buffer over to the next). What the planner lays out at compile
+  // time cannot hold one: a Scan state, a Loop slot of a fixed shape, a scan input's slices or a
+  // body's per-iteration scan output.
   static void make_dynamic(const Graph& g, Value& v, const std::string& what) {
     auto refuse = [&](const std::string& why) {
       fail_unsupported(what + " has a size known only at run time " + v.type.shape_string() + ", but " + why +
                            "; give it an upper bound",
                        {{Remedy::Option::Bounds, v.name, "<dims>"}});
     };
-    if (g.owner && g.owner->op_type != "If" && std::count(g.outputs.begin(), g.outputs.end(), &v))
-      refuse("a " + g.owner->op_type + " body returns it, which needs its size at compile time");
+    if (g.owner && g.owner->op_type != "If")
+      for (size_t o = 0; o < g.outputs.size(); ++o)
+        if (g.outputs[o] == &v && !dynamic_carried_slot(*g.owner, ControlFlowPorts(*g.owner).body_output(o).slot))
+          refuse("a " + g.owner->op_type + " body returns it, which needs its size at compile time");
     for (const Node* c : v.consumers) {
       if (c->op_type != "Loop" && c->op_type != "Scan") continue;
       // A Loop's trip count and condition, and Scan 8's sequence_lens, are read as data.
-      for (size_t i = ControlFlowPorts(*c).first_carried_input(); i < c->inputs.size(); ++i)
-        if (c->inputs[i] == &v) refuse(c->describe() + " carries or scans it in slots planned at compile time");
+      const ControlFlowPorts ports(*c);
+      for (size_t i = ports.first_carried_input(); i < c->inputs.size(); ++i)
+        if (c->inputs[i] == &v && !(i - ports.first_carried_input() < ports.carried() &&
+                                    dynamic_carried_slot(*c, ports.slot_of_carried(i - ports.first_carried_input()))))
+          refuse(c->describe() + " carries or scans it in slots planned at compile time");
     }
     v.dynamic = true;
     v.shape_varies = true;

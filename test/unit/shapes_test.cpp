@@ -71,6 +71,11 @@ void check_all_sized(Model& m) {
       INFO(g.path() << ": " << v->name << " " << v->type.shape_string());
       if (v->constant) continue;
       CHECK(v->type.dtype != DType::Undefined);
+      if (v->dynamic) {  // sized by the session at run time
+        CHECK_FALSE(v->type.is_static());
+        CHECK(v->capacity_bytes == 0);
+        continue;
+      }
       if (v->type.is_static() && !v->shape_varies) {
         uint64_t n = 1;
         for (int64_t d : v->type.static_dims()) n *= static_cast<uint64_t>(d);
@@ -803,6 +808,29 @@ TEST_CASE("every non-constant value of every example model gets a capacity", "[s
     Model m = load_shaped(name, o);
     check_all_sized(m);
   }
+}
+
+TEST_CASE("a carried value that grows gets unknown dims where it grows; the rest of the body stays exact",
+          "[shapes][loop]") {
+  Model m = load_shaped("loop_growing_state");
+  Node& loop = *m.main->nodes[0];
+  Graph& body = *loop.subgraph("body");
+  // The token history [1, 1] comes back [1, 2]: its second dim is the run's, its first stays 1.
+  for (Value* v : {value(body, "ys_in"), value(body, "ys_out"), value(*m.main, "ys")}) {
+    INFO(v->name);
+    REQUIRE(v->type.has_rank);
+    REQUIRE(v->type.dims.size() == 2);
+    CHECK(v->type.dims[0].value == 1);
+    CHECK_FALSE(v->type.dims[1].known());
+    CHECK(v->dynamic);
+  }
+  CHECK(value(body, "embedded")->dynamic);  // [1, L, 8]
+  // What the history is pooled into has its size whatever the length: planned, exact.
+  check_static(value(body, "context"), {1, 8}, 32);
+  check_static(value(body, "logits"), {1, 11}, 44);
+  check_static(value(body, "token"), {1, 1}, 8);
+  // The initial value keeps its own exact type: only the slot is the session's.
+  check_static(value(*m.main, "start"), {1, 1}, 8);
 }
 
 TEST_CASE("example: the If output and every tensor have exact sizes", "[shapes]") {
