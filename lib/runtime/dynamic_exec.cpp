@@ -31,32 +31,47 @@ void append_signature(std::vector<int64_t>& sig, std::span<const TensorView> inp
 
 }  // namespace
 
-DynamicNode::DynamicNode(const Node& original) : original_(original) {
-  node_.name = original.name;
-  node_.op_type = original.op_type;
-  node_.domain = original.domain;
-  node_.opset = original.opset;
-  node_.attributes = original.attributes;
-}
+DynamicNode::DynamicNode(const Node& original) : original_(original) {}
 
 void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl, const std::string& file) {
   append_signature(probe_, inputs);  // reuses probe_'s capacity: no allocation once warmed up
-  if (kernel_ && probe_ == signature_) return;  // the kernel made last time still fits
+  if (current_ && probe_ == current_->signature) return;  // the same shapes as last time
+  for (const auto& m : kept_)
+    if (m->kernel && m->signature == probe_) {
+      current_ = m.get();
+      return;
+    }
+  if (kept_.size() < kKept) kept_.push_back(std::make_unique<Made>());
+  Made& m = *kept_.back();  // a new place, or the spare once all are taken
+  current_ = nullptr;
+  m.kernel.reset();  // a half-made entry is never found: make() sets the kernel last
+  make(m, inputs, dnnl, file);
+  m.signature = probe_;
+  current_ = &m;
+  ++made_;
+}
+
+void DynamicNode::make(Made& m, std::span<const TensorView> inputs, DnnlContext& dnnl, const std::string& file) {
   const std::string where = file + ": " + original_.describe();
 
   // Fresh typed values: each input as it is now, each output as far as the compile knew it.
-  scope_ = std::make_unique<Graph>();
-  scope_->name = original_.graph ? original_.graph->name : "main";
-  node_.graph = scope_.get();
-  node_.inputs.clear();
-  node_.outputs.clear();
+  m.scope = std::make_unique<Graph>();
+  m.scope->name = original_.graph ? original_.graph->name : "main";
+  m.node = std::make_unique<Node>();
+  Node& node = *m.node;
+  node.name = original_.name;
+  node.op_type = original_.op_type;
+  node.domain = original_.domain;
+  node.opset = original_.opset;
+  node.attributes = original_.attributes;
+  node.graph = m.scope.get();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value* orig = original_.inputs[i];
     if (!orig) {
-      node_.inputs.push_back(nullptr);
+      node.inputs.push_back(nullptr);
       continue;
     }
-    Value* v = scope_->add_value("input" + std::to_string(i));
+    Value* v = m.scope->add_value("input" + std::to_string(i));
     const TensorView& t = inputs[i];
     v->type.dtype = t.dtype;
     v->type.has_rank = true;
@@ -72,25 +87,25 @@ void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl,
       c->bytes.assign(t.data, t.data + t.byte_size());
       v->constant = std::move(c);
     }
-    node_.inputs.push_back(v);
+    node.inputs.push_back(v);
   }
   for (size_t k = 0; k < original_.outputs.size(); ++k) {
     const Value* orig = original_.outputs[k];
     if (!orig) {
-      node_.outputs.push_back(nullptr);
+      node.outputs.push_back(nullptr);
       continue;
     }
-    Value* v = scope_->add_value("output" + std::to_string(k));
+    Value* v = m.scope->add_value("output" + std::to_string(k));
     v->type.dtype = orig->type.dtype;
-    v->producer = &node_;
-    node_.outputs.push_back(v);
+    v->producer = &node;
+    node.outputs.push_back(v);
   }
-  infer_with_onnx(node_, file);
-  bound_by_inputs(node_, {});
+  infer_with_onnx(node, file);
+  bound_by_inputs(node, {});
 
-  out_bytes_.assign(node_.outputs.size(), 0);
-  for (size_t k = 0; k < node_.outputs.size(); ++k) {
-    Value* v = node_.outputs[k];
+  m.out_bytes.assign(node.outputs.size(), 0);
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    Value* v = node.outputs[k];
     if (!v) continue;
     const std::string what = where + ": output '" + (original_.outputs[k]->name) + "'";
     if (v->type.is_static()) {
@@ -102,17 +117,17 @@ void DynamicNode::prepare(std::span<const TensorView> inputs, DnnlContext& dnnl,
     }
     if (v->type.dims.size() > static_cast<size_t>(kMaxRank))
       fail_unsupported(what + ": rank " + std::to_string(v->type.dims.size()) + " is more than memplan supports");
-    out_bytes_[k] = v->capacity_bytes;
+    m.out_bytes[k] = v->capacity_bytes;
   }
 
-  const KernelFactory factory = KernelRegistry::instance().find(node_.op_type, node_.domain);
+  const KernelFactory factory = KernelRegistry::instance().find(node.op_type, node.domain);
   if (!factory) fail_unsupported(where + ": no kernel");
   const KernelEnv env{&dnnl, file};
-  kernel_ = factory(node_, env);
-  if (!kernel_) fail_unsupported(where + ": no kernel for its types or attributes at these shapes");
-  state_ = kernel_->make_state();
-  scratchpad_.assign(kernel_->scratchpad_bytes() + 64, std::byte{0});
-  signature_ = probe_;
+  std::unique_ptr<Kernel> kernel = factory(node, env);
+  if (!kernel) fail_unsupported(where + ": no kernel for its types or attributes at these shapes");
+  m.state = kernel->make_state();
+  m.scratchpad.assign(kernel->scratchpad_bytes() + 64, std::byte{0});
+  m.kernel = std::move(kernel);
 }
 
 }  // namespace memplan::rt

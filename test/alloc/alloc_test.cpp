@@ -79,7 +79,8 @@ int main() {
     std::string model;
   };
   const std::vector<Case> cases = {{"tiny_mlp"},          {"example"},  {"loop_scan_outputs"},
-                                   {"nested_if_loop_if"}, {"scan_sum"}, {"loop_data_dependent_exit"}};
+                                   {"nested_if_loop_if"}, {"scan_sum"}, {"loop_data_dependent_exit"},
+                                   {"loop_growing_state"}};
   int failed = 0, passed = 0;
   for (const Case& c : cases) {
     const std::string path = models + c.model + "/model.onnx";
