@@ -3,7 +3,8 @@
 // slot (iteration k writes slot k%2 and reads slot (k-1)%2; one slot, or the Loop's output, for a
 // value updated in place) or a slice of a scan output. Other outputs (constants, pass-through
 // inputs) are copied once. Which node port meets which subgraph port is ControlFlowPorts' answer
-// (lib/ir/control_flow_ports.h). Nothing here allocates.
+// (lib/ir/control_flow_ports.h). Nothing here allocates, but for dynamic tensors (a growing carried
+// value, a scan output of a length only the run decides) until their buffers are large enough.
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -208,7 +209,15 @@ class LoopRun : BodyRun {
         if (k == 0) in = init;  // later iterations read what hand_over() left there
         continue;
       }
-      in = k == 0 ? init : slot_view(p.slot, prev, init);
+      if (k == 0) {
+        in = init;
+        continue;
+      }
+      // Shaped as the last iteration wrote it: a bounded carried value may grow within its slot.
+      const rt::TensorView& last = inner(body_.outputs[static_cast<size_t>(ports_.body_output_of_slot(p.slot))]);
+      in = slot_view(p.slot, prev, init);
+      in.rank = last.rank;
+      in.dims = last.dims;
     }
   }
 
@@ -254,7 +263,8 @@ class LoopRun : BodyRun {
         src.rank = last.rank;
         src.dims = last.dims;
       }
-      s_.copy_into(s_.view(node_output(static_cast<int32_t>(j))), src, n_, "final carried value");
+      if (s_.m.homes[static_cast<size_t>(out_id)] == Home::Dynamic) s_.reserve_dynamic(out_id, src.byte_size(), false);
+      s_.copy_into(s_.view(out_id), src, n_, "final carried value");
     }
     for (size_t i = 0; i < ports_.scan_outputs(body_.outputs.size()); ++i) {
       const int32_t id = node_output_of_scan(i);

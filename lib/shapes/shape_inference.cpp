@@ -213,10 +213,31 @@ class ShapeInference {
   }
 
   // Every buffer needs a byte capacity: exact for a static shape, else a bound.
+  // The bound given for a Loop's carried value (its body input) holds for what each iteration
+  // writes to it and for the Loop's final value: one tensor, iteration after iteration. So a
+  // decoder's token history needs one --bound, on the body input, to be planned in the arena.
+  std::map<std::string, std::vector<int64_t>>::const_iterator carried_bound(const Value& v) const {
+    const Value* in = nullptr;
+    const Graph& g = *v.graph;
+    if (g.owner && g.owner->op_type == "Loop" && v.is_graph_output) {
+      const ControlFlowPorts ports(*g.owner);
+      for (size_t o = 0; o < g.outputs.size() && !in; ++o)
+        if (g.outputs[o] == &v && ports.body_output(o).kind == Port::Kind::Carried)
+          in = g.inputs[ports.body_input_of_slot(ports.body_output(o).slot)];
+    } else if (const Node* loop = v.producer; loop && loop->op_type == "Loop") {
+      const ControlFlowPorts ports(*loop);
+      const auto at = std::find(loop->outputs.begin(), loop->outputs.end(), &v) - loop->outputs.begin();
+      if (static_cast<size_t>(at) < ports.carried())
+        in = loop->subgraph("body")->inputs[ports.body_input_of_slot(ports.slot_of_carried(static_cast<size_t>(at)))];
+    }
+    return in && !v.type.is_static() ? opts_.bounds.find(in->name) : opts_.bounds.end();
+  }
+
   void size_values(Graph& g) {
     for (auto& v : g.values) {
       auto b = opts_.bounds.find(v->name);
       if (b != opts_.bounds.end()) used_bounds_.insert(v->name);  // a bound on a folded value is fine
+      if (b == opts_.bounds.end() && !v->constant) b = carried_bound(*v);
       if (v->constant) continue;
       const std::string what = model_.path + ": tensor '" + v->name + "'";
       if (v->capacity_known) continue;

@@ -6,8 +6,8 @@
                                                 # ... and also run that memplan binary on each set
 
 Needs Debian's python3-torch (1.13), python3-onnx (1.12) and python3-numpy, plus node with
-onnxruntime-node for the expected outputs: NODE_PATH (default
-/work/main/build/bench/node_modules, i.e. <repo>/build/bench/node_modules) must hold it.
+onnxruntime-node for the expected outputs: NODE_PATH (default <repo>/build/bench/node_modules,
+where tools/benchmark.sh installs it) must hold it.
 Fixed seeds; a file is rewritten only when its bytes change.
 
 What it exports (random weights, torch.jit.script so the control flow is a real ONNX Loop, then

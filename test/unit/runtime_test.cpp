@@ -136,6 +136,46 @@ TEST_CASE("the real models match their expected outputs", "[runtime][real]") {
   CHECK(models == 22);
 }
 
+TEST_CASE("greedy decoders exported from PyTorch, their token history growing in a Loop, match ONNX Runtime in guard mode",
+          "[runtime][loop]") {
+  // models/torch_decoders/make_torch_decoders.py: a transformer decoder over the whole history and
+  // an LSTM with attention, each stopped early by its end token, run to max_len, and run no step.
+  const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "torch_decoders";
+  for (const char* name : {"greedy_transformer", "greedy_lstm_attention"}) CHECK(run_model_folder(dir / name) == 3);
+}
+
+TEST_CASE("a growing carried value bounded on its body input is planned in the arena, and refused past the bound",
+          "[runtime][loop]") {
+  const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "loop_growing_state";
+  auto feed = [&](Session& session, const char* set) {
+    for (const auto& f : fs::directory_iterator(dir / set))
+      if (f.path().filename().string().rfind("input_", 0) == 0) {
+        Tensor t = read_pb(f.path());
+        session.set_input(pb_name(f.path()), static_cast<int32_t>(t.dtype), t.dims, t.bytes.data(), t.bytes.size());
+      }
+  };
+  CompileOptions options;
+  options.bounds["ys_in"] = {1, 8};  // the history: the start token and up to 7 decoded
+  auto model = CompiledModel::compile((dir / "model.onnx").string(), options);
+  const std::string report = model->report_text();
+  CHECK_THAT(report, Catch::Contains("slots for 'ys_in': 64 bytes"));
+  CHECK_THAT(report, !Catch::Contains("dynamic tensor 'ys_in'"));
+  for (const char* set : {"test_data_set_0", "test_data_set_1", "test_data_set_2"}) {
+    INFO(set);
+    Session session(model, SessionOptions{true});
+    feed(session, set);
+    session.run();
+    require_output_close(session.output("ys"), read_pb(dir / set / "output_0.pb"), "ys");
+  }
+  options.bounds["ys_in"] = {1, 4};  // set 1 decodes six tokens: seven do not fit in four
+  auto small = CompiledModel::compile((dir / "model.onnx").string(), options);
+  Session session(small);
+  feed(session, "test_data_set_1");
+  // The history's writer finds it would pass its slot: it names itself and the bytes, writes nothing.
+  CHECK_THROWS_WITH(session.run(), Catch::Contains("Concat node 'append'") && Catch::Contains("needs 40 bytes") &&
+                                       Catch::Contains("holds 32"));
+}
+
 TEST_CASE("a loop scan output bounded by --bound runs and refuses more iterations than the bound", "[runtime]") {
   const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "loop_data_dependent_scan";
   CompileOptions options;
