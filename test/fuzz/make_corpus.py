@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CORPUS = os.path.join(HERE, "corpus")
 
 SMALL_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
-                "if_different_shapes", "loop_data_dependent_exit", "loop_data_dependent_scan"]
+                "if_different_shapes", "loop_data_dependent_exit", "loop_data_dependent_scan", "loop_growing_state"]
 BAD_MODELS = ["cycle.onnx", "dangling_input.onnx", "negative_dim.onnx", "opset18.onnx", "overflow_dims.onnx",
               "random_bytes.onnx", "shadow_node_output.onnx", "symbolic_dim.onnx", "truncated.onnx",
               "unknown_domain.onnx", "external_outside/model.onnx"]
@@ -46,7 +46,8 @@ NODE_TESTS = ["test_conv_with_strides_padding", "test_convinteger_with_padding",
               "test_instancenorm_example", "test_argmax_default_axis_example", "test_squeeze",
               "test_unsqueeze_axis_0", "test_scan_sum"]
 # Models fuzz_plan verifies plans against (test/fuzz/fuzz_plan.cpp lists the same).
-PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels"]
+PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
+               "loop_growing_state"]
 
 
 def write(target, name, data):
@@ -107,6 +108,25 @@ def hostile_models():
     whole = model_bytes(helper.make_graph(
         [helper.make_node("Gemm", ["x", "w"], ["y"], name="fc", transB=1)],
         "fc", [vi("x", TensorProto.FLOAT, [1, 128])], [vi("y", TensorProto.FLOAT, [1, 128])], [big]))
+    # Loop state whose shape changes across iterations: a carried value that grows by appending,
+    # one whose rank grows each iteration (past memplan's largest rank on long runs), one that shrinks.
+    def carried_loop(name, node, extra_inits):
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"), node],
+            "body", [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []), vi("x_in", TensorProto.FLOAT, None)],
+            [vi("c_out", TensorProto.BOOL, []), vi("x_out", TensorProto.FLOAT, None)])
+        return model_bytes(helper.make_graph(
+            [helper.make_node("Loop", ["n", "", "x"], ["y"], name="loop", body=body)], name,
+            [vi("n", TensorProto.INT64, []), vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, None)],
+            extra_inits))
+    out["loop_state_grows.onnx"] = carried_loop(
+        "grows", helper.make_node("Concat", ["x_in", "x"], ["x_out"], name="append", axis=0), [])
+    out["loop_rank_grows.onnx"] = carried_loop(
+        "rank", helper.make_node("Unsqueeze", ["x_in", "axes"], ["x_out"], name="lift"),
+        [helper.make_tensor("axes", TensorProto.INT64, [1], [0])])
+    out["loop_state_shrinks.onnx"] = carried_loop(
+        "shrinks", helper.make_node("Slice", ["x_in", "one", "big"], ["x_out"], name="drop_first"),
+        [helper.make_tensor("one", TensorProto.INT64, [1], [1]), helper.make_tensor("big", TensorProto.INT64, [1], [99])])
     out["out_of_line_weight.onnx"] = whole
     out["out_of_line_weight_cut.onnx"] = whole[:len(whole) // 2]
     return out
