@@ -72,32 +72,20 @@ VOCAB = 20
 FLOAT_TOL = 1e-5
 
 NODE_PATH = os.environ.get("NODE_PATH", os.path.join(REPO, "build", "bench", "node_modules"))
-changed = []
 
 
 # ----------------------------------------------------------------------------------------------
-# file writing (idempotent), as in models/make_models.py
+# file writing (idempotent): models/make_models.py's, under this folder
+
+sys.path.insert(0, os.path.dirname(HERE))
+import make_models  # noqa: E402  (models/make_models.py: its writer and .npy encoder)
+
+changed = make_models.changed
+npy_bytes = make_models.npy_bytes
+
 
 def write_bytes(path, data):
-    full = os.path.join(HERE, path)
-    try:
-        with open(full, "rb") as f:
-            if f.read() == data:
-                return
-    except FileNotFoundError:
-        pass
-    changed.append(path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    tmp = full + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, full)
-
-
-def npy_bytes(arr):
-    buf = io.BytesIO()
-    np.save(buf, np.asarray(arr), allow_pickle=False)
-    return buf.getvalue()
+    make_models.write_bytes(os.path.join(os.path.basename(HERE), path), data)
 
 
 # ----------------------------------------------------------------------------------------------
