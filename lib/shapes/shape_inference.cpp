@@ -90,8 +90,9 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
 }
 
 // Whether a Loop's carried slot holds a value whose shape the run decides (infer_loop widened its
-// body input's type): the session keeps such a value, not a slot of the plan.
-bool dynamic_carried_slot(const Node& n, int32_t slot) {
+// body input's type): its body may return, and the Loop may take as initial value, a dynamic
+// tensor (the session keeps the value, or copies it into the slot planned under a bound).
+bool carried_shape_varies(const Node& n, int32_t slot) {
   const Graph* body = n.op_type == "Loop" ? n.subgraph("body") : nullptr;
   if (!body || slot < 2 || static_cast<size_t>(slot) >= body->inputs.size()) return false;
   return !body->inputs[ControlFlowPorts(n).body_input_of_slot(slot)]->type.is_static();
@@ -212,7 +213,6 @@ class ShapeInference {
       }
   }
 
-  // Every buffer needs a byte capacity: exact for a static shape, else a bound.
   // The bound given for a Loop's carried value (its body input) holds for what each iteration
   // writes to it and for the Loop's final value: one tensor, iteration after iteration. So a
   // decoder's token history needs one --bound, on the body input, to be planned in the arena.
@@ -233,6 +233,7 @@ class ShapeInference {
     return in && !v.type.is_static() ? opts_.bounds.find(in->name) : opts_.bounds.end();
   }
 
+  // Every buffer needs a byte capacity: exact for a static shape, else a bound.
   void size_values(Graph& g) {
     for (auto& v : g.values) {
       auto b = opts_.bounds.find(v->name);
@@ -279,7 +280,7 @@ class ShapeInference {
     };
     if (g.owner && g.owner->op_type != "If")
       for (size_t o = 0; o < g.outputs.size(); ++o)
-        if (g.outputs[o] == &v && !dynamic_carried_slot(*g.owner, ControlFlowPorts(*g.owner).body_output(o).slot))
+        if (g.outputs[o] == &v && !carried_shape_varies(*g.owner, ControlFlowPorts(*g.owner).body_output(o).slot))
           refuse("a " + g.owner->op_type + " body returns it, which needs its size at compile time");
     for (const Node* c : v.consumers) {
       if (c->op_type != "Loop" && c->op_type != "Scan") continue;
@@ -287,7 +288,7 @@ class ShapeInference {
       const ControlFlowPorts ports(*c);
       for (size_t i = ports.first_carried_input(); i < c->inputs.size(); ++i)
         if (c->inputs[i] == &v && !(i - ports.first_carried_input() < ports.carried() &&
-                                    dynamic_carried_slot(*c, ports.slot_of_carried(i - ports.first_carried_input()))))
+                                    carried_shape_varies(*c, ports.slot_of_carried(i - ports.first_carried_input()))))
           refuse(c->describe() + " carries or scans it in slots planned at compile time");
     }
     v.dynamic = true;
