@@ -208,9 +208,12 @@ void refuse_negative_dims(const Node& node, const NodeInferenceContext& ctx, con
   }
 }
 
-bool every_output_typed(const Node& node) {
+// Typed and ranked: a node made again at run time has its outputs' element types already (from
+// the compile), so an op ONNX infers only through its function body (GreaterOrEqual-16) would
+// otherwise keep a rankless output there, and its size could not be told.
+bool every_output_ranked(const Node& node) {
   return std::all_of(node.outputs.begin(), node.outputs.end(),
-                     [](const Value* v) { return !v || v->type.dtype != DType::Undefined; });
+                     [](const Value* v) { return !v || (v->type.dtype != DType::Undefined && v->type.has_rank); });
 }
 
 // Infers a function body node by node with ONNX's own inference functions, for the ops ONNX 1.12
@@ -323,7 +326,7 @@ void infer_with_onnx(Node& node, const std::string& file) {
   guarded(node, file, "", [&] { schema->GetTypeAndShapeInferenceFunction()(ctx); });
   refuse_negative_dims(node, ctx, file);
   merge_outputs(node, ctx);
-  if (!every_output_typed(node)) infer_through_body(node, file);
+  if (!every_output_ranked(node)) infer_through_body(node, file);
 }
 
 }  // namespace memplan

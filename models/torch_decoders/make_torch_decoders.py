@@ -52,44 +52,32 @@ ONNX Runtime at graph optimization level 'all'; the script fails if any of these
 
 import io
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from onnx import numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 OPSET = 17
 SEED = 20240617
 START = 1
 VOCAB = 20
 FLOAT_TOL = 1e-5
 
-NODE_PATH = os.environ.get("NODE_PATH", os.path.join(REPO, "build", "bench", "node_modules"))
 
-
-# ----------------------------------------------------------------------------------------------
-# file writing (idempotent): models/make_models.py's, under this folder
 
 sys.path.insert(0, os.path.dirname(HERE))
-import make_models  # noqa: E402  (models/make_models.py: its writer and .npy encoder)
+import torch_fixtures as fx  # noqa: E402  (models/torch_fixtures.py: data sets, ONNX Runtime, memplan)
 
-changed = make_models.changed
-npy_bytes = make_models.npy_bytes
+NAME = os.path.basename(HERE)
 
 
 def write_bytes(path, data):
-    make_models.write_bytes(os.path.join(os.path.basename(HERE), path), data)
+    fx.write_bytes(f"{NAME}/{path}", data)
 
-
-# ----------------------------------------------------------------------------------------------
-# greedy_transformer
 
 class Attention(nn.Module):
     """Multi-head attention written out (nn.MultiheadAttention does not export when scripted)."""
@@ -214,44 +202,6 @@ def export(module, example, in_names, out_names):
     return scripted, buf.getvalue(), model
 
 
-def shape_str(v):
-    t = v.type.tensor_type
-    if not t.HasField("shape"):
-        return "?"
-    return "[" + ",".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
-                          for d in t.shape.dim) + "]"
-
-
-def as_np(out):
-    if isinstance(out, torch.Tensor):
-        out = (out,)
-    return [o.detach().numpy() for o in out]
-
-
-def run_ort(model_path, set_dir, level):
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, NODE_PATH=NODE_PATH)
-        r = subprocess.run(["node", os.path.join(HERE, "run_ort.js"), model_path, set_dir, tmp,
-                            level], env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"onnxruntime ({level}) failed on {set_dir}: {r.stderr.strip()}")
-        return {f[:-4]: np.load(os.path.join(tmp, f)) for f in os.listdir(tmp)}
-
-
-def max_diff(a, b, what):
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        raise AssertionError(f"{what}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
-    if a.size == 0:
-        return 0.0
-    d = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
-    limit = 0.0 if a.dtype.kind in "iub" else FLOAT_TOL
-    if d > limit:
-        raise AssertionError(f"{what}: max abs difference {d} > {limit}")
-    return d
-
-
 def pick_sets(scripted, x, max_len):
     """Three (x, max_len, end_token) sets: stop early on end_token, run to max_len, max_len 0."""
     ys = scripted(x, torch.tensor(max_len), torch.tensor(-1))
@@ -287,68 +237,25 @@ def build(name, module, x_name, x, max_len, out_names, memplan):
         for node in loop:
             body = node.attribute[0].g
             print("  Loop carried values, declared shape of the body input -> body output: " +
-                  ", ".join(f"{i.name} {shape_str(i)} -> {shape_str(o)}"
+                  ", ".join(f"{i.name} {fx.shape_str(i)} -> {fx.shape_str(o)}"
                             for i, o in zip(body.input[2:], body.output[1:])))
         model_path = os.path.join(HERE, name, "model.onnx")
         for k, (ml, end) in enumerate(pick_sets(scripted, x, max_len)):
             inputs = {x_name: x.numpy(), "max_len": np.array(ml, np.int64),
                       "end_token": np.array(end, np.int64)}
-            d = f"{name}/test_data_set_{k}"
-            for j, n in enumerate(in_names):
-                a = inputs[n]
-                write_bytes(f"{d}/input_{j}.pb", numpy_helper.from_array(a, n).SerializeToString())
-                write_bytes(f"{d}/inputs/{n}.npy", npy_bytes(a))
+            d = f"{NAME}/{name}/test_data_set_{k}"
+            fx.write_inputs(d, in_names, inputs)
             targs = (x, torch.tensor(ml), torch.tensor(end))
-            eager = as_np(module(*targs))
-            script = as_np(scripted(*targs))
-            ort = run_ort(model_path, os.path.join(HERE, d), "disabled")
-            ort_all = run_ort(model_path, os.path.join(HERE, d), "all")
-            report = []
+            eager = fx.as_np(module(*targs))
+            script = fx.as_np(scripted(*targs))
             for j, n in enumerate(out_names):
-                e = max_diff(eager[j], script[j], f"{d} {n} eager vs scripted")
-                t = max_diff(ort[n], script[j], f"{d} {n} ORT vs torch")
-                o = max_diff(ort_all[n], ort[n], f"{d} {n} ORT all vs disabled")
-                report.append(f"{n} {ort[n].dtype}{list(ort[n].shape)} torch-vs-ORT {t:.3g} "
-                              f"(eager-vs-script {e:.3g}, ORT all-vs-disabled {o:.3g})")
-                write_bytes(f"{d}/output_{j}.pb",
-                            numpy_helper.from_array(ort[n], n).SerializeToString())
-                write_bytes(f"{d}/expected/{n}.npy", npy_bytes(ort[n]))
+                fx.max_diff(eager[j], script[j], f"{d} {n} eager vs scripted", FLOAT_TOL)
+            ort, report = fx.expect_ort(model_path, d, out_names, script, FLOAT_TOL)
             ys = ort["ys"][0].tolist()
             print(f"  set {k}: max_len {ml}, end_token {end}, {len(ys) - 1} steps, ys {ys}")
-            print("         " + "; ".join(report))
+            print("         " + report)
             if memplan:
-                run_memplan(memplan, model_path, os.path.join(HERE, d), in_names, out_names)
-
-
-def run_memplan(binary, model_path, set_dir, in_names, out_names):
-    for extra in ([], ["--check-memory"]):
-        with tempfile.TemporaryDirectory() as tmp:
-            cmd = [binary, "run", model_path, "--output-dir", tmp] + extra
-            for n in in_names:
-                cmd += ["-i", f"{n}={os.path.join(set_dir, 'inputs', n + '.npy')}"]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            label = "memplan" + (" --check-memory" if extra else "")
-            if r.returncode != 0:
-                err = (r.stderr.strip().splitlines() or ["(no message)"])[-1]
-                print(f"         {label}: exit {r.returncode}: {err}")
-                continue
-            msgs = []
-            for n in out_names:
-                exp = np.load(os.path.join(set_dir, "expected", n + ".npy"))
-                path = os.path.join(tmp, n + ".npy")
-                if not os.path.exists(path):
-                    msgs.append(f"{n} missing")
-                    continue
-                got = np.load(path)
-                if got.shape != exp.shape or got.dtype != exp.dtype:
-                    msgs.append(f"{n} MISMATCH {got.dtype}{list(got.shape)} vs expected "
-                                f"{exp.dtype}{list(exp.shape)}")
-                    continue
-                err = float(np.max(np.abs(got.astype(np.float64) - exp))) if exp.size else 0.0
-                ok = err == 0 if exp.dtype.kind in "iub" else err <= 1e-4 + 1e-3 * np.max(
-                    np.abs(exp), initial=0)
-                msgs.append(f"{n} {'matches' if ok else 'MISMATCH'} (max abs err {err:.3g})")
-            print(f"         {label}: " + "; ".join(msgs))
+                fx.run_memplan(memplan, model_path, d, in_names, out_names)
 
 
 def main():
@@ -367,7 +274,7 @@ def main():
     enc = torch.randn(1, 7, 32)
     build("greedy_lstm_attention", lstm, "enc", enc, 10, ["ys", "attn"], memplan)
 
-    print(f"{len(changed)} file(s) written, the rest unchanged")
+    print(f"{len(fx.changed)} file(s) written, the rest unchanged")
     return 0
 
 

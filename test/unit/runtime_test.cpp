@@ -144,6 +144,18 @@ TEST_CASE("greedy decoders exported from PyTorch, their token history growing in
   for (const char* name : {"greedy_transformer", "greedy_lstm_attention"}) CHECK(run_model_folder(dir / name) == 3);
 }
 
+TEST_CASE("PyTorch exports with run-time sizes match ONNX Runtime in guard mode", "[runtime][dynamic]") {
+  // models/torch_dynamic/make_torch_dynamic.py: torchaudio's Conformer with a padding mask made
+  // from run-time lengths (batch 2, two sequence lengths); torchvision's Swin blocks, whose
+  // attention dropout exports in training mode at ratio 0; a Keypoint R-CNN whose post-processing
+  // (TopK, NonZero, NonMaxSuppression, a Loop over detections) decides every size at run time.
+  const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "torch_dynamic";
+  for (const char* name : {"conformer_masks", "swin_dropout0", "keypoint_rcnn_small"}) {
+    INFO(name);
+    CHECK(run_model_folder(dir / name) == 2);
+  }
+}
+
 TEST_CASE("a growing carried value bounded on its body input is planned in the arena, and refused past the bound",
           "[runtime][loop]") {
   const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "loop_growing_state";
