@@ -190,3 +190,29 @@ TEST_CASE("dynamic tensors: a loop body may not return one, the error names it a
                              Catch::Contains("bounds[inner_stack] = <dims>"));
   }
 }
+
+TEST_CASE("dynamic tensors: an op ONNX infers only through its function body gets its shape at run time too",
+          "[dynamic]") {
+  // A length mask as torchaudio writes it: arange(max(lengths)) >= lengths[:, None]. GreaterOrEqual-16
+  // has no inference function of its own in ONNX 1.12; its body (Greater, Equal, Or) gives the shape.
+  ModelBuilder b("length_mask", 16);
+  auto& g = b.graph();
+  add_input(g, "lengths", elem::kInt64, {2});
+  add_initializer(g, tensor_i64("zero", {}, {0}));
+  add_initializer(g, tensor_i64("one", {}, {1}));
+  add_initializer(g, tensor_i64("axis1", {1}, {1}));
+  attr_int(add_node(g, "ReduceMax", {"lengths"}, {"longest"}, "longest"), "keepdims", 0);
+  add_node(g, "Range", {"zero", "longest", "one"}, {"positions"}, "positions");
+  add_node(g, "Unsqueeze", {"lengths", "axis1"}, {"column"}, "column");
+  add_node(g, "GreaterOrEqual", {"positions", "column"}, {"mask"}, "mask");
+  add_output_unranked(g, "mask", elem::kBool);
+  auto model = CompiledModel::compile(write(b, "memplan_dynamic_length_mask.onnx"), {});
+  Session s(model, SessionOptions{true});
+  const std::vector<int64_t> lengths{5, 3};
+  s.set_input("lengths", kInt64, std::vector<int64_t>{2}, lengths.data(), 16);
+  s.run();
+  const TensorRef mask = s.output("mask");
+  CHECK(std::vector<int64_t>(mask.shape.begin(), mask.shape.end()) == std::vector<int64_t>{2, 5});
+  const auto* m = static_cast<const uint8_t*>(mask.data);
+  CHECK(std::vector<uint8_t>(m, m + 10) == std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1});
+}
