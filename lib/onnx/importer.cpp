@@ -1,5 +1,7 @@
 #include "onnx/importer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -16,6 +18,7 @@
 #include "memplan/error.h"
 #include "onnx/attributes.h"
 #include "onnx/inline_weights.h"
+#include "onnx/loop_built_lists.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/structure_checks.h"
 #include "onnx/tensor_proto.h"
@@ -314,6 +317,10 @@ Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string&
                      std::to_string(kMaxDefaultOpset) + ", the newest ONNX 1.12 knows)");
   }
   if (mp.functions_size() > 0) fail_unsupported(path + ": model-local functions are not supported");
+
+  // Lists built by appending in a loop (torch's scripted `out.append(...)`) are scan outputs.
+  if (const int lists = lower_loop_built_lists(mp))
+    spdlog::debug("{}: {} list(s) built in loops read as Loop scan outputs", path, lists);
 
   model.main = std::make_unique<Graph>();
   const fs::path dir = fs::path(path).parent_path();

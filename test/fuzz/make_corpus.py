@@ -127,6 +127,19 @@ def hostile_models():
     out["loop_state_shrinks.onnx"] = carried_loop(
         "shrinks", helper.make_node("Slice", ["x_in", "one", "big"], ["x_out"], name="drop_first"),
         [helper.make_tensor("one", TensorProto.INT64, [1], [1]), helper.make_tensor("big", TensorProto.INT64, [1], [99])])
+    # A list built in a loop (an ONNX sequence, read as the Loop's scan output) and stacked.
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
+         helper.make_node("SequenceInsert", ["list_in", "x"], ["list_out"], name="append")],
+        "body", [vi("i", TensorProto.INT64, []), vi("c_in", TensorProto.BOOL, []),
+                 helper.make_value_info("list_in", seq)],
+        [vi("c_out", TensorProto.BOOL, []), helper.make_value_info("list_out", seq)])
+    out["loop_built_list.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("SequenceEmpty", [], ["empty"], name="empty", dtype=TensorProto.FLOAT),
+         helper.make_node("Loop", ["n", "", "empty"], ["list"], name="loop", body=body),
+         helper.make_node("ConcatFromSequence", ["list"], ["y"], name="stack", axis=0, new_axis=1)],
+        "list", [vi("n", TensorProto.INT64, []), vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, None)]))
     out["out_of_line_weight.onnx"] = whole
     out["out_of_line_weight_cut.onnx"] = whole[:len(whole) // 2]
     return out

@@ -148,9 +148,10 @@ TEST_CASE("PyTorch exports with run-time sizes match ONNX Runtime in guard mode"
   // models/torch_dynamic/make_torch_dynamic.py: torchaudio's Conformer with a padding mask made
   // from run-time lengths (batch 2, two sequence lengths); torchvision's Swin blocks, whose
   // attention dropout exports in training mode at ratio 0; a Keypoint R-CNN whose post-processing
-  // (TopK, NonZero, NonMaxSuppression, a Loop over detections) decides every size at run time.
+  // (TopK, NonZero, NonMaxSuppression, a Loop over detections) decides every size at run time;
+  // a Python list built in a scripted loop, stacked and concatenated (3 items, and none).
   const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "torch_dynamic";
-  for (const char* name : {"conformer_masks", "swin_dropout0", "keypoint_rcnn_small"}) {
+  for (const char* name : {"conformer_masks", "swin_dropout0", "keypoint_rcnn_small", "scripted_list_loop"}) {
     INFO(name);
     CHECK(run_model_folder(dir / name) == 2);
   }
