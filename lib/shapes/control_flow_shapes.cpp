@@ -1,5 +1,7 @@
 #include "shapes/control_flow_shapes.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -174,6 +176,69 @@ Graph* replace_subgraph(Node& n, const Graph& old, std::unique_ptr<Graph> fresh)
   return raw;
 }
 
+std::string shape_text(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t d = 0; d < dims.size(); ++d) out += (d ? ", " : "") + std::to_string(dims[d]);
+  return out + "]";
+}
+
+// A carried value that grows by the same amount every iteration (a token history, a column a
+// step) under a trip count known at compile time is at most its initial size plus that many
+// steps: its slots are planned in the arena at that bound, as a key/value cache is preallocated
+// for the longest sequence, instead of leaving it to the session. The step is what iteration 0
+// added; it is taken as every iteration's only when a copy of the body, given the value one step
+// longer, adds it again. (The run checks every write against the slot all the same.)
+void bound_growth_by_trip_count(const Node& n, Graph& body, const Graph& pristine,
+                                const std::vector<std::optional<TensorType>>& widened,
+                                const std::vector<std::optional<std::vector<int64_t>>>& first_step,
+                                const std::function<void(Graph&)>& type_inputs,
+                                const std::function<void(Graph&)>& infer, const std::string& file) {
+  const auto trips = constant_trip_count(n);
+  if (!trips || *trips < 0) return;
+  const ControlFlowPorts ports(n);
+  for (size_t j = 0; j < ports.carried(); ++j) {
+    const int32_t slot = ports.slot_of_carried(j);
+    const size_t k = ports.body_input_of_slot(slot);
+    const Value* init = n.inputs[ports.first_carried_input() + j];
+    if (!widened[k] || !first_step[k] || !init || !init->type.is_static()) continue;
+    const std::vector<int64_t> start = init->type.static_dims();
+    const std::vector<int64_t>& first = *first_step[k];
+    if (first.size() != start.size()) continue;
+    std::vector<int64_t> one_step = start, two_steps = start, bound = start;
+    for (size_t d = 0; d < start.size(); ++d) {
+      const int64_t grow = first[d] - start[d];
+      one_step[d] = first[d];
+      two_steps[d] = first[d] + grow;
+      if (grow > 0 && grow > (INT64_MAX - start[d]) / std::max<int64_t>(*trips, 1)) return;  // no bound worth planning
+      bound[d] = start[d] + std::max<int64_t>(grow, 0) * *trips;
+    }
+    // The second step, on a copy whose value is one step longer.
+    const std::unique_ptr<Graph> probe = clone_graph(pristine);
+    type_inputs(*probe);
+    probe->inputs[k]->type.has_rank = true;
+    probe->inputs[k]->type.dims.clear();
+    for (int64_t d : one_step) probe->inputs[k]->type.dims.push_back(Dim{d, {}});
+    try {
+      infer(*probe);
+    } catch (const Error&) {
+      continue;  // the copy cannot tell: the value stays the session's
+    }
+    const Value* again = probe->outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
+    Value* in = body.inputs[k];
+    if (!again->type.is_static() || again->type.static_dims() != two_steps) {
+      spdlog::debug("{}: carried value '{}' does not grow by the same step each iteration ({} -> {} -> {}): dynamic",
+                    where(n, file), in->name, init->type.shape_string(), shape_text(first), again->type.shape_string());
+      continue;
+    }
+    spdlog::debug("{}: carried value '{}' grows by a steady step over {} iterations: planned at {}", where(n, file),
+                  in->name, *trips, shape_text(bound));
+    const std::string what = where(n, file) + ": carried value '" + in->name + "' after " + std::to_string(*trips) + " steps";
+    in->capacity_bytes = checked_mul(checked_element_count(bound, what), dtype_size(in->type.dtype), what);
+    in->capacity_known = true;
+    in->shape_varies = true;
+  }
+}
+
 void infer_loop(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
   Graph* body = n.subgraph("body");
   if (!body) fail(where(n, file) + ": Loop needs a body");
@@ -206,6 +271,12 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
   const std::unique_ptr<Graph> pristine = clone_graph(*body);
   type_inputs(*body);
   infer(*body);
+  std::vector<std::optional<std::vector<int64_t>>> first_step(body->inputs.size());  // what iteration 0 writes
+  for (size_t j = 0; j < ports.carried(); ++j) {
+    const int32_t slot = ports.slot_of_carried(j);
+    const Value* out = body->outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
+    if (out->type.is_static()) first_step[ports.body_input_of_slot(slot)] = out->type.static_dims();
+  }
   for (int round = 0;; ++round) {
     bool changed = false;
     for (size_t j = 0; j < ports.carried(); ++j) {
@@ -228,6 +299,7 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
     type_inputs(*body);
     infer(*body);
   }
+  bound_growth_by_trip_count(n, *body, *pristine, widened, first_step, type_inputs, infer, file);
   for (size_t j = 0; j < ports.carried(); ++j) {
     const int32_t slot = ports.slot_of_carried(j);
     const Value* in = body->inputs[ports.body_input_of_slot(slot)];

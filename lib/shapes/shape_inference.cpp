@@ -232,6 +232,22 @@ class ShapeInference {
     }
     return in && !v.type.is_static() ? opts_.bounds.find(in->name) : opts_.bounds.end();
   }
+  // The same for a bound infer_loop derived from a constant trip count (on the body input).
+  static const Value* carried_input_bounded(const Value& v) {
+    const Graph& g = *v.graph;
+    const Node* loop = g.owner && g.owner->op_type == "Loop" && v.is_graph_output ? g.owner : v.producer;
+    if (!loop || loop->op_type != "Loop" || v.type.is_static()) return nullptr;
+    const ControlFlowPorts ports(*loop);
+    const Graph& body = *loop->subgraph("body");
+    for (size_t j = 0; j < ports.carried(); ++j) {
+      const int32_t slot = ports.slot_of_carried(j);
+      const Value* in = body.inputs[ports.body_input_of_slot(slot)];
+      const Value* out = body.outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
+      const bool is_it = &v == out || (v.producer == loop && j < loop->outputs.size() && loop->outputs[j] == &v);
+      if (is_it && in->capacity_known && in->shape_varies && !in->dynamic) return in;
+    }
+    return nullptr;
+  }
 
   // Every buffer needs a byte capacity: exact for a static shape, else a bound.
   void size_values(Graph& g) {
@@ -241,6 +257,11 @@ class ShapeInference {
       if (b == opts_.bounds.end() && !v->constant) b = carried_bound(*v);
       if (v->constant) continue;
       const std::string what = model_.path + ": tensor '" + v->name + "'";
+      if (const Value* in = b == opts_.bounds.end() ? carried_input_bounded(*v) : nullptr) {
+        v->capacity_bytes = in->capacity_bytes;  // what the slot holds: every iteration's value fits
+        v->capacity_known = true;
+        v->shape_varies = true;
+      }
       if (v->capacity_known) continue;
       v->capacity_known = true;
       if (b != opts_.bounds.end()) {

@@ -137,3 +137,56 @@ TEST_CASE("loop growth: a growing loop inside another starts again from its init
     CHECK(std::vector<float>(p, p + t.bytes / 4) == std::vector<float>{6, 9, 12});
   }
 }
+
+namespace {
+
+// x_out = Concat(x_in, <appended>) over a trip count fixed in the file (an initializer).
+ModelBuilder constant_trips_loop(const std::string& name, int64_t trips, const std::string& appended) {
+  ModelBuilder b(name, 13);
+  auto& g = b.graph();
+  add_input(g, "x", elem::kFloat, {2});
+  add_initializer(g, tensor_i64("trips", {}, {trips}));
+  onnx::GraphProto body = loop_body_skeleton("body");
+  add_input_unranked(body, "x_in", elem::kFloat);
+  attr_int(add_node(body, "Concat", {"x_in", appended}, {"x_out"}, "append"), "axis", 0);
+  add_output_unranked(body, "x_out", elem::kFloat);
+  attr_graph(add_node(g, "Loop", {"trips", "", "x"}, {"y"}, "loop"), "body", body);
+  add_output_unranked(g, "y", elem::kFloat);
+  return b;
+}
+
+std::vector<float> run_fixed(const std::shared_ptr<const CompiledModel>& model, std::vector<int64_t>& shape) {
+  Session s(model, SessionOptions{true});
+  const std::vector<float> x{1, 2};
+  s.set_input("x", kFloat32, std::vector<int64_t>{2}, x.data(), 8);
+  s.run();
+  const TensorRef y = s.output("y");
+  shape.assign(y.shape.begin(), y.shape.end());
+  const float* p = static_cast<const float*>(y.data);
+  return {p, p + y.bytes / 4};
+}
+
+}  // namespace
+
+TEST_CASE("loop growth: a steady growth under a constant trip count is planned in the arena at its bound",
+          "[loop][dynamic]") {
+  // Two floats a step, five steps: at most 12 floats, 48 bytes a slot.
+  auto model = CompiledModel::compile(write(constant_trips_loop("steady", 5, "x"), "memplan_loop_steady.onnx"), {});
+  const std::string report = model->report_text();
+  CHECK_THAT(report, Catch::Contains("slots for 'x_in': 48 bytes"));
+  CHECK_THAT(report, !Catch::Contains("dynamic tensor 'x_in'"));
+  CHECK_THAT(report, !Catch::Contains("dynamic tensor 'y'"));
+  std::vector<int64_t> shape;
+  CHECK(run_fixed(model, shape) == std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2});
+  CHECK(shape == std::vector<int64_t>{12});
+}
+
+TEST_CASE("loop growth: a value that doubles each step is not bounded by a guess: the session keeps it",
+          "[loop][dynamic]") {
+  // Concat(x_in, x_in) adds 2, then 4, then 8: no steady step, so no bound from the trip count.
+  auto model = CompiledModel::compile(write(constant_trips_loop("doubling", 3, "x_in"), "memplan_loop_doubling.onnx"), {});
+  CHECK_THAT(model->report_text(), Catch::Contains("carries 'x_in', whose shape grows"));
+  std::vector<int64_t> shape;
+  CHECK(run_fixed(model, shape).size() == 16);
+  CHECK(shape == std::vector<int64_t>{16});
+}
