@@ -70,7 +70,7 @@ class Lowering {
   explicit Lowering(GraphProto& main) : main_(main) {}
 
   int run() {
-    int done = 0;
+    int done = split_lists();
     // One list at a time, found first and then rewritten: a rewrite changes the node lists.
     while (true) {
       GraphProto* graph = nullptr;
@@ -149,6 +149,64 @@ class Lowering {
     g.mutable_node()->DeleteSubrange(index_of(g, init), 1);  // the SequenceEmpty
     drop_value_info(g, {init, list});
     if (!list.empty()) replace_reads(list, stacked);
+  }
+
+  // SplitToSequence(x, axis a) without sizes: element i is x's slice i along a (a dim of 1 kept
+  // with keepdims). Read by index or counted, it is x itself: SequenceAt(i) is Gather(x, i, axis
+  // a) (the index made a 1-element vector to keep the dim), SequenceLength is x's dim a. The
+  // split node goes where every read is one of these.
+  int split_lists() {
+    std::vector<std::pair<GraphProto*, NodeProto*>> splits;
+    for_each_node(main_, [&](GraphProto& g, NodeProto& n) {
+      if (n.op_type() == "SplitToSequence" && n.domain().empty() && n.input_size() == 1 && n.output_size() == 1)
+        splits.emplace_back(&g, &n);
+    });
+    int done = 0;
+    for (auto [g, split] : splits) {
+      const std::string list = split->output(0), x = split->input(0);
+      if (returned(main_, list)) continue;
+      std::vector<std::pair<GraphProto*, NodeProto*>> reads;
+      bool all = true;
+      for_each_node(main_, [&](GraphProto& rg, NodeProto& r) {
+        for (int i = 0; i < r.input_size(); ++i)
+          if (r.input(i) == list) {
+            all = all && i == 0 && ((r.op_type() == "SequenceAt" && r.input_size() == 2) ||
+                                    (r.op_type() == "SequenceLength" && r.input_size() == 1));
+            reads.emplace_back(&rg, &r);
+          }
+      });
+      if (!all) continue;
+      const int64_t axis = int_attribute(*split, "axis", 0), keep = int_attribute(*split, "keepdims", 1);
+      for (auto [rg, r] : reads) {
+        if (r->op_type() == "SequenceLength") {
+          const std::string shape = fresh("shape"), at = fresh("axis");
+          add_constant(*rg, at, axis);
+          add_node(*rg, "Shape", {x}, shape);
+          r->set_op_type("Gather");
+          r->set_input(0, shape);
+          r->add_input(at);
+          r->clear_attribute();
+          continue;
+        }
+        r->set_op_type("Gather");
+        r->set_input(0, x);
+        r->clear_attribute();
+        auto* a = r->add_attribute();
+        a->set_name("axis");
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(axis);
+        if (keep) {  // a 1-element index keeps the dim
+          const std::string one = fresh("one"), index = fresh("index");
+          add_constant_1d(*rg, one, 1);
+          add_node(*rg, "Reshape", {r->input(1), one}, index);
+          r->set_input(1, index);
+        }
+      }
+      g->mutable_node()->DeleteSubrange(index_of(*g, list), 1);
+      drop_value_info(*g, {list});
+      ++done;
+    }
+    return done;
   }
 
   static void drop_value_info(GraphProto& g, const std::set<std::string>& names) {

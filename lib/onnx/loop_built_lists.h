@@ -10,8 +10,10 @@
 //     axes merged (Shape, Slice, ReduceProd, Concat, Reshape); SequenceLength is S's first dim;
 //     SequenceAt(i) is Gather(S, i).
 // Only where every read of the list is one of these, wherever it is (If branches included), and
-// the body appends at the end exactly once per iteration; any other use of a sequence is left
-// as it is (and refused at import, naming the value).
+// the body appends at the end exactly once per iteration. A tensor split into a list
+// (SplitToSequence, no sizes: `torch.unbind`, a list iterated in a loop) and then only indexed
+// or counted is the tensor itself: SequenceAt is a Gather along the split axis, SequenceLength
+// its size. Any other use of a sequence is left as it is (and refused at import, naming it).
 #pragma once
 
 namespace onnx {

@@ -101,3 +101,38 @@ TEST_CASE("loop-built list: any other use of the list is refused, naming it", "[
   std::ofstream(path, std::ios::binary) << b.bytes();
   CHECK_THROWS_WITH(CompiledModel::compile(path, {}), Catch::Contains("'list_in' is a sequence"));
 }
+
+TEST_CASE("a tensor split into a list and iterated in a loop is read as the tensor itself", "[loop][sequence]") {
+  // for t in torch.unbind(x): acc = acc + t  (a SplitToSequence, counted for the trip count and
+  // indexed by the loop counter inside the body), with keepdims 0, and 1 (each item [1, 2]).
+  for (const int64_t keep : {0, 1}) {
+    INFO("keepdims " << keep);
+    ModelBuilder b("split_list", 17);
+    auto& g = b.graph();
+    add_input(g, "x", elem::kFloat, {3, 2});
+    add_input(g, "acc0", elem::kFloat, keep ? Shape{1, 2} : Shape{2});
+    auto* split = add_node(g, "SplitToSequence", {"x"}, {"items"}, "unbind");
+    attr_int(split, "axis", 0);
+    attr_int(split, "keepdims", keep);
+    add_node(g, "SequenceLength", {"items"}, {"count"}, "count");
+    onnx::GraphProto body = loop_body_skeleton("body");
+    add_input_unranked(body, "acc_in", elem::kFloat);
+    add_node(body, "SequenceAt", {"items", "iter"}, {"item"}, "item");
+    add_node(body, "Add", {"acc_in", "item"}, {"acc_out"}, "add");
+    add_output_unranked(body, "acc_out", elem::kFloat);
+    attr_graph(add_node(g, "Loop", {"count", "", "acc0"}, {"sum"}, "loop"), "body", body);
+    add_output_unranked(g, "sum", elem::kFloat);
+    const std::string path = (std::filesystem::temp_directory_path() / "memplan_split_list.onnx").string();
+    std::ofstream(path, std::ios::binary) << b.bytes();
+    auto model = CompiledModel::compile(path, {});
+    Session s(model, SessionOptions{true});
+    const std::vector<float> x{1, 2, 3, 4, 5, 6}, acc0{0, 0};
+    s.set_input("x", kFloat32, std::vector<int64_t>{3, 2}, x.data(), 24);
+    s.set_input("acc0", kFloat32, keep ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{2}, acc0.data(), 8);
+    s.run();
+    const TensorRef sum = s.output("sum");
+    const auto* p = static_cast<const float*>(sum.data);
+    CHECK(std::vector<float>(p, p + 2) == std::vector<float>{9, 12});
+    CHECK(sum.shape.size() == (keep ? 2u : 1u));
+  }
+}
