@@ -48,6 +48,6 @@ void register_rnn_kernels(KernelRegistry& r);          // kernels/rnn/: RNN, LST
 void register_resize_kernels(KernelRegistry& r);       // kernels/resize/: Resize, Upsample, GridSample
 void register_detection_kernels(KernelRegistry& r);    // kernels/detection/: NonMaxSuppression, RoiAlign
 void register_quantized_kernels(KernelRegistry& r);    // kernels/quantized/
-void register_signal_kernels(KernelRegistry& r);       // kernels/signal/: the window functions
+void register_signal_kernels(KernelRegistry& r);       // kernels/signal/: windows, DFT, STFT, MelWeightMatrix
 
 }  // namespace memplan::rt

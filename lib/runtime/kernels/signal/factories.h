@@ -1,4 +1,4 @@
-// The factory of the signal family (signal/signal_window.cpp), for signal/registration.cpp.
+// The factories of the signal family (signal/*.cpp), for signal/registration.cpp.
 #pragma once
 
 #include <memory>
@@ -12,3 +12,11 @@ std::unique_ptr<Kernel> make_window(const Node& n, const KernelEnv& env);  // Ha
 bool window_accepts(const Node& n);
 
 }  // namespace memplan::rt::shape
+
+namespace memplan::rt::signal {
+
+std::unique_ptr<Kernel> make_dft(const Node& n, const KernelEnv& env);   // signal_dft.cpp
+std::unique_ptr<Kernel> make_stft(const Node& n, const KernelEnv& env);  // signal_dft.cpp
+std::unique_ptr<Kernel> make_mel_weight_matrix(const Node& n, const KernelEnv& env);  // signal_mel.cpp
+
+}  // namespace memplan::rt::signal
