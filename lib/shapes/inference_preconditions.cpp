@@ -47,6 +47,22 @@ void check_conv_pool(const Node& n, const std::string& where, size_t weight_inde
   if (n.attr("group") && n.attr_int("group", 1) < 1) fail(where + ": group must be at least 1");
 }
 
+// STFT's inference reads dim 1 of the signal (a rank-1 signal crashed libonnx) and divides by
+// a constant frame_step, which it reads as one element.
+void check_stft(const Node& n, const std::string& where) {
+  const Value* signal = input(n, 0);
+  if (ranked(signal) && rank(signal) != 3)
+    fail(where + ": signal '" + signal->name + "' has rank " + std::to_string(rank(signal)) +
+         "; STFT takes [batch, length, 1 or 2]");
+  const Value* step = input(n, 1);
+  if (!step || !step->constant) return;
+  if (step->constant->element_count() != 1)
+    fail(where + ": frame_step '" + step->name + "' must hold one value, it holds " +
+         std::to_string(step->constant->element_count()));
+  if (step->constant->int_at(0) < 1)
+    fail(where + ": frame_step " + std::to_string(step->constant->int_at(0)) + " must be at least 1");
+}
+
 }  // namespace
 
 void check_inference_preconditions(const Node& n, const std::string& file) {
@@ -56,6 +72,7 @@ void check_inference_preconditions(const Node& n, const std::string& file) {
   if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") check_conv_pool(n, where, 1, true);
   else if (op == "QLinearConv") check_conv_pool(n, where, 3, true);
   else if (op == "MaxPool" || op == "AveragePool" || op == "LpPool") check_conv_pool(n, where, 0, false);
+  else if (op == "STFT") check_stft(n, where);
   else if (op == "LayerNormalization") {
     const Value* x = input(n, 0);
     const int64_t axis = n.attr_int("axis", -1);

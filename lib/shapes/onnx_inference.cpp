@@ -49,6 +49,18 @@ TensorType type_from_proto(const onnx::TypeProto& p) {
   return t;
 }
 
+// Attributes whose default ONNX 1.12's inference function reads otherwise than its schema states:
+// the schema's default is shown to it explicitly. STFT's onesided defaults to 1, but its
+// inference reads 0 and would type the output with frame_length bins instead of the
+// frame_length / 2 + 1 unique ones that the op (and ONNX's own test_stft) gives.
+void show_misread_defaults(const Node& node, std::map<std::string, onnx::AttributeProto>& attributes) {
+  if (!node.domain.empty() || node.op_type != "STFT" || attributes.count("onesided")) return;
+  onnx::AttributeProto& a = attributes["onesided"];
+  a.set_name("onesided");
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(1);
+}
+
 class NodeInferenceContext final : public onnx::InferenceContext {
  public:
   explicit NodeInferenceContext(const Node& node) : node_(node) {
@@ -56,6 +68,7 @@ class NodeInferenceContext final : public onnx::InferenceContext {
       if (a.kind == Attribute::Kind::Graph || a.kind == Attribute::Kind::Graphs) continue;
       attribute_to_proto(a, attributes_[a.name]);
     }
+    show_misread_defaults(node, attributes_);
     input_types_.resize(node.inputs.size());
     input_data_.resize(node.inputs.size());
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -208,6 +221,31 @@ void refuse_negative_dims(const Node& node, const NodeInferenceContext& ctx, con
   }
 }
 
+// ONNX 1.12's STFT inference counts ceil((length - frame) / frame_step) + 1 frames, but a frame
+// runs past the signal's end there: the op gives floor((length - frame) / frame_step) + 1 (ONNX's
+// reference and test_stft, as ONNX Runtime). The frame count it inferred is recomputed.
+void correct_stft_frames(const Node& node, NodeInferenceContext& ctx) {
+  if (!node.domain.empty() || node.op_type != "STFT" || node.outputs.empty() || !node.outputs[0]) return;
+  onnx::TypeProto* out = ctx.getOutputType(0);
+  if (!out->has_tensor_type() || !out->tensor_type().has_shape() || out->tensor_type().shape().dim_size() != 4 ||
+      !out->tensor_type().shape().dim(1).has_dim_value())
+    return;
+  auto at = [&](size_t i) { return i < node.inputs.size() ? node.inputs[i] : nullptr; };
+  const Value* signal = at(0);
+  const Value* step = at(1);
+  const Value* window = at(2);
+  const Value* frame = at(3);
+  if (!signal || !signal->type.has_rank || signal->type.dims.size() != 3 || !signal->type.dims[1].known()) return;
+  if (!step || !step->constant || step->constant->element_count() != 1) return;
+  int64_t n = -1;
+  if (window && window->type.has_rank && window->type.dims.size() == 1 && window->type.dims[0].known())
+    n = window->type.dims[0].value;
+  if (frame && frame->constant && frame->constant->element_count() == 1) n = frame->constant->int_at(0);
+  const int64_t length = signal->type.dims[1].value, s = step->constant->int_at(0);
+  if (n < 1 || s < 1 || length < n) return;  // the kernel refuses these, naming the node
+  out->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value((length - n) / s + 1);
+}
+
 // Typed and ranked: a node made again at run time has its outputs' element types already (from
 // the compile), so an op ONNX infers only through its function body (GreaterOrEqual-16) would
 // otherwise keep a rankless output there, and its size could not be told.
@@ -324,6 +362,7 @@ void infer_with_onnx(Node& node, const std::string& file) {
   check_inference_preconditions(node, file);
   NodeInferenceContext ctx(node);
   guarded(node, file, "", [&] { schema->GetTypeAndShapeInferenceFunction()(ctx); });
+  correct_stft_frames(node, ctx);
   refuse_negative_dims(node, ctx, file);
   merge_outputs(node, ctx);
   if (!every_output_ranked(node)) infer_through_body(node, file);

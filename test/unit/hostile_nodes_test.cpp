@@ -130,3 +130,26 @@ TEST_CASE("hostile nodes: a Shape with two outputs (found by fuzz_onnx: folding 
   add_output_unranked(g, "s", elem::kInt64);
   refused(b, {"Shape node 'shape'"});
 }
+
+namespace {
+
+ModelBuilder stft(Shape signal, int64_t frame_step) {
+  ModelBuilder b("hostile", 17);
+  auto& g = b.graph();
+  add_input(g, "signal", elem::kFloat, std::move(signal));
+  add_input(g, "window", elem::kFloat, {16});
+  add_initializer(g, tensor_i64("step", {}, {frame_step}));
+  add_node(g, "STFT", {"signal", "step", "window"}, {"y"}, "stft");
+  add_output_unranked(g, "y", elem::kFloat);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("hostile nodes: an STFT signal of rank 1 (crashed libonnx 1.12 with a constant frame_step)", "[hostile]") {
+  refused(stft({128}, 8), {"STFT node 'stft'", "signal 'signal' has rank 1"});
+}
+
+TEST_CASE("hostile nodes: an STFT frame_step of 0 (ONNX's inference divides by it)", "[hostile]") {
+  refused(stft({1, 128, 1}, 0), {"STFT node 'stft'", "frame_step 0 must be at least 1"});
+}
