@@ -149,9 +149,11 @@ TEST_CASE("PyTorch exports with run-time sizes match ONNX Runtime in guard mode"
   // from run-time lengths (batch 2, two sequence lengths); torchvision's Swin blocks, whose
   // attention dropout exports in training mode at ratio 0; a Keypoint R-CNN whose post-processing
   // (TopK, NonZero, NonMaxSuppression, a Loop over detections) decides every size at run time;
-  // a Python list built in a scripted loop, stacked and concatenated (3 items, and none).
+  // a Python list built in a scripted loop, stacked and concatenated (3 items, and none); an STFT
+  // magnitude front end over two signal lengths.
   const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "torch_dynamic";
-  for (const char* name : {"conformer_masks", "swin_dropout0", "keypoint_rcnn_small", "scripted_list_loop"}) {
+  for (const char* name :
+       {"conformer_masks", "swin_dropout0", "keypoint_rcnn_small", "scripted_list_loop", "stft_frontend"}) {
     INFO(name);
     CHECK(run_model_folder(dir / name) == 2);
   }
