@@ -31,6 +31,11 @@ def write_bytes(path, data):
     make_models.write_bytes(path, data)
 
 
+def folder_writer(folder):
+    """write_bytes for paths relative to models/<folder>/."""
+    return lambda path, data: write_bytes(f"{folder}/{path}", data)
+
+
 def shape_str(v):
     t = v.type.tensor_type
     if not t.HasField("shape"):

@@ -98,10 +98,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import torch_fixtures as fx  # noqa: E402  (models/torch_fixtures.py: data sets, ONNX Runtime, memplan)
 
 NAME = os.path.basename(HERE)
-
-
-def write_bytes(path, data):
-    fx.write_bytes(f"{NAME}/{path}", data)
+write_bytes = fx.folder_writer(NAME)
 
 
 # ----------------------------------------------------------------------------------------------
