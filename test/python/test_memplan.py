@@ -186,6 +186,11 @@ class CompileAndRun(unittest.TestCase):
             self.assertEqual(loaded.arena_bytes, m.arena_bytes)
             x = {"x": np.full((1, 64), 0.1, np.float32)}
             np.testing.assert_array_equal(loaded.run(x)["probs"], m.run(x)["probs"])
+            # A plan fixes no thread count: a plan made for two threads loads for one.
+            two = os.path.join(tmp, "two.mplan")
+            memplan.compile(TINY, threads=2).save_plan(two)
+            for threads in (2, 1):
+                self.assertEqual(memplan.load(TINY, two, threads=threads).threads, threads)
             with self.assertRaises(memplan.Error) as e:
                 memplan.load(os.path.join(MODELS, "example", "model.onnx"), plan)
             self.assertEqual(e.exception.kind, memplan.ErrorKind.InvalidInput)
