@@ -101,6 +101,7 @@ struct CarriedSlots {
   uint64_t slot1 = 0;
   SlotHome home = SlotHome::TwoSlots;  // the counter: OneSlot
   int32_t writer = -1;  // OneSlot/NodeOutput of a carried value: the body step that writes it in place
+  bool grows = false;   // its shape changes across iterations (a slot then holds its bound)
 };
 
 // A control-flow node's region: one buffer of the parent where its subgraph frames start.

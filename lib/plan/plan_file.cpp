@@ -186,6 +186,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
         pc.set_slot1(c.slot1);
         pc.set_home(static_cast<uint32_t>(c.home));
         pc.set_writer(c.writer);
+        pc.set_grows(c.grows);
       }
     }
   }
@@ -271,7 +272,8 @@ MemoryPlan from_proto(const planfile::Plan& in) {
         const SlotHome home = version >= 4 ? static_cast<SlotHome>(std::min<uint32_t>(pc.home(), 255))
                               : pc.slot0() == pc.slot1() ? SlotHome::OneSlot
                                                          : SlotHome::TwoSlots;
-        r.carried.push_back({pc.slot(), pc.name(), pc.size(), pc.slot0(), pc.slot1(), home, version >= 4 ? pc.writer() : -1});
+        r.carried.push_back(
+            {pc.slot(), pc.name(), pc.size(), pc.slot0(), pc.slot1(), home, version >= 4 ? pc.writer() : -1, pc.grows()});
       }
     }
   }

@@ -351,6 +351,7 @@ class Planner {
       cs.size = c.size;
       cs.home = c.home;
       cs.writer = c.writer ? step_in(*c.writer) : -1;
+      cs.grows = c.home != SlotHome::Dynamic && c.body_input && !c.body_input->type.is_static();
       if (in_region(c.home)) {
         cs.slot0 = at;
         at += aligned(c.size);

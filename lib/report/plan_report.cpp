@@ -37,12 +37,14 @@ const char* home_name(SlotHome h) {
 std::string slot_text(const Region& r, const CarriedSlots& c) {
   const std::string head = r.op_type + " '" + r.node + "' ";
   const std::string updated = c.writer >= 0 ? " (updated in place at body step " + std::to_string(c.writer) + ")" : "";
+  const std::string grows = c.grows ? " (its shape grows or shrinks with the run: the slot holds its bound)" : "";
   switch (c.home) {
     case SlotHome::TwoSlots:
       return head + "slots for '" + c.name + "': " + std::to_string(c.size) + " bytes at +" + std::to_string(c.slot0) +
-             ", +" + std::to_string(c.slot1);
+             ", +" + std::to_string(c.slot1) + grows;
     case SlotHome::OneSlot:
-      return head + "slot for '" + c.name + "': " + std::to_string(c.size) + " bytes at +" + std::to_string(c.slot0) + updated;
+      return head + "slot for '" + c.name + "': " + std::to_string(c.size) + " bytes at +" + std::to_string(c.slot0) + updated +
+             grows;
     case SlotHome::NodeOutput:
       return head + "keeps '" + c.name + "' (" + std::to_string(c.size) + " bytes) in its output" + updated + ": no slot";
     case SlotHome::Dynamic:
@@ -268,7 +270,7 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
           << ", \"bytes\": " << c.size << ", \"home\": " << json_string(home_name(c.home)) << ", \"offsets\": [";
         if (c.home == SlotHome::TwoSlots) o << c.slot0 << ", " << c.slot1;
         else if (c.home == SlotHome::OneSlot) o << c.slot0;
-        o << "], \"writer_step\": " << c.writer << "}";
+        o << "], \"writer_step\": " << c.writer << ", \"grows\": " << (c.grows ? "true" : "false") << "}";
         first_slot = false;
       }
     o << "], \"leaner_kernel_steps\": [";

@@ -174,6 +174,8 @@ TEST_CASE("a growing carried value bounded on its body input is planned in the a
   auto model = CompiledModel::compile((dir / "model.onnx").string(), options);
   const std::string report = model->report_text();
   CHECK_THAT(report, Catch::Contains("slots for 'ys_in': 64 bytes"));
+  CHECK_THAT(report, Catch::Contains("(its shape grows or shrinks with the run: the slot holds its bound)"));
+  CHECK_THAT(model->report_json(), Catch::Contains("\"value\": \"ys_in\"") && Catch::Contains("\"grows\": true"));
   CHECK_THAT(report, !Catch::Contains("dynamic tensor 'ys_in'"));
   for (const char* set : {"test_data_set_0", "test_data_set_1", "test_data_set_2"}) {
     INFO(set);
