@@ -213,38 +213,22 @@ class ShapeInference {
       }
   }
 
-  // The bound given for a Loop's carried value (its body input) holds for what each iteration
-  // writes to it and for the Loop's final value: one tensor, iteration after iteration. So a
-  // decoder's token history needs one --bound, on the body input, to be planned in the arena.
-  std::map<std::string, std::vector<int64_t>>::const_iterator carried_bound(const Value& v) const {
-    const Value* in = nullptr;
+  // The body input of the Loop-carried value `v` is a state of, where v is the body's update of
+  // it or the Loop's final value and its shape varies; else null. A bound on that body input
+  // (--bound, or one infer_loop derived from a constant trip count) holds for v too: one tensor,
+  // iteration after iteration. So a decoder's token history needs one bound, on the body input.
+  static const Value* carried_body_input(const Value& v) {
+    if (v.type.is_static()) return nullptr;
     const Graph& g = *v.graph;
     if (g.owner && g.owner->op_type == "Loop" && v.is_graph_output) {
       const ControlFlowPorts ports(*g.owner);
-      for (size_t o = 0; o < g.outputs.size() && !in; ++o)
+      for (size_t o = 0; o < g.outputs.size(); ++o)
         if (g.outputs[o] == &v && ports.body_output(o).kind == Port::Kind::Carried)
-          in = g.inputs[ports.body_input_of_slot(ports.body_output(o).slot)];
+          return g.inputs[ports.body_input_of_slot(ports.body_output(o).slot)];
     } else if (const Node* loop = v.producer; loop && loop->op_type == "Loop") {
       const ControlFlowPorts ports(*loop);
-      const auto at = std::find(loop->outputs.begin(), loop->outputs.end(), &v) - loop->outputs.begin();
-      if (static_cast<size_t>(at) < ports.carried())
-        in = loop->subgraph("body")->inputs[ports.body_input_of_slot(ports.slot_of_carried(static_cast<size_t>(at)))];
-    }
-    return in && !v.type.is_static() ? opts_.bounds.find(in->name) : opts_.bounds.end();
-  }
-  // The same for a bound infer_loop derived from a constant trip count (on the body input).
-  static const Value* carried_input_bounded(const Value& v) {
-    const Graph& g = *v.graph;
-    const Node* loop = g.owner && g.owner->op_type == "Loop" && v.is_graph_output ? g.owner : v.producer;
-    if (!loop || loop->op_type != "Loop" || v.type.is_static()) return nullptr;
-    const ControlFlowPorts ports(*loop);
-    const Graph& body = *loop->subgraph("body");
-    for (size_t j = 0; j < ports.carried(); ++j) {
-      const int32_t slot = ports.slot_of_carried(j);
-      const Value* in = body.inputs[ports.body_input_of_slot(slot)];
-      const Value* out = body.outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
-      const bool is_it = &v == out || (v.producer == loop && j < loop->outputs.size() && loop->outputs[j] == &v);
-      if (is_it && in->capacity_known && in->shape_varies && !in->dynamic) return in;
+      const auto at = static_cast<size_t>(std::find(loop->outputs.begin(), loop->outputs.end(), &v) - loop->outputs.begin());
+      if (at < ports.carried()) return loop->subgraph("body")->inputs[ports.body_input_of_slot(ports.slot_of_carried(at))];
     }
     return nullptr;
   }
@@ -254,14 +238,15 @@ class ShapeInference {
     for (auto& v : g.values) {
       auto b = opts_.bounds.find(v->name);
       if (b != opts_.bounds.end()) used_bounds_.insert(v->name);  // a bound on a folded value is fine
-      if (b == opts_.bounds.end() && !v->constant) b = carried_bound(*v);
       if (v->constant) continue;
-      const std::string what = model_.path + ": tensor '" + v->name + "'";
-      if (const Value* in = b == opts_.bounds.end() ? carried_input_bounded(*v) : nullptr) {
-        v->capacity_bytes = in->capacity_bytes;  // what the slot holds: every iteration's value fits
+      const Value* state = carried_body_input(*v);
+      if (b == opts_.bounds.end() && state) b = opts_.bounds.find(state->name);
+      if (b == opts_.bounds.end() && state && state->capacity_known && state->shape_varies && !state->dynamic) {
+        v->capacity_bytes = state->capacity_bytes;  // the derived bound: what the slot holds
         v->capacity_known = true;
         v->shape_varies = true;
       }
+      const std::string what = model_.path + ": tensor '" + v->name + "'";
       if (v->capacity_known) continue;
       v->capacity_known = true;
       if (b != opts_.bounds.end()) {
