@@ -180,6 +180,21 @@ void drop_unread_constants(Graph& main) {
   });
 }
 
+int fold_nodes_away(Graph& main, const std::function<void(Graph& g, std::unordered_set<const Node*>& dead)>& rewrite) {
+  int removed = 0;
+  for_each_graph(main, [&](Graph& g) {
+    std::unordered_set<const Node*> dead;
+    rewrite(g, dead);
+    removed += static_cast<int>(dead.size());
+    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
+  });
+  if (removed) {
+    rebuild_uses(main);
+    drop_unread_constants(main);
+  }
+  return removed;
+}
+
 void rebuild_uses(Graph& main) {
   for_each_graph(main, [](Graph& g) {
     g.captures.clear();

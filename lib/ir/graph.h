@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -172,6 +174,12 @@ Node* sole_consumer(const Value* v);
 // Drops the constants (and initializers) of `main` and its subgraphs that nothing reads and no
 // graph returns: what a rewriting pass left behind. Call after rebuild_uses.
 void drop_unread_constants(Graph& main);
+
+// The frame of a pass that folds nodes away: rewrite(g, dead) runs on `main` and on every graph
+// nested in it, rewires g's nodes and puts those it made redundant in `dead` (it may skip nodes
+// already there); they are then erased. When any were, uses are rebuilt and the constants nothing
+// reads any more dropped. Returns how many nodes went.
+int fold_nodes_away(Graph& main, const std::function<void(Graph& g, std::unordered_set<const Node*>& dead)>& rewrite);
 
 // Replaces every read of `from` by `to` in `scope` and every graph nested in it.
 void replace_uses(Graph& scope, Value* from, Value* to);

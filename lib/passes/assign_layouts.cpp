@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "ir/channel_shuffle.h"
 #include "ir/fused_dequantize.h"
 #include "runtime/dnnl_context.h"
 
@@ -136,7 +137,10 @@ Role role_of(const Node& n) {
   for (size_t k = 1; k < n.outputs.size(); ++k)
     if (n.outputs[k]) return Role::Plain;  // MaxPool indices, BatchNormalization statistics, ...
   const Value* y = n.outputs[0];
-  if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) && group_block_limit(n) > 0 ? Role::Conv : Role::Plain;
+  // A grouped Conv whose groups no block divides (ShuffleNet's 4 groups of 34) still runs
+  // channels-last on jit kernels; the limit only bars blocks (takes_channels_last).
+  if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) ? Role::Conv : Role::Plain;
+  if (n.op_type == "Transpose" && n.attr(kChannelShuffleAttr)) return Role::Same;
   if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return Role::ToPlain;
   const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";
   if (pool && y->type.dims[2].value == 1 && y->type.dims[3].value == 1) return Role::ToPlain;
@@ -183,14 +187,10 @@ std::vector<const Value*> data_inputs(const Node& n, Role r) {
 }
 
 // Nodes whose kernels take channels-last float32 tensors in the roles role_of gives them: not
-// batch norm and LRN (their oneDNN kernels are made for plain or blocked tensors only), and of
-// the convolutions, dense and depthwise ones (oneDNN's grouped kernels want blocks).
-bool takes_channels_last(const Node& n) {
-  if (n.op_type == "BatchNormalization" || n.op_type == "LRN") return false;
-  if (n.op_type != "Conv") return true;
-  const int64_t group = n.attr_int("group", 1);
-  return group == 1 || (n.inputs[0] && n.inputs[0]->type.dims.size() == 4 && group == n.inputs[0]->type.dims[1].value);
-}
+// batch norm and LRN (their oneDNN kernels are made for plain or blocked tensors only). oneDNN
+// 2.6 runs dense, depthwise and grouped convolutions channels-last on jit kernels, on AVX2 and
+// AVX-512 (brgconv, jit_1x1, jit_dw); where it has none, the Conv kernel stages oneDNN's choice.
+bool takes_channels_last(const Node& n) { return n.op_type != "BatchNormalization" && n.op_type != "LRN"; }
 
 // May `consumer` read `v` in the layout `layout` (a block, or Value::kChannelsLast)?
 bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int layout) {
@@ -213,8 +213,7 @@ bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int 
 // such a group differ (a Concat of 24 channels, channels-last, and 24 zeros into 48, blocked by
 // 16), the whole group takes channels-last when every member's producer can write it; otherwise
 // the pass below unblocks it.
-void agree_within_groups(Graph& g, const std::set<Value*>& blocked, int preferred_block) {
-  if (preferred_block != 16) return;  // no channels-last candidates below AVX-512
+void agree_within_groups(Graph& g, const std::set<Value*>& blocked) {
   std::map<const Value*, const Value*> parent;
   std::function<const Value*(const Value*)> root = [&](const Value* v) -> const Value* {
     auto it = parent.find(v);
@@ -240,6 +239,44 @@ void agree_within_groups(Graph& g, const std::set<Value*>& blocked, int preferre
   }
 }
 
+// A Conv whose source and destination differ in layout (nChw8c in, channels-last out) has no
+// jit kernel in oneDNN 2.6: one side is staged through the scratchpad every run. A Conv output
+// read only by Convs (as their source) ties no other value, so its layout is free: it turns
+// channels-last where that leaves fewer such mismatched convolutions around it. (MediaPipe's
+// depthwise Conv of 24 channels between channels-last tensors of 24 and 28: blocks of 8 divide 24,
+// yet both it and the pointwise Conv after it would reorder.) Each turn lowers the number of
+// mismatches, so this ends. Returns the values turned.
+int match_conv_neighbours(Graph& g) {
+  const auto layout = [](const Value* v) { return v ? v->channel_block : 0; };
+  const auto free_output = [&](const Value* v) {
+    const Node* n = v->producer;
+    if (v->is_graph_output || v->channel_block <= 0 || !n || role_of(*n) != Role::Conv || !takes_channels_last(*n) ||
+        (n->inputs.size() > 3 && n->inputs[3]) || v->consumers.empty())
+      return false;
+    for (const Node* c : v->consumers)
+      if (c->graph != &g || role_of(*c) != Role::Conv || !takes_channels_last(*c) || c->inputs[0] != v ||
+          (c->inputs.size() > 3 && c->inputs[3] == v))
+        return false;
+    return true;
+  };
+  const auto mismatches = [&](const Value* v, int as) {
+    int count = layout(v->producer->inputs[0]) != as;
+    for (const Node* c : v->consumers) count += layout(c->outputs[0]) != as;
+    return count;
+  };
+  int turned = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& v : g.values)
+      if (free_output(v.get()) && mismatches(v.get(), Value::kChannelsLast) < mismatches(v.get(), v->channel_block)) {
+        v->channel_block = Value::kChannelsLast;
+        changed = true;
+        ++turned;
+      }
+  }
+  return turned;
+}
+
 }  // namespace
 
 int assign_layouts(Model& model, int preferred_block) {
@@ -259,12 +296,11 @@ int assign_layouts(Model& model, int preferred_block) {
     int block = c % preferred_block == 0 ? preferred_block : 0;
     // A grouped Conv's block must also divide each group's channels (the limit says which does).
     if (r == Role::Conv) block = std::min(block, group_block_limit(*n));
-    // Channels the CPU's block does not divide (MediaPipe's 24, ShuffleNet's 58, a detector's 6):
-    // with AVX-512, channels-last, which oneDNN's brgemm and depthwise kernels run fast with no
-    // padding, and which needs no more bytes than plain. oneDNN 2.6 has those kernels from AVX-512
-    // on only: on AVX2 its channels-last convolutions stage blocked copies (a MediaPipe block's
-    // arena grew by 17%), so there 8-blocks, where they divide, and plain tensors elsewhere.
-    if (block == 0 && preferred_block == 16 && takes_channels_last(*n)) block = Value::kChannelsLast;
+    // Channels the CPU's block does not divide (MediaPipe's 24 and 28, ShuffleNet's 58, a
+    // detector's 6): channels-last, which oneDNN runs with jit kernels on AVX2 and AVX-512 alike
+    // (brgemm, 1x1, depthwise, pooling, binary) and which needs no more bytes than plain. Plain
+    // tensors would run on gemm convolutions and simple_nchw pooling, several times slower.
+    if (block == 0 && takes_channels_last(*n)) block = Value::kChannelsLast;
     if (block == 0 && c % 8 == 0 && (r != Role::Conv || group_block_limit(*n) >= 8)) block = 8;
     if (block == 0) continue;
     y->channel_block = block;
@@ -275,7 +311,7 @@ int assign_layouts(Model& model, int preferred_block) {
     blocked.erase(v);
   };
   auto layout = [&](const Value* v) { return v ? v->channel_block : 0; };
-  agree_within_groups(g, blocked, preferred_block);
+  agree_within_groups(g, blocked);
 
   for (bool changed = true; changed;) {
     changed = false;
@@ -310,6 +346,7 @@ int assign_layouts(Model& model, int preferred_block) {
       }
     }
   }
+  match_conv_neighbours(g);
   return static_cast<int>(blocked.size());
 }
 

@@ -1,7 +1,6 @@
 #include "passes/canonical_activations.h"
 
 #include <cmath>
-#include <unordered_set>
 
 #include "passes/constant_operands.h"
 
@@ -86,9 +85,7 @@ HardSwishForm match_hard_swish(const Node& last) {
 }  // namespace
 
 int canonicalize_activations(Model& model) {
-  int removed = 0;
-  for_each_graph(*model.main, [&](Graph& g) {
-    std::unordered_set<const Node*> dead;
+  return fold_nodes_away(*model.main, [](Graph& g, std::unordered_set<const Node*>& dead) {
     for (auto& n : g.nodes) {
       if (dead.count(n.get())) continue;
       const HardSwishForm form = match_hard_swish(*n);
@@ -102,14 +99,7 @@ int canonicalize_activations(Model& model) {
       n->inputs = {const_cast<Value*>(form.x)};
       n->attributes.clear();
     }
-    removed += static_cast<int>(dead.size());
-    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
   });
-  if (removed) {
-    rebuild_uses(*model.main);
-    drop_unread_constants(*model.main);
-  }
-  return removed;
 }
 
 }  // namespace memplan

@@ -85,9 +85,7 @@ bool fold_pad(Graph& g, Node& pad) {
 }  // namespace
 
 int drop_noops(Model& model) {
-  int removed = 0;
-  for_each_graph(*model.main, [&](Graph& g) {
-    std::unordered_set<const Node*> dead;
+  return fold_nodes_away(*model.main, [](Graph& g, std::unordered_set<const Node*>& dead) {
     for (auto& n : g.nodes) {
       if (fold_pad(g, *n)) {
         dead.insert(n.get());
@@ -103,11 +101,7 @@ int drop_noops(Model& model) {
       n->outputs[0] = nullptr;
       g.release_value(out);
     }
-    removed += static_cast<int>(dead.size());
-    std::erase_if(g.nodes, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
   });
-  if (removed) rebuild_uses(*model.main);
-  return removed;
 }
 
 }  // namespace memplan

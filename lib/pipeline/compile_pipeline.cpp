@@ -12,9 +12,10 @@
 #include "onnx/importer.h"
 #include "passes/assign_layouts.h"
 #include "passes/canonical_activations.h"
+#include "passes/channel_shuffle.h"
 #include "passes/drop_noops.h"
-#include "passes/float16_in_float32.h"
 #include "passes/expand_functions.h"
+#include "passes/float16_in_float32.h"
 #include "passes/fuse_conv.h"
 #include "passes/fuse_quantized.h"
 #include "passes/inline_if.h"
@@ -188,6 +189,7 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   const int fused = fuse_conv(model);
   spdlog::debug("Conv fusions removed {} nodes", fused);
   spdlog::debug("quantized fusions removed {} nodes", fuse_quantized(model));
+  spdlog::debug("channel shuffles took {} nodes", fold_channel_shuffles(model));
   const int blocked = assign_layouts(model, preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
   // Without VNNI the int8 convolutions run oneDNN's float32 kernels, which read channel-blocked.

@@ -229,7 +229,7 @@ TEST_CASE("cli: a name with a newline in it does not split the error line", "[cl
   expect_error({"compile", file.string()}, 2, {file.string()});
 }
 
-TEST_CASE("cli: compile reports the bound with storage groups and the refused aliases; --no-share plans none",
+TEST_CASE("cli: compile reports the bound with storage groups and the refused aliases, --no-share plans none",
           "[cli][storage]") {
   const std::string m = std::string(MEMPLAN_SOURCE_DIR) + "/models/real/blazeface_back_256/model.onnx";
   Run shared = run_cli({"compile", m});
@@ -275,7 +275,7 @@ TEST_CASE("cli: --max-arena fails naming the smallest arena it can reach and its
   CHECK(fits.exit_code == 0);
 }
 
-TEST_CASE("cli: --external-inputs plans no arena bytes for the inputs; its plan loads and runs to the expected answer",
+TEST_CASE("cli: --external-inputs plans no arena bytes for the inputs, its plan loads and runs to the expected answer",
           "[cli][external-inputs]") {
   const fs::path dir = kModels / "example";
   const std::string m = (dir / "model.onnx").string();

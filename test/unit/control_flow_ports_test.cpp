@@ -146,7 +146,7 @@ TEST_CASE("ports: a Loop's counter, condition, carried values and scan outputs",
   CHECK(ports.body_output_of_node_output(2) == 3);
 }
 
-TEST_CASE("ports: Scan 9 states and scan inputs; Scan 8 takes sequence_lens first", "[ports]") {
+TEST_CASE("ports: Scan 9 states and scan inputs, Scan 8 takes sequence_lens first", "[ports]") {
   SECTION("opset 9") {
     // Scan(s, x0, x1) -> (s_final, y0); body (s, x0, x1) -> (s, y0)
     const Node n = control_node("Scan", 11, 3, 2, 2);

@@ -225,7 +225,7 @@ TEST_CASE("float16, bfloat16 and float64 arithmetic, Sum and Mean", "[elt-types]
                 {1.5, 3, 5}, scaled(0));
 }
 
-TEST_CASE("Mod and Sign on float16; comparisons on float16 and uint64", "[elt-types]") {
+TEST_CASE("Mod and Sign on float16, comparisons on float16 and uint64", "[elt-types]") {
   const Dims d{4};
   require_close(halves(run<uint16_t>("Mod", {{"a", F16, d, {5.5, -5.5, 5.5, -5.5}}, {"b", F16, d, {2, 2, -2, -2}}}, F16,
                                      d, [](KernelCase& k) { k.attr("fmod", int64_t{1}); })),

@@ -751,7 +751,7 @@ TEST_CASE("Mod: Python sign semantics for fmod = 0, C semantics for fmod = 1", "
   require_error(ff, ErrorKind::InvalidInput, {"Mod node", "fmod = 1"});
 }
 
-TEST_CASE("Floor, Ceil, Round (half to even), Sign; NaN propagates", "[kernels][shape]") {
+TEST_CASE("Floor, Ceil, Round (half to even), Sign, NaN propagates", "[kernels][shape]") {
   const Floats x{0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f, -2.6f, kNaN};
   auto run = [&](const std::string& op) {
     KernelCase c(op, 13);

@@ -288,7 +288,7 @@ TEST_CASE("STFT gives 1 + (length - frame_length) / frame_step frames", "[kernel
   }
 }
 
-TEST_CASE("STFT multiplies each frame by the window; onesided 0 keeps every bin", "[kernels][signal]") {
+TEST_CASE("STFT multiplies each frame by the window, onesided 0 keeps every bin", "[kernels][signal]") {
   const Floats x = random_floats(2 * 16 * 1, 21);
   const Floats window = random_floats(5, 22, 0.f, 1.f);  // not a power of two
   KernelCase c("STFT", 17);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "memplan/memplan.h"
+#include "ir/channel_shuffle.h"
 #include "passes/assign_layouts.h"
 #include "pipeline/compile_pipeline.h"
 #include "runtime/dnnl_context.h"
@@ -58,7 +59,7 @@ ModelBuilder conv_chain(bool plain_reader) {
 
 }  // namespace
 
-TEST_CASE("layouts: conv, pool and concat chains stay blocked; inputs, outputs and plain readers do not", "[layouts]") {
+TEST_CASE("layouts: conv, pool and concat chains stay blocked, inputs, outputs and plain readers do not", "[layouts]") {
   SECTION("a pure chain") {
     Model m = conv_chain(false).import();
     prepare_model(m, {});
@@ -91,7 +92,8 @@ TEST_CASE("layouts: conv, pool and concat chains stay blocked; inputs, outputs a
   }
 }
 
-TEST_CASE("layouts: per-channel broadcasts stay blocked; other broadcasts and odd channel counts do not", "[layouts]") {
+TEST_CASE("layouts: per-channel broadcasts stay blocked, other broadcasts do not, odd channel counts go channels-last",
+          "[layouts]") {
   for (const bool per_channel : {true, false}) {
     INFO("per_channel " << per_channel);
     ModelBuilder mb;
@@ -109,8 +111,10 @@ TEST_CASE("layouts: per-channel broadcasts stay blocked; other broadcasts and od
     assign_layouts(m, 16);
     CHECK(block_of(m, "c1") == (per_channel ? 16 : 0));
     CHECK(block_of(m, "d") == (per_channel ? 16 : 0));
-    CHECK(block_of(m, "c2") == 0);
-    CHECK(assign_layouts(m, 8) == (per_channel ? 2 : 0));
+    CHECK(block_of(m, "c2") == Value::kChannelsLast);
+    CHECK(assign_layouts(m, 8) == (per_channel ? 3 : 1));
+    CHECK(block_of(m, "d") == (per_channel ? 8 : 0));
+    CHECK(block_of(m, "c2") == Value::kChannelsLast);
   }
 }
 
@@ -292,11 +296,126 @@ TEST_CASE("layouts: a channel Pad and a nearest Resize between convolutions run 
     const auto [b8, layout8] = run("8");
     CHECK(plain_layout == 0);
     CHECK(layout16 == (c % 16 == 0 ? 16 : Value::kChannelsLast));  // the Resize's output
-    CHECK(layout8 == (pad % 8 == 0 ? 8 : 0));
+    CHECK(layout8 == (pad % 8 == 0 ? 8 : Value::kChannelsLast));
     REQUIRE(plain.size() == 8 * 256);
     for (size_t i = 0; i < plain.size(); ++i) {
       CHECK(b16[i] == Approx(plain[i]).epsilon(1e-4).margin(1e-4));
       CHECK(b8[i] == Approx(plain[i]).epsilon(1e-4).margin(1e-4));
     }
+  }
+}
+
+namespace {
+
+// x -> conv a (3 -> ca) -> conv b (ca -> cb) -> conv c (cb -> cc) -> y, 3x3 kernels.
+Model three_convs(int64_t ca, int64_t cb, int64_t cc) {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 3, 8, 8});
+  add_conv(g, "conv_a", "x", "a", 3, ca, 1);
+  add_conv(g, "conv_b", "a", "b", ca, cb, 2);
+  add_conv(g, "conv_c", "b", "y", cb, cc, 3);
+  add_output(g, "y", elem::kFloat, {1, cc, 8, 8});
+  Model m = mb.import();
+  prepare_model(m, {});
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("layouts: a Conv output between channels-last convolutions turns channels-last where a block would mean two reorders",
+          "[layouts]") {
+  for (const int block : {8, 16}) {
+    INFO("block " << block);
+    // 12 channels: no block divides them, so channels-last. b's 16 channels divide into blocks,
+    // but then both conv_b (channels-last in) and conv_c (channels-last out) would mix layouts.
+    Model between = three_convs(12, 16, 12);
+    assign_layouts(between, block);
+    CHECK(block_of(between, "a") == Value::kChannelsLast);
+    CHECK(block_of(between, "b") == Value::kChannelsLast);
+    // With a blocked source, a block costs one reorder and channels-last one too: b keeps its block.
+    Model after_blocked = three_convs(16, 16, 12);
+    assign_layouts(after_blocked, block);
+    CHECK(block_of(after_blocked, "a") == block);
+    CHECK(block_of(after_blocked, "b") == block);
+  }
+}
+
+namespace {
+
+// ShuffleNet's unit, as exporters write it: x[N, 24, 6, 6] -> Conv 3x3 in 4 groups of 6 channels
+// -> Reshape [N, 4, 6, 6, 6] -> Transpose [0, 2, 1, 3, 4] -> Reshape [N, 24, 6, 6] -> depthwise
+// Conv 3x3 -> y. No block of 8 or 16 divides a group's 6 channels.
+constexpr int kShuffleN = 2, kShuffleC = 24, kShuffleGroups = 4, kShuffleHW = 6;
+
+ModelBuilder shuffle_unit(const std::vector<float>& w1, const std::vector<float>& w2, std::vector<int64_t> perm) {
+  constexpr int64_t N = kShuffleN, C = kShuffleC, G = kShuffleGroups, HW = kShuffleHW;
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {N, C, HW, HW});
+  add_initializer(g, tensor_f32("w1", {C, C / G, 3, 3}, w1));
+  add_initializer(g, tensor_f32("w2", {C, 1, 3, 3}, w2));
+  auto* grouped = add_node(g, "Conv", {"x", "w1"}, {"a"}, "grouped");
+  attr_ints(grouped, "pads", {1, 1, 1, 1});
+  attr_int(grouped, "group", G);
+  add_initializer(g, tensor_i64("split_shape", {5}, {N, G, C / G, HW, HW}));
+  add_initializer(g, tensor_i64("merge_shape", {4}, {N, C, HW, HW}));
+  add_node(g, "Reshape", {"a", "split_shape"}, {"split"}, "split");
+  attr_ints(add_node(g, "Transpose", {"split"}, {"swapped"}, "swap"), "perm", perm);
+  add_node(g, "Reshape", {"swapped", "merge_shape"}, {"s"}, "merge");
+  auto* depthwise = add_node(g, "Conv", {"s", "w2"}, {"y"}, "depthwise");
+  attr_ints(depthwise, "pads", {1, 1, 1, 1});
+  attr_int(depthwise, "group", C);
+  add_output(g, "y", elem::kFloat, {N, C, HW, HW});
+  return mb;
+}
+
+}  // namespace
+
+TEST_CASE("layouts: ShuffleNet's Reshape-Transpose-Reshape becomes one channel shuffle, run in every layout with the "
+          "plain numbers", "[layouts][shuffle]") {
+  constexpr int N = kShuffleN, C = kShuffleC, G = kShuffleGroups, HW = kShuffleHW;
+  const std::vector<float> x = random_floats(N * C * HW * HW, 31), w1 = random_floats(C * (C / G) * 9, 32),
+                           w2 = random_floats(C * 9, 33);
+
+  SECTION("a Transpose that swaps other axes is no shuffle and stays as it is") {
+    Model m = shuffle_unit(w1, w2, {0, 1, 2, 4, 3}).import();
+    prepare_model(m, {});
+    CHECK(m.main->nodes.size() == 5);
+  }
+
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_channel_shuffle.onnx").string();
+  std::ofstream(path, std::ios::binary) << shuffle_unit(w1, w2, {0, 2, 1, 3, 4}).bytes();
+  // The reference: each image through the grouped conv, the shuffle, the depthwise conv.
+  std::vector<float> want;
+  const size_t image = static_cast<size_t>(C * HW * HW);
+  for (size_t n = 0; n < N; ++n) {
+    const std::vector<float> a = reference_conv({x.begin() + n * image, x.begin() + (n + 1) * image}, w1, C, C, G, HW);
+    std::vector<float> s(image);
+    for (int g = 0; g < G; ++g)
+      for (int j = 0; j < C / G; ++j)
+        std::copy_n(a.begin() + (g * (C / G) + j) * HW * HW, HW * HW, s.begin() + (j * G + g) * HW * HW);
+    const std::vector<float> y = reference_conv(s, w2, C, C, C, HW);
+    want.insert(want.end(), y.begin(), y.end());
+  }
+
+  for (const char* block : {"0", "8", "16"}) {
+    INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
+    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+    Model m = prepare_model(path, {});
+    auto model = CompiledModel::compile(path, {});
+    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    // One Transpose node in place of the three, moving whole channels in the convolutions' layout.
+    REQUIRE(m.main->nodes.size() == 3);
+    const Node& shuffle = *m.main->nodes[1];
+    CHECK(shuffle.op_type == "Transpose");
+    CHECK(shuffle.attr_int(kChannelShuffleAttr, 0) == G);
+    CHECK(block_of(m, "a") == (std::string(block) == "0" ? 0 : Value::kChannelsLast));
+    CHECK(block_of(m, "s") == block_of(m, "a"));
+    Session s(model, SessionOptions{true});
+    s.set_input("x", kFloat32, std::vector<int64_t>{N, C, HW, HW}, x.data(), x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
   }
 }

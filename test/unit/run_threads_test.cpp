@@ -102,7 +102,7 @@ TEST_CASE("a session held to one thread from its first run takes two once a core
   CHECK(counts == std::vector<int>{2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 2});
 }
 
-TEST_CASE("free cores: the cores other processes use, from a quarter of one on, come off; runs in flight share the rest",
+TEST_CASE("free cores: the cores other processes use, from a quarter of one on, come off, runs in flight share the rest",
           "[threads]") {
   using memplan::threads_for_free_cores;
   CHECK(threads_for_free_cores(2, 2, 0.0, 1) == 2);

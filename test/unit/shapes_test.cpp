@@ -810,7 +810,7 @@ TEST_CASE("every non-constant value of every example model gets a capacity", "[s
   }
 }
 
-TEST_CASE("a carried value that grows gets unknown dims where it grows; the rest of the body stays exact",
+TEST_CASE("a carried value that grows gets unknown dims where it grows, the rest of the body stays exact",
           "[shapes][loop]") {
   Model m = load_shaped("loop_growing_state");
   Node& loop = *m.main->nodes[0];

@@ -237,7 +237,7 @@ TEST_CASE("the verifier catches a planted view whose node is no view, and a memb
   CHECK_THROWS_WITH(verify_plan(m, p), Catch::Contains("does not lie on the bytes of its group's root"));
 }
 
-TEST_CASE("plan files keep storage groups and refusals; a group naming a wrong root is refused",
+TEST_CASE("plan files keep storage groups and refusals, a group naming a wrong root is refused",
           "[storage][planfile]") {
   TempDir dir("storage_groups");
   Model m = chain({{"Relu", {"x"}, "a", "r1"}, {"Reshape", {"a", "shape"}, "b", "v"}, {"Relu", {"a"}, "c", "r2"},

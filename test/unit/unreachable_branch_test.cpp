@@ -122,7 +122,7 @@ TEST_CASE("an If branch whose kernel refuses the given shapes is dropped the sam
     if (g.owner_attribute == "else_branch") CHECK(g.frame_bytes == 0);
 }
 
-TEST_CASE("the innermost If with a run-time condition drops the branch; the enclosing If keeps both", "[shapes][if]") {
+TEST_CASE("the innermost If with a run-time condition drops the branch, the enclosing If keeps both", "[shapes][if]") {
   for (Misfit where : {Misfit::Inference, Misfit::Kernel}) {
     const std::string path = write_model("unreachable_nested.onnx", relu_branch(), misfit_branch("deep", where), true);
     auto model = CompiledModel::compile(path, {});

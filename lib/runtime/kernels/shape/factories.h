@@ -10,7 +10,7 @@ Factory make_view(const Node& n, const KernelEnv& env);  // Reshape Flatten Sque
 Factory make_shape_of(const Node& n, const KernelEnv& env);  // Shape
 Factory make_size(const Node& n, const KernelEnv& env);      // Size
 // shape_transpose_slice.cpp
-Factory make_transpose(const Node& n, const KernelEnv& env);
+Factory make_transpose(const Node& n, const KernelEnv& env);  // a channel shuffle goes to make_channel_shuffle
 Factory make_slice(const Node& n, const KernelEnv& env);
 // shape_gather_split.cpp
 Factory make_gather(const Node& n, const KernelEnv& env);
@@ -27,6 +27,8 @@ Factory make_max_unpool(const Node& n, const KernelEnv& env);
 Factory make_pad(const Node& n, const KernelEnv& env);
 Factory make_tile(const Node& n, const KernelEnv& env);
 Factory make_expand(const Node& n, const KernelEnv& env);
+// shape_channel_shuffle.cpp
+Factory make_channel_shuffle(const Node& n, const KernelEnv& env);  // Transpose with memplan_channel_shuffle
 // shape_space_depth.cpp
 Factory make_space_depth(const Node& n, const KernelEnv& env);  // DepthToSpace SpaceToDepth
 // shape_reverse_sequence.cpp

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/channel_shuffle.h"
 #include "runtime/kernels/common/shape_common.h"
 #include "runtime/kernels/shape/factories.h"
 
@@ -154,6 +155,7 @@ class SliceKernel final : public Kernel {
 }  // namespace
 
 Factory make_transpose(const Node& n, const KernelEnv& env) {
+  if (n.attr(kChannelShuffleAttr)) return make_channel_shuffle(n, env);
   std::string where = check_arity(n, env, 1, 1);
   const uint32_t elem = movable_size(n.inputs[0]->type.dtype, where);
   return std::make_unique<TransposeKernel>(where, n, ints_of_list(n.attr_ints("perm"), where, "perm"), elem);
