@@ -201,6 +201,56 @@ TEST_CASE("layouts: grouped and depthwise convolutions, run in oneDNN's own layo
   }
 }
 
+TEST_CASE("layouts: a grouped Conv of 4 channels a group between blocked Convs (ResNeXt) matches a plain reference on "
+          "no oneDNN reference kernel", "[layouts]") {
+  // x -> dense 16 -> dense 128 -> grouped 128 in 32 groups -> dense 16 -> y. No block divides a
+  // group's 4 channels, so the grouped Conv writes channels-last while the dense Conv before it
+  // writes blocks (its own source is blocked, so channels-last would not spare a reorder there):
+  // oneDNN 2.6 has only its reference kernel for that pair on AVX2 (ctest runs [layouts] there
+  // too), so the kernel reorders the source instead.
+  constexpr int C = 16, M = 128, G = 32, HW = 6;
+  const std::vector<float> x = random_floats(C * HW * HW, 41), w0 = random_floats(C * C * 9, 40),
+                           w1 = random_floats(M * C * 9, 42), w2 = random_floats(M * (M / G) * 9, 43),
+                           w3 = random_floats(C * M * 9, 44);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, C, HW, HW});
+  add_initializer(g, tensor_f32("w0", {C, C, 3, 3}, w0));
+  add_initializer(g, tensor_f32("w1", {M, C, 3, 3}, w1));
+  add_initializer(g, tensor_f32("w2", {M, M / G, 3, 3}, w2));
+  add_initializer(g, tensor_f32("w3", {C, M, 3, 3}, w3));
+  attr_ints(add_node(g, "Conv", {"x", "w0"}, {"a0"}, "dense0"), "pads", {1, 1, 1, 1});
+  attr_ints(add_node(g, "Conv", {"a0", "w1"}, {"a1"}, "dense1"), "pads", {1, 1, 1, 1});
+  auto* grouped = add_node(g, "Conv", {"a1", "w2"}, {"b"}, "grouped");
+  attr_ints(grouped, "pads", {1, 1, 1, 1});
+  attr_int(grouped, "group", G);
+  attr_ints(add_node(g, "Conv", {"b", "w3"}, {"y"}, "dense3"), "pads", {1, 1, 1, 1});
+  add_output(g, "y", elem::kFloat, {1, C, HW, HW});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_resnext.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  const std::vector<float> want =
+      reference_conv(reference_conv(reference_conv(reference_conv(x, w0, C, C, 1, HW), w1, C, M, 1, HW), w2, M, M, G, HW),
+                     w3, M, C, 1, HW);
+
+  for (const char* block : {"0", "8", "16"}) {
+    INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
+    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+    Model m = prepare_model(path, {});
+    auto model = CompiledModel::compile(path, {});
+    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    if (std::string(block) != "0") {
+      CHECK(block_of(m, "a1") == std::stoi(block));
+      CHECK(block_of(m, "b") == Value::kChannelsLast);
+    }
+    CHECK_THAT(model->report_json(), Catch::Contains("\"reference_kernels\": 0,"));
+    Session s(model, SessionOptions{true});
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-2));
+  }
+}
+
 TEST_CASE("layouts: a small-group convolution with a fused Add matches a plain reference", "[layouts]") {
   // 4 groups of 3 channels: no fast grouped kernel, so the Conv may run as one dense convolution
   // with block-diagonal weights, its output staged and preloaded with the Add's other input.

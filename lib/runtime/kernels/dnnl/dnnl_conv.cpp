@@ -274,15 +274,20 @@ class ConvBuilder {
     // oneDNN's reference convolution is orders of magnitude slower than a reorder: a blocked source
     // towards a plain output is better reordered (to oneDNN's choice, else plain) first.
     if (xv_->channel_block != 0 && is_ref(pd_)) pd_ = make(any_md(s_.x));
+    // oneDNN's convolutions pair like with like: a blocked source towards a channels-last output
+    // (a grouped Conv of 4 channels a group, which no block divides, after a 1x1 Conv of 128
+    // blocked ones: ResNeXt) has only the reference kernel; the source is better reordered.
+    if (is_slow(pd_) && output_at(node_, 0)->channel_block == Value::kChannelsLast)
+      if (auto p = make(channels_last_md(s_.x)); !is_slow(p)) pd_ = p;
     if (xv_->channel_block != 0 && is_ref(pd_)) pd_ = make(plain_md(s_.x));
     // Grouped (depthwise) convolutions as GEMMs are slow too. Where the given layouts have no fast
     // kernel, the output is computed in oneDNN's choice of layout and reordered (a fused Add's
-    // addend is reordered in first).
+    // addend is reordered in first); a GEMM that way still beats the reference kernel.
     if (is_slow(pd_)) {
       dst_md_ = any_md(s_.y);
       auto staged = make(any_md(s_.x));
-      if (is_slow(staged)) dst_md_ = y_md_;  // no better kernel: keep the given layouts
-      else pd_ = staged;
+      if (!is_slow(staged) || (is_ref(pd_) && !is_ref(staged))) pd_ = staged;
+      else dst_md_ = y_md_;  // no better kernel: keep the given layouts
     }
   }
 
