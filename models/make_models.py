@@ -21,6 +21,7 @@ of the graph protos), and are cross-checked with ONNX Runtime by models/check_wi
 """
 
 import io
+import json
 import os
 import sys
 
@@ -57,6 +58,47 @@ def write_bytes(path, data):
     with open(tmp, "wb") as f:
         f.write(data)
     os.replace(tmp, full)
+
+
+def write_source_json(path, doc, ort_keys):
+    """Writes a model folder's SOURCE.json (models/patterns, models/opsets) unless the file already
+    holds the same content. The data sets' "outputs" and the ort_keys come from
+    models/expected_with_ort.js: they are kept when model_sha256 and every data set's
+    inputs_sha256 are unchanged, and dropped otherwise (rerun expected_with_ort.js)."""
+    full = os.path.join(HERE, path)
+    old = None
+    try:
+        with open(full, "rb") as f:
+            old = json.loads(f.read().decode())
+    except (FileNotFoundError, ValueError):
+        pass
+    if old and old.get("model_sha256") == doc["model_sha256"] and \
+            [d.get("inputs_sha256") for d in old.get("data_sets", [])] == \
+            [d["inputs_sha256"] for d in doc["data_sets"]]:
+        for k in ort_keys:
+            if k in old:
+                doc[k] = old[k]
+        for new_ds, old_ds in zip(doc["data_sets"], old["data_sets"]):
+            if "outputs" in old_ds:
+                new_ds["outputs"] = old_ds["outputs"]
+    if old == doc:
+        return
+    write_bytes(path, (json.dumps(doc, indent=1) + "\n").encode())
+
+
+def folder_writers(here, check_only, folder_changed):
+    """write_bytes(rel, data) and write_source_json(rel, doc, ort_keys) for a generator of its own
+    folder of models (models/patterns, models/opsets): paths relative to `here`, its --check, and
+    its list of the paths that changed."""
+    def through(write, rel, *args):
+        global CHECK_ONLY
+        CHECK_ONLY = check_only
+        before = len(changed)
+        write(os.path.join(os.path.basename(here), rel), *args)
+        if len(changed) > before:
+            folder_changed.append(rel)
+    return (lambda rel, data: through(write_bytes, rel, data),
+            lambda rel, doc, ort_keys: through(write_source_json, rel, doc, ort_keys))
 
 
 def npy_bytes(arr):
@@ -692,8 +734,30 @@ def build_bad(rng, example_model):
     m = make_model(g, extra_opsets=[helper.make_opsetid("com.example.unknown", 1)])
     bad("unknown_domain.onnx", m.SerializeToString(), "op Foo in domain com.example.unknown")
 
-    bad("opset18.onnx", relu_model([4], opset=18, name="opset18").SerializeToString(),
-        "valid Relu model declaring ai.onnx opset 18")
+    bad("opset24.onnx", relu_model([4], opset=24, name="opset24").SerializeToString(),
+        "valid Relu model declaring ai.onnx opset 24, newer than the opset adapter knows")
+
+    # IR 9's float8: an initializer of element type FLOAT8E4M3FN (17), one byte per element
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "w8"], ["y"], name="add_w8")], "float8",
+        [vi("x", TensorProto.FLOAT, [4])], [vi("y", TensorProto.FLOAT, [4])],
+        [TensorProto(name="w8", data_type=17, dims=[4], raw_data=bytes(4))])
+    m = make_model(g, opset=19)
+    m.ir_version = 9
+    bad("float8.onnx", m.SerializeToString(), "an IR 9, opset 19 model with a float8e4m3fn initializer")
+
+    # ReduceMean-18 whose axes are computed at run time (a graph input), and one with float axes
+    g = helper.make_graph(
+        [helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean_runtime_axes")], "reduce_runtime_axes",
+        [vi("x", TensorProto.FLOAT, [2, 3]), vi("axes", TensorProto.INT64, [1])], [vi("y", TensorProto.FLOAT, None)])
+    bad("reduce_runtime_axes.onnx", make_model(g, opset=18).SerializeToString(),
+        "ReduceMean-18 with its axes a graph input")
+    g = helper.make_graph(
+        [helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean_float_axes")], "reduce_float_axes",
+        [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1.0], dtype=np.float32), "axes")])
+    bad("reduce_float_axes.onnx", make_model(g, opset=18).SerializeToString(),
+        "ReduceMean-18 with float32 axes")
 
     bad("negative_dim.onnx", relu_model([-5, 3], name="negative_dim").SerializeToString(),
         "input dim_value -5")

@@ -34,9 +34,22 @@ std::string dtype_name(DType t) {
     case DType::Complex128: return "complex128";
     case DType::BFloat16: return "bfloat16";
   }
+  // Types of ONNX 1.14 and later (IR 9-11) that no memplan kernel takes: named, for refusals.
+  switch (static_cast<int32_t>(t)) {
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    default: break;
+  }
   return "dtype(" + std::to_string(static_cast<int32_t>(t)) + ")";
 }
 
 bool dtype_is_known(int32_t v) { return v >= 0 && v <= 16; }
+
+bool dtype_is_newer_than_onnx_1_12(int32_t v) { return v >= 17 && v <= 23; }
 
 }  // namespace memplan

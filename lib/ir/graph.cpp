@@ -35,6 +35,37 @@ const Attribute* Node::attr(const std::string& n) const {
   return nullptr;
 }
 
+void Node::erase_attr(const std::string& n) {
+  std::erase_if(attributes, [&](const Attribute& a) { return a.name == n; });
+}
+
+void Node::set_attr_int(const std::string& n, int64_t v) {
+  erase_attr(n);
+  Attribute a;
+  a.name = n;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  attributes.push_back(std::move(a));
+}
+
+void Node::set_attr_ints(const std::string& n, std::vector<int64_t> v) {
+  erase_attr(n);
+  Attribute a;
+  a.name = n;
+  a.kind = Attribute::Kind::Ints;
+  a.ints = std::move(v);
+  attributes.push_back(std::move(a));
+}
+
+void Node::set_attr_string(const std::string& n, std::string v) {
+  erase_attr(n);
+  Attribute a;
+  a.name = n;
+  a.kind = Attribute::Kind::String;
+  a.s = std::move(v);
+  attributes.push_back(std::move(a));
+}
+
 int64_t Node::attr_int(const std::string& n, int64_t fallback) const {
   const Attribute* a = attr(n);
   return a && a->kind == Attribute::Kind::Int ? a->i : fallback;
@@ -112,6 +143,21 @@ std::string Graph::fresh_name(const std::string& base) const {
 }
 
 Value* Graph::add_fresh_value(const std::string& base) { return add_value(fresh_name(base)); }
+
+Value* Graph::add_constant(const std::string& base, Tensor t) {
+  Value* v = add_fresh_value(base);
+  v->type = TensorType::of(t);
+  v->constant = std::make_shared<Tensor>(std::move(t));
+  return v;
+}
+
+TensorType TensorType::of(const Tensor& t) {
+  TensorType type;
+  type.dtype = t.dtype;
+  type.has_rank = true;
+  for (int64_t d : t.dims) type.dims.push_back(Dim{d, {}});
+  return type;
+}
 
 Value* Graph::adopt_value(std::unique_ptr<Value> v) {
   v->name = fresh_name(v->name);

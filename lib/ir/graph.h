@@ -33,6 +33,7 @@ struct TensorType {
   bool has_rank = false;   // false: nothing is known of the shape
   std::vector<Dim> dims;
 
+  static TensorType of(const Tensor& t);    // a constant's type: its dtype and static dims
   bool is_static() const;                   // rank and every dim known
   std::vector<int64_t> static_dims() const; // requires is_static()
   std::string shape_string() const;         // "[1, 3, N, ?]", "[?]" ... or "unranked"
@@ -103,6 +104,11 @@ struct Node {
   std::string attr_string(const std::string& name, const std::string& fallback) const;
   std::vector<int64_t> attr_ints(const std::string& name) const;  // empty when absent
   Graph* subgraph(const std::string& attr_name) const;            // null when absent
+  // Rewriting passes: set (replacing any of the name) or remove an attribute.
+  void set_attr_int(const std::string& name, int64_t v);
+  void set_attr_ints(const std::string& name, std::vector<int64_t> v);
+  void set_attr_string(const std::string& name, std::string v);
+  void erase_attr(const std::string& name);
   bool is_control_flow() const { return !subgraphs.empty(); }
   bool touches_dynamic() const;  // reads or writes a dynamic value (its kernel is made at run time)
   std::string describe() const;  // "Conv node 'conv1'"
@@ -127,6 +133,8 @@ struct Graph {
   Value* add_value(const std::string& name);         // throws if the scope already defines it
   // A value the passes make: `base`, or "<base>_<k>" when the model already uses that name.
   Value* add_fresh_value(const std::string& base);
+  // A constant value a pass makes (named as add_fresh_value names it).
+  Value* add_constant(const std::string& base, Tensor t);
   // Moves a value out of this scope (the caller keeps it alive or lets it go).
   std::unique_ptr<Value> release_value(Value* v);
   // A fusion folds `next`, the reader of n's output 0, into n: n writes what `next` wrote, and

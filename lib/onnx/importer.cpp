@@ -71,7 +71,7 @@ class Importer {
       const onnx::TensorProto& t = gp.initializer(i);
       Value* v = g.add_value(t.name());
       auto tensor = std::make_shared<Tensor>(tensor_from_proto(t, dir_, where(g) + ": initializer '" + t.name() + "'"));
-      v->type = type_of(*tensor);
+      v->type = TensorType::of(*tensor);
       v->constant = std::move(tensor);
       g.initializers.push_back(v);
       if (owned && owned->initializer(i).has_raw_data()) delete owned->mutable_initializer(i)->release_raw_data();
@@ -89,7 +89,7 @@ class Importer {
         ssa.define(np.output(0), "output of Constant node '" + np.name() + "'");
         Value* v = g.add_value(np.output(0));
         auto tensor = std::make_shared<Tensor>(constant_value(np, g));
-        v->type = type_of(*tensor);
+        v->type = TensorType::of(*tensor);
         v->constant = std::move(tensor);
         continue;
       }
@@ -177,6 +177,9 @@ class Importer {
       fail_unsupported(where(g) + ": tensor '" + name +
                        "' is a sequence, map, optional or sparse value; only dense tensors are supported");
     const auto& tt = tp.tensor_type();
+    if (dtype_is_newer_than_onnx_1_12(tt.elem_type()))
+      fail_unsupported(where(g) + ": tensor '" + name + "' has element type " +
+                       dtype_name(static_cast<DType>(tt.elem_type())) + ", which no memplan kernel takes");
     if (!dtype_is_known(tt.elem_type()))
       fail(where(g) + ": tensor '" + name + "' has unknown element type " + std::to_string(tt.elem_type()));
     t.dtype = static_cast<DType>(tt.elem_type());
@@ -204,14 +207,6 @@ class Importer {
       v->type.has_rank = true;
       v->type.dims = declared.dims;
     }
-  }
-
-  static TensorType type_of(const Tensor& t) {
-    TensorType type;
-    type.dtype = t.dtype;
-    type.has_rank = true;
-    for (int64_t d : t.dims) type.dims.push_back(Dim{d, {}});
-    return type;
   }
 
   Tensor constant_value(const onnx::NodeProto& np, const Graph& g) {
@@ -301,7 +296,7 @@ Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string&
   if (mp.ir_version() > kMaxIrVersion)
     fail_unsupported(path + ": IR version " + std::to_string(mp.ir_version()) +
                      " is newer than memplan supports (at most " + std::to_string(kMaxIrVersion) +
-                     ", ONNX 1.12); re-export the model with an older exporter setting");
+                     ", ONNX 1.16's); re-export the model with an older exporter setting");
 
   Model model;
   model.path = path;
@@ -314,7 +309,7 @@ Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string&
   } else if (model.opsets[""] > kMaxDefaultOpset) {
     fail_unsupported(path + ": opset " + std::to_string(model.opsets[""]) +
                      " is not supported (memplan supports the default ONNX domain up to opset " +
-                     std::to_string(kMaxDefaultOpset) + ", the newest ONNX 1.12 knows)");
+                     std::to_string(kMaxDefaultOpset) + "; see docs/OPSETS.md)");
   }
   if (mp.functions_size() > 0) fail_unsupported(path + ": model-local functions are not supported");
 

@@ -92,6 +92,9 @@ std::vector<std::byte> typed_field_bytes(const onnx::TensorProto& p, DType dtype
 }  // namespace
 
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const fs::path& model_dir, const std::string& what) {
+  if (dtype_is_newer_than_onnx_1_12(proto.data_type()))
+    fail_unsupported(what + ": element type " + dtype_name(static_cast<DType>(proto.data_type())) +
+                     ", which no memplan kernel takes");
   if (!dtype_is_known(proto.data_type()) || proto.data_type() == 0)
     fail(what + ": unknown tensor data type " + std::to_string(proto.data_type()));
   Tensor t;

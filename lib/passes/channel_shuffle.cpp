@@ -58,11 +58,7 @@ int fold_channel_shuffles(Model& model) {
       t.outputs = {n->outputs[0]};
       n->outputs[0] = nullptr;
       t.attributes.clear();
-      Attribute a;
-      a.name = kChannelShuffleAttr;
-      a.kind = Attribute::Kind::Int;
-      a.i = s.groups;
-      t.attributes.push_back(a);
+      t.set_attr_int(kChannelShuffleAttr, s.groups);
       dead.insert(s.first);
       dead.insert(n.get());
     }

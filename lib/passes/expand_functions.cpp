@@ -17,14 +17,6 @@ namespace {
 
 std::string canonical_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
 
-TensorType type_of(const Tensor& t) {
-  TensorType type;
-  type.dtype = t.dtype;
-  type.has_rank = true;
-  for (int64_t d : t.dims) type.dims.push_back(Dim{d, {}});
-  return type;
-}
-
 // Builds the body's nodes and values apart from `g`, so a body that fails half-way leaves `g`
 // as it was; commit() then splices them in.
 class Splicer {
@@ -71,7 +63,7 @@ class Splicer {
       if (np.output_size() != 1) fail(what + ": a Constant must have one output");
       auto t = std::make_shared<Tensor>(constant_node_value(np, model_dir(), what));
       Value* v = fresh_value(np.output(0));
-      v->type = type_of(*t);
+      v->type = TensorType::of(*t);
       v->constant = std::move(t);
       define(np.output(0), v);
       return;

@@ -10,6 +10,7 @@
 #include "ir/control_flow_ports.h"
 #include "memplan/error.h"
 #include "onnx/importer.h"
+#include "onnx/opset_adapter.h"
 #include "passes/assign_layouts.h"
 #include "passes/canonical_activations.h"
 #include "passes/channel_shuffle.h"
@@ -170,7 +171,8 @@ void check_reference_kernels(const Compilation& c, const PlanOptions& planning) 
 
 NodeRewriter pipeline_rewrites(Model& model) {
   return [&model](Graph& g, size_t i) {
-    return inline_constant_if(g, i) || (should_expand_function(*g.nodes[i]) && expand_function_node(model, g, i));
+    return adapt_opset(model, g, i) || inline_constant_if(g, i) ||
+           (should_expand_function(*g.nodes[i]) && expand_function_node(model, g, i));
   };
 }
 

@@ -14,6 +14,7 @@
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/tensor_proto.h"
 #include "shapes/inference_preconditions.h"
+#include "shapes/own_op_inference.h"
 
 namespace memplan {
 namespace {
@@ -357,6 +358,7 @@ std::optional<int64_t> body_opset(const FunctionBody& body, const Node& node, co
 }
 
 void infer_with_onnx(Node& node, const std::string& file) {
+  if (is_own_op(node)) return infer_own_op(node, file);
   const onnx::OpSchema* schema = schema_of(node);
   if (!schema) fail_internal("no schema for " + node.describe());
   check_inference_preconditions(node, file);

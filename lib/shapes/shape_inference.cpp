@@ -8,6 +8,7 @@
 #include "shapes/constant_folding.h"
 #include "shapes/control_flow_shapes.h"
 #include "shapes/onnx_inference.h"
+#include "shapes/own_op_inference.h"
 #include "shapes/runtime_bounds.h"
 #include "util/checked.h"
 
@@ -162,7 +163,7 @@ class ShapeInference {
       infer_control_flow(n, model_.path, [this](Graph& sub) { infer_graph(sub); });
       return;
     }
-    if (!has_onnx_schema(n)) {
+    if (!has_onnx_schema(n) && !is_own_op(n)) {
       ++unsupported_[n.op_type + " (domain '" + n.domain + "', opset " + std::to_string(n.opset) + ") at node '" +
                      n.name + "'"];
       return;

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 models/patterns/make_patterns.py            # (re)write model.onnx, input_N.pb, SOURCE.json
     /usr/bin/python3 models/patterns/make_patterns.py --check    # exit 1 if any of those would change
-    NODE_PATH=/work/main/build/bench/node_modules node models/patterns/expected_with_ort.js
+    NODE_PATH=/work/main/build/bench/node_modules node models/expected_with_ort.js models/patterns
                                                                  # then: output_N.pb from ONNX Runtime
 
 Each pattern is a few layers in the exact node layout one ONNX converter writes (Paddle2ONNX,
@@ -58,38 +58,11 @@ def seed_of(text):
 # ----------------------------------------------------------------------------------------------
 # file writing (idempotent)
 
-def write_bytes(rel, data):
-    """make_models.py's idempotent writer, for a path relative to this folder."""
-    make_models.CHECK_ONLY = CHECK_ONLY
-    before = len(make_models.changed)
-    make_models.write_bytes(os.path.join(os.path.basename(HERE), rel), data)
-    if len(make_models.changed) > before:
-        changed.append(rel)
+write_bytes, write_folder_source_json = make_models.folder_writers(HERE, CHECK_ONLY, changed)
 
 
 def write_source_json(rel, doc):
-    """Writes SOURCE.json unless the file already holds the same content. The data sets' "outputs"
-    and the ORT_KEYS come from expected_with_ort.js: they are kept when model_sha256 and every data
-    set's inputs_sha256 are unchanged, and dropped otherwise (rerun expected_with_ort.js)."""
-    full = os.path.join(HERE, rel)
-    old = None
-    try:
-        with open(full, "rb") as f:
-            old = json.loads(f.read().decode())
-    except (FileNotFoundError, ValueError):
-        pass
-    if old and old.get("model_sha256") == doc["model_sha256"] and \
-            [d.get("inputs_sha256") for d in old.get("data_sets", [])] == \
-            [d["inputs_sha256"] for d in doc["data_sets"]]:
-        for k in ORT_KEYS:
-            if k in old:
-                doc[k] = old[k]
-        for new_ds, old_ds in zip(doc["data_sets"], old["data_sets"]):
-            if "outputs" in old_ds:
-                new_ds["outputs"] = old_ds["outputs"]
-    if old == doc:
-        return
-    write_bytes(rel, (json.dumps(doc, indent=1) + "\n").encode())
+    write_folder_source_json(rel, doc, ORT_KEYS)
 
 
 def tensor_pb(name, array):
@@ -456,7 +429,7 @@ def main():
     else:
         print(f"{len(changed)} file(s) written" + ("".join("\n  " + c for c in changed)))
         if changed:
-            print("now run: NODE_PATH=/work/main/build/bench/node_modules node models/patterns/expected_with_ort.js")
+            print("now run: NODE_PATH=/work/main/build/bench/node_modules node models/expected_with_ort.js models/patterns")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
     /usr/bin/python3 test/fuzz/make_corpus.py --cli build/tools/memplan --conformance build/conformance
 
 Seeds (kept small, < 2 MB in all):
-  fuzz_onnx  the small models in models/ and models/bad (not example/ or deep_if_1000: large
+  fuzz_onnx  the small models in models/, models/bad and models/opsets (not example/ or deep_if_1000: large
              seeds slow every input down), a few ONNX node tests (tools/gen_conformance.sh), and
              hand-made hostile models (the shapes of issue 14's findings).
   fuzz_npy   the .npy inputs of models/ plus every dtype, 0-d, empty, header versions 2.0 and 3.0.
@@ -31,7 +31,7 @@ CORPUS = os.path.join(HERE, "corpus")
 
 SMALL_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
                 "if_different_shapes", "loop_data_dependent_exit", "loop_data_dependent_scan", "loop_growing_state"]
-BAD_MODELS = ["cycle.onnx", "dangling_input.onnx", "negative_dim.onnx", "opset18.onnx", "overflow_dims.onnx",
+BAD_MODELS = ["cycle.onnx", "dangling_input.onnx", "negative_dim.onnx", "opset24.onnx", "float8.onnx", "reduce_runtime_axes.onnx", "reduce_float_axes.onnx", "overflow_dims.onnx",
               "random_bytes.onnx", "shadow_node_output.onnx", "symbolic_dim.onnx", "truncated.onnx",
               "unknown_domain.onnx", "external_outside/model.onnx"]
 NODE_TESTS = ["test_conv_with_strides_padding", "test_convinteger_with_padding", "test_convtranspose",
@@ -46,6 +46,10 @@ NODE_TESTS = ["test_conv_with_strides_padding", "test_convinteger_with_padding",
               "test_instancenorm_example", "test_argmax_default_axis_example", "test_squeeze",
               "test_unsqueeze_axis_0", "test_scan_sum"]
 # Models fuzz_plan verifies plans against (test/fuzz/fuzz_plan.cpp lists the same).
+# ai.onnx 18-23 models of models/opsets: the opset adapter's rewrites (axes inputs, num_outputs,
+# Pad axes, Resize policies) and memplan's own ops, in graphs and subgraphs.
+OPSET_MODELS = ["reduce_axes_forms_18", "split_num_outputs_18", "pad_axes_18", "resize_18", "dft_20",
+                "control_flow_21", "transformer_block_20", "bitwise_18", "groupnorm_21", "qdq_21"]
 PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
                "loop_growing_state"]
 
@@ -184,6 +188,8 @@ def main():
         write("fuzz_onnx", f"{name}.onnx", read(os.path.join(ROOT, "models", name, "model.onnx")))
     for name in BAD_MODELS:
         write("fuzz_onnx", "bad_" + name.replace("/", "_"), read(os.path.join(ROOT, "models", "bad", name)))
+    for name in OPSET_MODELS:
+        write("fuzz_onnx", f"opsets_{name}.onnx", read(os.path.join(ROOT, "models", "opsets", name, "model.onnx")))
     for name in NODE_TESTS:
         write("fuzz_onnx", f"{name}.onnx", read(os.path.join(args.conformance, "node", name, "model.onnx")))
     for name, data in hostile_models().items():

@@ -13,6 +13,7 @@ void register_compile(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_run(CLI::App& app);
+void register_opsets(CLI::App& app);
 
 // Runs `action` when `sub` is the parsed subcommand.
 void add_action(CLI::App* sub, std::function<void()> action);

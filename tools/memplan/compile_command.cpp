@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "memplan/error.h"
+#include "onnx/opset_adapter.h"
 #include "pipeline/compile_pipeline.h"
 #include "pipeline/lean_kernels.h"
 #include "plan/plan_file.h"
@@ -102,6 +103,11 @@ void register_inspect(CLI::App& app) {
     const MemoryPlan plan = read_plan_file(*plan_path);
     std::cout << (*report == "json" ? plan_report_json(plan) : plan_report_text(plan));
   });
+}
+
+void register_opsets(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("opsets", "Print how each op version of ai.onnx opsets 18-23 runs (docs/OPSETS.md)");
+  add_action(sub, [] { std::cout << opset_rules_markdown(); });
 }
 
 }  // namespace memplan::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   memplan::cli::register_verify(app);
   memplan::cli::register_inspect(app);
   memplan::cli::register_run(app);
+  memplan::cli::register_opsets(app);
 
   try {
     app.parse(argc, argv);

@@ -92,6 +92,25 @@ Factory make_logic(const Node& n, const KernelEnv& env) {
   return nullptr;
 }
 
+Factory make_bitwise(const Node& n, const KernelEnv& env) {
+  const bool unary = n.op_type == "BitwiseNot";
+  std::string where = check_arity(n, env, unary ? 1 : 2, unary ? 1 : 2);
+  const DType t = n.inputs[0]->type.dtype;
+  for (const Value* v : n.inputs)
+    if (v->type.dtype != t) fail_at(where, "inputs differ in type");
+  check_output(n, t, where);
+  Factory k;
+  dispatch(t, IntTypes{}, [&](auto tag) {
+    using T = decltype(tag);
+    if (unary) k = make_unary<T, T>(where, n, [](T x) -> T { return static_cast<T>(~x); });
+    else if (n.op_type == "BitwiseAnd") k = make_binary<T, T>(where, n, [](T a, T b) -> T { return static_cast<T>(a & b); });
+    else if (n.op_type == "BitwiseOr") k = make_binary<T, T>(where, n, [](T a, T b) -> T { return static_cast<T>(a | b); });
+    else k = make_binary<T, T>(where, n, [](T a, T b) -> T { return static_cast<T>(a ^ b); });
+  });
+  if (!k) unsupported_at(where, "inputs of type " + dtype_name(t) + " are not supported (integer types only)");
+  return k;
+}
+
 Factory make_where(const Node& n, const KernelEnv& env) {
   std::string where = check_arity(n, env, 3, 3);
   if (n.inputs[0]->type.dtype != DType::Bool) fail_at(where, "the condition must be bool");

@@ -24,6 +24,7 @@ namespace memplan::rt::shape {
 // compare_logic_kernels.cpp
 Factory make_compare(const Node& n, const KernelEnv& env);  // Equal Greater GreaterOrEqual Less LessOrEqual
 Factory make_logic(const Node& n, const KernelEnv& env);    // Not And Or Xor
+Factory make_bitwise(const Node& n, const KernelEnv& env);  // BitwiseAnd BitwiseOr BitwiseXor BitwiseNot (opset 18)
 Factory make_where(const Node& n, const KernelEnv& env);
 // math_kernels.cpp
 Factory make_mod(const Node& n, const KernelEnv& env);

@@ -14,6 +14,7 @@ void register_elementwise_kernels(KernelRegistry& r) {
   using namespace shape;
   for (const char* op : {"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"}) r.add(op, make_compare);
   for (const char* op : {"Not", "And", "Or", "Xor"}) r.add(op, make_logic);
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}) r.add(op, make_bitwise);
   r.add("Where", make_where);
   r.add("Mod", make_mod);
   for (const char* op : {"Floor", "Ceil", "Round", "Sign"}) r.add(op, make_rounding);

@@ -30,6 +30,7 @@ enum class Un {
   Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Exp, Log, Sqrt, Abs, Neg, Erf, Pow, Elu,
   Softplus, Reciprocal, Selu, Softsign, Celu, ThresholdedRelu, Shrink,
   Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+  Gelu, Mish,  // opsets 20 and 18 (onnx/opset_adapter.h); Gelu's alpha: 0 erf, 1 tanh
 };
 
 struct UnaryOp {
@@ -79,6 +80,11 @@ C apply(const UnaryOp& u, C x) {
     case Un::Asinh: return std::asinh(x);
     case Un::Acosh: return std::acosh(x);
     case Un::Atanh: return std::atanh(x);
+    // x * Phi(x), the normal CDF exactly (erf) or as tanh approximates it.
+    case Un::Gelu:
+      return a == 0 ? C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)))
+                    : C(0.5) * x * (C(1) + std::tanh(C(0.79788456080286535588) * (x + C(0.044715) * x * x * x)));
+    case Un::Mish: return x * std::tanh(std::max(x, C(0)) + std::log1p(std::exp(-std::fabs(x))));
     case Un::Clip: break;  // clip_loop's
   }
   return x;
@@ -235,6 +241,8 @@ std::optional<std::tuple<dnnl::algorithm, float, float>> dnnl_alg(const UnaryOp&
     case Un::Elu: return std::tuple{a::eltwise_elu, u.alpha, 0.f};
     case Un::Softplus: return std::tuple{a::eltwise_soft_relu, 0.f, 0.f};
     case Un::Reciprocal: return std::tuple{a::eltwise_pow, 1.f, -1.f};
+    case Un::Gelu: return std::tuple{u.alpha == 0 ? a::eltwise_gelu_erf : a::eltwise_gelu_tanh, 0.f, 0.f};
+    case Un::Mish: return std::tuple{a::eltwise_mish, 0.f, 0.f};
     default: return std::nullopt;
   }
 }
@@ -381,6 +389,13 @@ std::unique_ptr<Kernel> make_unary(const Node& n, const KernelEnv& env, Un which
       if (u.alpha == 0) fail(where(n, env) + ": alpha must not be 0");
       break;
     case Un::ThresholdedRelu: u.alpha = n.attr_float("alpha", 1.0f); break;
+    case Un::Gelu: {
+      const std::string approximate = n.attr_string("approximate", "none");
+      if (approximate != "none" && approximate != "tanh")
+        fail(where(n, env) + ": approximate must be 'none' or 'tanh', not '" + approximate + "'");
+      u.alpha = approximate == "tanh" ? 1.f : 0.f;
+      break;
+    }
     case Un::Shrink:
       u.alpha = n.attr_float("lambd", 0.5f);
       u.beta = n.attr_float("bias", 0.0f);
@@ -452,6 +467,8 @@ void add_unary_ops(KernelRegistry& r) {
   r.add("Asinh", factory<Un::Asinh>);
   r.add("Acosh", factory<Un::Acosh>);
   r.add("Atanh", factory<Un::Atanh>);
+  r.add("Gelu", factory<Un::Gelu>);
+  r.add("Mish", factory<Un::Mish>);
 }
 
 }  // namespace memplan::rt::elt

@@ -11,6 +11,7 @@ void register_norm_kernels(KernelRegistry& r) {
   r.add("LayerNormalization", make_layer_norm, norm_accepts);
   r.add("InstanceNormalization", make_instance_norm);
   r.add("MeanVarianceNormalization", make_mean_variance_norm, norm_accepts);
+  r.add("GroupNormalization", make_group_norm);
 }
 
 }  // namespace memplan::rt

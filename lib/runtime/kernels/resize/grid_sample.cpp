@@ -76,7 +76,9 @@ class GridSampleKernel final : public Kernel {
             sx = std::nearbyint(sx);
             sy = std::nearbyint(sy);
           }
-          if (sx < lo_x || sx > hi_x || sy < lo_y || sy > hi_y) {
+          // Bicubic clamps (or reflects) each of its 16 taps instead, in pixel() (ONNX Runtime and
+          // PyTorch do; ONNX's reference clamps the point first, and differs near the border).
+          if (mode_ != Interp::Bicubic && (sx < lo_x || sx > hi_x || sy < lo_y || sy > hi_y)) {
             if (pad_ == Padding::Border) {
               sx = std::clamp<T>(sx, 0, T(w - 1));
               sy = std::clamp<T>(sy, 0, T(h - 1));

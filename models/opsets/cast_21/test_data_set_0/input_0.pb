@@ -1,0 +1,1 @@
+BxJ`†Œ‚Ã½'ÃAõªBŒKJDs;\Ä¥.ÄAhÄLåD#wCOYÄÅKÏCMÀÃ2Ä|gîÂIt’ÃgwDÕÖTÄèÛPDòXgDÛäBÃý)Äüƒ¼Ã§Å!DB]gD

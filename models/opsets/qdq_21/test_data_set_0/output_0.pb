@@ -1,0 +1,1 @@
+Bq_u8JHYts”VzlQVpHDrµ–O>ˆxˆ’už… d³“IyuŒÈ‹¥,š¥…rÐ˜SPZ¦qY€¢UªF‹fœÌƒ©~=wƒQcd½~

@@ -1,0 +1,1 @@
+BreducesumsquareJ06^¹@§4º@«â„A€¹AaA‹[ @ãToAUèXA¼¾A®­A‡GAd3·@

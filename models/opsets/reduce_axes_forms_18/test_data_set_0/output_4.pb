@@ -1,0 +1,1 @@
+Bmin_empty_nameJâ;#À

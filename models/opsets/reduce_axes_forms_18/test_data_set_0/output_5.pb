@@ -1,0 +1,1 @@
+Bsumsquare_empty_axesJæÄC

@@ -1,0 +1,1 @@
+Bupdates_pointsJ±*@U£f¿A6¿

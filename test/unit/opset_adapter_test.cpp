@@ -1,0 +1,157 @@
+// The opset adapter (onnx/opset_adapter.h): ai.onnx 18-23 nodes on tiny hand-built graphs become
+// the version-17 form ONNX 1.12 infers and memplan runs, or are refused naming op, version and
+// node; its rule table is complete and docs/OPSETS.md is the table.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "memplan/error.h"
+#include "memplan/memplan.h"
+#include "onnx/opset_adapter.h"
+#include "pipeline/compile_pipeline.h"
+#include "support/model_builder.h"
+#include "support/numeric.h"
+
+using namespace memplan;
+using namespace memplan::test;
+
+namespace {
+
+const Node& only_node(const Model& m, const std::string& op) {
+  const Node* found = nullptr;
+  for (const auto& n : m.main->nodes)
+    if (n->op_type == op) found = n.get();
+  REQUIRE(found);
+  return *found;
+}
+
+const Value& value(const Model& m, const std::string& name) {
+  for (const auto& v : m.main->values)
+    if (v->name == name) return *v;
+  FAIL("no value " << name);
+  throw;
+}
+
+// x [2, 3, 4] -> `op` (opset `opset`) with `inputs` after x -> y; the rest is the caller's.
+ModelBuilder one_op(const std::string& op, int64_t opset, const std::vector<std::string>& inputs,
+                    const std::vector<std::string>& outputs = {"y"}) {
+  ModelBuilder mb("adapt", opset, opset >= 21 ? 10 : opset >= 19 ? 9 : 8);
+  add_input(mb.graph(), "x", elem::kFloat, {2, 3, 4});
+  std::vector<std::string> in{"x"};
+  in.insert(in.end(), inputs.begin(), inputs.end());
+  add_node(mb.graph(), op, in, outputs, "node");
+  for (const std::string& o : outputs) mb.graph().add_output()->set_name(o);
+  return mb;
+}
+
+std::string refusal(const ModelBuilder& mb) {
+  try {
+    Model m = mb.import("adapt.onnx");
+    prepare_model(m, {});
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::Unsupported);
+    return e.what();
+  }
+  FAIL("not refused");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("opset adapter: every op version of opsets 18-23 has one rule, and docs/OPSETS.md is the table", "[opsets]") {
+  std::set<std::pair<std::string, int>> seen;
+  for (const OpsetRule& r : opset_rules()) {
+    INFO(r.op << "-" << r.since);
+    CHECK(r.since >= 18);
+    CHECK(r.since <= 23);
+    CHECK(seen.insert({r.op, r.since}).second);
+    CHECK_FALSE(r.how.empty());
+  }
+  CHECK(seen.count({"ReduceMean", 18}));
+  CHECK(seen.count({"Pad", 23}));
+  std::ifstream doc(std::filesystem::path(MEMPLAN_SOURCE_DIR) / "docs" / "OPSETS.md");
+  std::stringstream text;
+  text << doc.rdbuf();
+  CHECK(text.str() == opset_rules_markdown());  // regenerate: memplan opsets > docs/OPSETS.md
+}
+
+TEST_CASE("opset adapter: Reduce* axes as an input become the attribute, none reduce all or are a no-op", "[opsets]") {
+  SECTION("constant axes") {
+    ModelBuilder mb = one_op("ReduceMean", 18, {"axes"});
+    add_initializer(mb.graph(), tensor_i64("axes", {2}, {0, -1}));
+    attr_int(mb.graph().mutable_node(0), "keepdims", 0);
+    Model m = mb.import();
+    prepare_model(m, {});
+    const Node& n = only_node(m, "ReduceMean");
+    CHECK(n.opset == kOnnxSchemaOpset);
+    CHECK(n.inputs.size() == 1);
+    CHECK(n.attr_ints("axes") == std::vector<int64_t>{0, -1});
+    CHECK(value(m, "y").type.static_dims() == std::vector<int64_t>{3});
+  }
+  SECTION("no axes: every axis") {
+    Model m = one_op("ReduceMax", 20, {}).import();
+    prepare_model(m, {});
+    CHECK(value(m, "y").type.static_dims() == std::vector<int64_t>{1, 1, 1});
+  }
+  SECTION("no axes with noop_with_empty_axes: the input itself") {
+    ModelBuilder mb = one_op("ReduceL2", 18, {});
+    attr_int(mb.graph().mutable_node(0), "noop_with_empty_axes", 1);
+    Model m = mb.import();
+    prepare_model(m, {});
+    CHECK(value(m, "y").type.static_dims() == std::vector<int64_t>{2, 3, 4});
+  }
+  SECTION("axes computed at run time are refused, naming the node") {
+    ModelBuilder mb = one_op("ReduceMean", 18, {"axes"});
+    add_input(mb.graph(), "axes", elem::kInt64, {1});
+    CHECK_THAT(refusal(mb), Catch::Contains("ReduceMean node 'node'") && Catch::Contains("ReduceMean-18") &&
+                                Catch::Contains("computed at run time"));
+  }
+}
+
+TEST_CASE("opset adapter: Split's num_outputs become split sizes, the last chunk smaller", "[opsets]") {
+  ModelBuilder mb("split", 18, 8);
+  add_input(mb.graph(), "x", elem::kFloat, {10, 2});
+  attr_int(add_node(mb.graph(), "Split", {"x"}, {"a", "b", "c"}, "split"), "num_outputs", 3);
+  for (const char* o : {"a", "b", "c"}) mb.graph().add_output()->set_name(o);
+  Model m = mb.import();
+  prepare_model(m, {});
+  CHECK(value(m, "a").type.static_dims() == std::vector<int64_t>{4, 2});
+  CHECK(value(m, "b").type.static_dims() == std::vector<int64_t>{4, 2});
+  CHECK(value(m, "c").type.static_dims() == std::vector<int64_t>{2, 2});
+  CHECK_FALSE(only_node(m, "Split").attr("num_outputs"));
+}
+
+TEST_CASE("opset adapter: Pad's axes spread its pads over every axis, and the numbers are Pad's", "[opsets]") {
+  ModelBuilder mb = one_op("Pad", 18, {"pads", "", "axes"});
+  add_initializer(mb.graph(), tensor_i64("pads", {2}, {1, 2}));
+  add_initializer(mb.graph(), tensor_i64("axes", {1}, {-1}));
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_pad18.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  auto model = CompiledModel::compile(path, {});
+  Session s(model, SessionOptions{true});
+  const std::vector<float> x = random_floats(24, 3);
+  s.set_input("x", kFloat32, std::vector<int64_t>{2, 3, 4}, x.data(), x.size() * 4);
+  s.run();
+  const TensorRef y = s.output("y");
+  REQUIRE(std::vector<int64_t>(y.shape.begin(), y.shape.end()) == std::vector<int64_t>{2, 3, 7});
+  const float* p = static_cast<const float*>(y.data);
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 7; ++c) CHECK(p[r * 7 + c] == (c >= 1 && c < 5 ? x[static_cast<size_t>(r * 4 + c - 1)] : 0.f));
+}
+
+TEST_CASE("opset adapter: new ops it has no kernel for are refused naming op, version and node", "[opsets]") {
+  CHECK_THAT(refusal(one_op("AffineGrid", 20, {"x"})),
+             Catch::Contains("AffineGrid node 'node'") && Catch::Contains("AffineGrid-20") && Catch::Contains("no kernel"));
+  CHECK_THAT(refusal(one_op("Attention", 23, {"x", "x"})), Catch::Contains("Attention-23"));
+  ModelBuilder wrap = one_op("Pad", 19, {"pads"});
+  add_initializer(wrap.graph(), tensor_i64("pads", {6}, {0, 0, 1, 0, 0, 1}));
+  add_attr(wrap.graph().mutable_node(0), "mode", onnx::AttributeProto::STRING)->set_s("wrap");
+  CHECK_THAT(refusal(wrap), Catch::Contains("Pad-19") && Catch::Contains("wrap"));
+  ModelBuilder dilated = one_op("AveragePool", 19, {});
+  attr_ints(dilated.graph().mutable_node(0), "kernel_shape", {2});
+  attr_ints(dilated.graph().mutable_node(0), "dilations", {2});
+  CHECK_THAT(refusal(dilated), Catch::Contains("AveragePool-19") && Catch::Contains("dilations"));
+}
