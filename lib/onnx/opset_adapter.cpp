@@ -32,8 +32,8 @@ std::vector<OpsetRule> make_rules() {
   add({"Resize"}, 18, H::Rewrite,
       "antialias, axes and keep_aspect_ratio_policy added: axes spread scales and sizes over every axis, a policy "
       "other than stretch becomes the sizes it gives; antialias 1 is refused");
-  add({"ScatterElements", "ScatterND"}, 18, H::Rewrite,
-      "reduction max and min added: runs as version 16; max and min are refused");
+  add({"ScatterElements", "ScatterND"}, 18, H::Downgrade,
+      "reduction max and min added: runs as version 16, whose kernel takes max and min too");
   add({"LpPool"}, 18, H::Rewrite, "ceil_mode and dilations added: runs as version 11 where they hold their defaults, else refused");
   add({"Mish"}, 18, H::Own, "new: x * tanh(softplus(x)), oneDNN's eltwise mish");
   add({"GroupNormalization"}, 18, H::Own, "new: memplan's kernel, scale and bias per group");
@@ -49,7 +49,7 @@ std::vector<OpsetRule> make_rules() {
       "float8 types and saturate added: runs as version 13 for 8-bit integers; float8 is refused");
   add({"DequantizeLinear"}, 19, H::Rewrite, "float8 types added: runs as version 13 for 8-bit integers; float8 is refused");
   add({"Constant", "Equal", "Identity", "If", "Loop", "Reshape", "Scan", "Shape", "Size"}, 19, H::Downgrade, kTypesOnly);
-  add({"Pad"}, 19, H::Rewrite, "mode wrap added: refused; other modes as version 18");
+  add({"Pad"}, 19, H::Rewrite, "mode wrap added: memplan's Pad kernel wraps; otherwise as version 18");
   add({"Resize"}, 19, H::Rewrite,
       "coordinate_transformation_mode half_pixel_symmetric added: refused; everything else as version 18");
   add({"DeformConv"}, 19, H::Refuse, "a new op memplan has no kernel for yet");
@@ -202,8 +202,6 @@ void adapt_split(Adapting& a) {
 }
 
 void adapt_pad(Adapting& a) {
-  Node& n = a.n;
-  if (a.version >= 19 && n.attr_string("mode", "constant") == "wrap") a.refuse("mode wrap is not supported");
   if (!a.input(3)) return a.drop_inputs_from(3);
   const std::vector<int64_t> axes = a.constant_ints(3, "axes");
   const std::vector<int64_t> pads = a.constant_ints(1, "pads");
@@ -285,11 +283,6 @@ void adapt_resize(Adapting& a) {
   set_scales(full);
 }
 
-void adapt_scatter(Adapting& a) {
-  const std::string reduction = a.n.attr_string("reduction", "none");
-  if (reduction == "max" || reduction == "min") a.refuse("reduction '" + reduction + "' is not supported");
-}
-
 void adapt_pool(Adapting& a) {
   a.require_default_ints("dilations", 1);
   a.n.erase_attr("dilations");
@@ -368,8 +361,6 @@ Adapter adapter_for(const std::string& op) {
       {"Split", adapt_split},
       {"Pad", adapt_pad},
       {"Resize", adapt_resize},
-      {"ScatterElements", adapt_scatter},
-      {"ScatterND", adapt_scatter},
       {"AveragePool", adapt_pool},
       {"LpPool", adapt_pool},
       {"Cast", adapt_cast},

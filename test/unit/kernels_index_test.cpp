@@ -156,9 +156,21 @@ TEST_CASE("ScatterElements and Scatter write along an axis", "[index]") {
     c.input<float>("data", F32, {2}, Floats{1, 2});
     c.input<int64_t>("indices", INT64, {1}, I64{0});
     c.input<float>("updates", F32, {1}, Floats{0});
-    c.attr("reduction", std::string("max"));
+    c.attr("reduction", std::string("average"));
     c.output("y", F32, {2});
-    require_error(c, ErrorKind::Unsupported, {"reduction 'max' is not supported"});
+    require_error(c, ErrorKind::Unsupported, {"reduction 'average' is not supported"});
+  }
+  SECTION("max and min (opset 18) keep the larger and the smaller, repeated indices included") {
+    for (const char* r : {"max", "min"}) {
+      KernelCase c("ScatterElements", 18);
+      c.input<float>("data", F32, {3}, Floats{1, 2, 3});
+      c.input<int64_t>("indices", INT64, {3}, I64{0, 2, 2});
+      c.input<float>("updates", F32, {3}, Floats{5, -1, 4});
+      c.attr("reduction", std::string(r));
+      c.output("y", F32, {3});
+      REQUIRE(c.run());
+      CHECK(c.result_as<float>(0) == (std::string(r) == "max" ? Floats{5, 2, 4} : Floats{1, 2, -1}));
+    }
   }
 }
 

@@ -146,10 +146,10 @@ TEST_CASE("opset adapter: new ops it has no kernel for are refused naming op, ve
   CHECK_THAT(refusal(one_op("AffineGrid", 20, {"x"})),
              Catch::Contains("AffineGrid node 'node'") && Catch::Contains("AffineGrid-20") && Catch::Contains("no kernel"));
   CHECK_THAT(refusal(one_op("Attention", 23, {"x", "x"})), Catch::Contains("Attention-23"));
-  ModelBuilder wrap = one_op("Pad", 19, {"pads"});
-  add_initializer(wrap.graph(), tensor_i64("pads", {6}, {0, 0, 1, 0, 0, 1}));
-  add_attr(wrap.graph().mutable_node(0), "mode", onnx::AttributeProto::STRING)->set_s("wrap");
-  CHECK_THAT(refusal(wrap), Catch::Contains("Pad-19") && Catch::Contains("wrap"));
+  ModelBuilder antialias = one_op("Resize", 18, {"", "scales"});
+  add_initializer(antialias.graph(), tensor_f32("scales", {3}, {1.f, 1.f, 0.5f}));
+  attr_int(antialias.graph().mutable_node(0), "antialias", 1);
+  CHECK_THAT(refusal(antialias), Catch::Contains("Resize-18") && Catch::Contains("antialias"));
   ModelBuilder dilated = one_op("AveragePool", 19, {});
   attr_ints(dilated.graph().mutable_node(0), "kernel_shape", {2});
   attr_ints(dilated.graph().mutable_node(0), "dilations", {2});

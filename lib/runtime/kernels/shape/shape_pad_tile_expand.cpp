@@ -9,7 +9,7 @@ namespace {
 
 // ---- Pad ----
 
-enum class PadMode { Constant, Reflect, Edge };
+enum class PadMode { Constant, Reflect, Edge, Wrap };  // wrap: opset 19
 
 struct PadPlan {
   int rank = 0;
@@ -30,7 +30,8 @@ PadPlan pad_plan(const TensorView& in, const Ints* pads, PadMode mode, const std
     const int64_t out = in.dims[d] + (*pads)[d] + (*pads)[d + rank];
     if (out < 0) fail_at(where, "pads make dimension " + std::to_string(d) + " negative");
     if (mode != PadMode::Constant && in.dims[d] == 0 && out > 0)
-      fail_at(where, "cannot pad an empty dimension in " + std::string(mode == PadMode::Edge ? "edge" : "reflect") + " mode");
+      fail_at(where, "cannot pad an empty dimension in " +
+                         std::string(mode == PadMode::Edge ? "edge" : mode == PadMode::Wrap ? "wrap" : "reflect") + " mode");
     p.out_dims[d] = out;
   }
   return p;
@@ -42,6 +43,7 @@ inline int64_t pad_source(int64_t c, int64_t b, int64_t n, PadMode mode) {
   int64_t x = c - b;
   if (x >= 0 && x < n) return x;
   if (mode == PadMode::Constant) return -1;
+  if (mode == PadMode::Wrap) return (x % n + n) % n;  // ... 2 3 [0 1 2 3] 0 1 ...
   if (mode == PadMode::Edge || n == 1) return x < 0 ? 0 : n - 1;
   const int64_t period = 2 * (n - 1);  // reflect: ... 2 1 [0 1 2 3] 2 1 0 1 ...
   x %= period;
@@ -287,6 +289,7 @@ Factory make_pad(const Node& n, const KernelEnv& env) {
   if (mode_name == "constant") mode = PadMode::Constant;
   else if (mode_name == "reflect") mode = PadMode::Reflect;
   else if (mode_name == "edge") mode = PadMode::Edge;
+  else if (mode_name == "wrap") mode = PadMode::Wrap;
   else unsupported_at(where, "mode '" + mode_name + "' is not supported");
   std::array<std::byte, 8> value{};
   int value_input = -1;

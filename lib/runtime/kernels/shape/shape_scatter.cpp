@@ -9,20 +9,24 @@
 namespace memplan::rt::shape {
 namespace {
 
-enum class Reduction { None, Add, Mul };
+enum class Reduction { None, Add, Mul, Max, Min };  // max and min: opset 18
 
 Reduction reduction_of(const Node& n, const std::string& where) {
   const std::string r = n.attr_string("reduction", "none");
   if (r == "none") return Reduction::None;
   if (r == "add") return Reduction::Add;
   if (r == "mul") return Reduction::Mul;
-  unsupported_at(where, "reduction '" + r + "' is not supported (none, add and mul only)");
+  if (r == "max") return Reduction::Max;
+  if (r == "min") return Reduction::Min;
+  unsupported_at(where, "reduction '" + r + "' is not supported (none, add, mul, max and min only)");
 }
 
 // `old` combined with `v`. Integers wrap around (computed in uint64_t: no signed overflow).
 template <typename T>
 T combine(Reduction r, T old, T v) {
   if (r == Reduction::None) return v;
+  if (r == Reduction::Max) return v > old ? v : old;
+  if (r == Reduction::Min) return v < old ? v : old;
   if constexpr (std::is_integral_v<T>) {
     const uint64_t a = static_cast<uint64_t>(old), b = static_cast<uint64_t>(v);
     return static_cast<T>(r == Reduction::Add ? a + b : a * b);
