@@ -39,7 +39,10 @@ std::vector<OpsetRule> make_rules() {
   add({"GroupNormalization"}, 18, H::Own, "new: memplan's kernel, scale and bias per group");
   add({"BitwiseAnd", "BitwiseOr", "BitwiseXor"}, 18, H::Own, "new: memplan's loops on every integer type, broadcasting");
   add({"BitwiseNot"}, 18, H::Own, "new: memplan's loop on every integer type");
-  add({"Col2Im", "CenterCropPad"}, 18, H::Refuse, "a new op memplan has no kernel for yet");
+  add({"CenterCropPad"}, 18, H::Rewrite,
+      "new: a Pad of version 13 whose pads are negative where it crops (centred: the smaller half first), for "
+      "a constant shape and an input shape known at compile time");
+  add({"Col2Im"}, 18, H::Refuse, "a new op memplan has no kernel for yet");
   add({"OptionalGetElement", "OptionalHasElement"}, 18, H::Refuse, "optional values are not supported");
   // Opset 19.
   add({"AveragePool"}, 19, H::Rewrite, "dilations added: runs as version 11 where they are all 1, else refused");
@@ -98,7 +101,12 @@ std::vector<OpsetRule> make_rules() {
        "Transpose", "Unsqueeze"},
       23, H::Downgrade, kTypesOnly);
   add({"Pad"}, 23, H::Rewrite, "float4 added: as version 21");
-  add({"Attention", "RMSNormalization", "RotaryEmbedding"}, 23, H::Refuse, "a new op memplan has no kernel for yet");
+  add({"RMSNormalization"}, 23, H::Own, "new: memplan's kernel (float32, stash_type 1), scale broadcast over the normalized axes");
+  add({"RotaryEmbedding"}, 23, H::Own,
+      "new: memplan's kernel (float32; halves or interleaved, partial rotation, position_ids or per-position caches)");
+  add({"Attention"}, 23, H::Own,
+      "new: memplan's kernel without a key/value cache (float32; grouped heads, bool or float mask, causal, scale; "
+      "past_key/past_value, softcap and the extra outputs are refused)");
   std::sort(r.begin(), r.end(), [](const OpsetRule& a, const OpsetRule& b) {
     return a.op != b.op ? a.op < b.op : a.since < b.since;
   });
@@ -354,6 +362,34 @@ void adapt_grid_sample(Adapting& a) {
   n.set_attr_string("mode", mode == "linear" ? "bilinear" : mode == "cubic" ? "bicubic" : mode);
 }
 
+// Each axis cropped or zero-padded to its target size, centred (the smaller half before): a
+// version 13 Pad with negative pads where it crops.
+void adapt_center_crop_pad(Adapting& a) {
+  Node& n = a.n;
+  const Value* x = a.input(0);
+  if (!x || !x->type.is_static()) a.refuse("its input's shape must be known at compile time");
+  const std::vector<int64_t> in = x->type.static_dims();
+  const auto rank = static_cast<int64_t>(in.size());
+  const std::vector<int64_t> target = a.constant_ints(1, "shape");
+  std::vector<int64_t> axes;
+  for (int64_t ax : n.attr_ints("axes")) axes.push_back(a.axis(ax, rank, "axis"));
+  if (axes.empty())
+    for (int64_t ax = 0; ax < rank; ++ax) axes.push_back(ax);
+  if (target.size() != axes.size()) a.refuse("its shape has " + std::to_string(target.size()) + " sizes for " + std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (target[k] < 0) a.refuse("its shape has a negative size");
+    const int64_t grow = target[k] - in[static_cast<size_t>(axes[k])];
+    const int64_t half = (grow < 0 ? -grow : grow) / 2, rest = (grow < 0 ? -grow : grow) - half;
+    pads[static_cast<size_t>(axes[k])] = grow < 0 ? -half : half;
+    pads[static_cast<size_t>(axes[k] + rank)] = grow < 0 ? -rest : rest;
+  }
+  n.op_type = "Pad";
+  n.attributes.clear();
+  a.drop_inputs_from(1);
+  a.set_input(1, a.int64_constant("pads", pads));
+}
+
 using Adapter = void (*)(Adapting&);
 
 Adapter adapter_for(const std::string& op) {
@@ -369,6 +405,7 @@ Adapter adapter_for(const std::string& op) {
       {"DequantizeLinear", adapt_quantize},
       {"DFT", adapt_dft},
       {"GridSample", adapt_grid_sample},
+      {"CenterCropPad", adapt_center_crop_pad},
   };
   if (is_reduce(op)) return adapt_reduce;
   auto it = by_op.find(op);

@@ -30,24 +30,58 @@ TensorType broadcast(const TensorType& a, const TensorType& b, const std::string
   return out;
 }
 
+// Attention's Y: Q's shape with V's head size, [batch, q_heads, q_len, v_size] or, 3-D,
+// [batch, q_len, q_heads * v_size]. Only Y is given (no key/value cache outputs).
+void infer_attention(Node& node, const std::string& where) {
+  if (node.inputs.size() < 3 || node.inputs.size() > 6 || !node.inputs[0] || !node.inputs[1] || !node.inputs[2] ||
+      node.outputs.empty() || !node.outputs[0])
+    fail(where + ": takes Q, K and V (and up to three optional inputs) and gives Y");
+  for (size_t k = 1; k < node.outputs.size(); ++k)
+    if (node.outputs[k])
+      fail_unsupported(where + ": only the output Y is supported (not present_key, present_value or qk_matmul_output)");
+  const TensorType& q = node.inputs[0]->type;
+  const TensorType& v = node.inputs[2]->type;
+  TensorType y;
+  y.dtype = q.dtype;
+  if (q.has_rank && v.has_rank && q.dims.size() == 4 && v.dims.size() == 4) {
+    y.has_rank = true;
+    y.dims = {q.dims[0], q.dims[1], q.dims[2], v.dims[3]};
+  } else if (q.has_rank && v.has_rank && q.dims.size() == 3 && v.dims.size() == 3) {
+    y.has_rank = true;
+    y.dims = {q.dims[0], q.dims[1], Dim{}};
+    const int64_t qh = node.attr_int("q_num_heads", 0), kvh = node.attr_int("kv_num_heads", 0);
+    if (qh > 0 && kvh > 0 && v.dims[2].known() && v.dims[2].value % kvh == 0) y.dims[2] = Dim{qh * (v.dims[2].value / kvh), {}};
+  }
+  node.outputs[0]->type = y;
+}
+
 }  // namespace
 
 bool is_own_op(const Node& node) {
   // The opset each op first appeared in: an older model naming it means something else.
   static const std::map<std::string, int64_t> since = {{"Gelu", 20},       {"Mish", 18},       {"BitwiseAnd", 18},
                                                        {"BitwiseOr", 18},  {"BitwiseXor", 18}, {"BitwiseNot", 18},
-                                                       {"GroupNormalization", 18}};
+                                                       {"GroupNormalization", 18}, {"RMSNormalization", 23},
+                                                       {"RotaryEmbedding", 23}, {"Attention", 23}};
   auto it = since.find(node.op_type);
   return node.domain.empty() && it != since.end() && node.opset >= it->second;
 }
 
 void infer_own_op(Node& node, const std::string& file) {
   const std::string where = file + ": " + node.graph->path() + ": " + node.describe();
-  const size_t want = is_broadcasting(node.op_type) ? 2 : node.op_type == "GroupNormalization" ? 3 : 1;
-  if (node.inputs.size() != want || node.outputs.size() != 1 || !node.outputs[0])
-    fail(where + ": takes " + std::to_string(want) + " inputs and gives one output");
-  for (const Value* in : node.inputs)
-    if (!in) fail(where + ": every input is required");
+  if (node.op_type == "Attention") return infer_attention(node, where);
+  // Required inputs, then optional ones (RotaryEmbedding's position_ids).
+  const size_t want = is_broadcasting(node.op_type)                ? 2
+                      : node.op_type == "GroupNormalization" ? 3
+                      : node.op_type == "RMSNormalization"   ? 2
+                      : node.op_type == "RotaryEmbedding"    ? 3
+                                                              : 1;
+  const size_t most = node.op_type == "RotaryEmbedding" ? 4 : want;
+  if (node.inputs.size() < want || node.inputs.size() > most || node.outputs.size() != 1 || !node.outputs[0])
+    fail(where + ": takes " + std::to_string(want) + (most > want ? " or " + std::to_string(most) : "") +
+         " inputs and gives one output");
+  for (size_t k = 0; k < want; ++k)
+    if (!node.inputs[k]) fail(where + ": input " + std::to_string(k) + " is required");
   Value& out = *node.outputs[0];
   const TensorType inferred =
       is_broadcasting(node.op_type) ? broadcast(node.inputs[0]->type, node.inputs[1]->type, where) : node.inputs[0]->type;

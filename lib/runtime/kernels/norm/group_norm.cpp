@@ -68,9 +68,7 @@ class GroupNormKernel final : public Kernel {
 
 Factory make_group_norm(const Node& n, const KernelEnv& env) {
   std::string where = check_arity(n, env, 3, 3);
-  for (const Value* v : n.inputs)
-    if (v->type.dtype != DType::Float32)
-      unsupported_at(where, "input '" + v->name + "' is " + dtype_name(v->type.dtype) + "; float32 only");
+  require_float32_inputs(n, 3, where);
   const int64_t groups = n.attr_int("num_groups", 0);
   if (!n.attr("num_groups") || groups < 1) fail_at(where, "num_groups must be given and at least 1");
   if (n.attr_int("stash_type", 1) != 1) unsupported_at(where, "stash_type other than 1 (float32) is not supported");

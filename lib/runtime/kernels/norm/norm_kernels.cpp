@@ -14,6 +14,19 @@
 
 namespace memplan::rt::norm {
 using namespace shape;
+
+std::string dims_text(const TensorView& t) {
+  std::string s = " [";
+  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.dims[i]);
+  return s + "]";
+}
+
+void require_float32_inputs(const Node& n, size_t count, const std::string& where) {
+  for (size_t k = 0; k < count && k < n.inputs.size(); ++k)
+    if (const Value* v = n.inputs[k]; v && v->type.dtype != DType::Float32)
+      unsupported_at(where, "input '" + v->name + "' is " + dtype_name(v->type.dtype) + "; float32 only");
+}
+
 namespace {
 
 enum class Kind { Layer, Instance, MeanVariance, Batch };
@@ -41,13 +54,6 @@ TensorView scalar_view(const T& v) {
   t.data = reinterpret_cast<std::byte*>(const_cast<T*>(&v));  // read only
   t.dtype = dtype_of<T>();
   return t;
-}
-
-// The shape " [2, 3]" of a view, for messages.
-std::string dims_text(const TensorView& t) {
-  std::string s = " [";
-  for (int i = 0; i < t.rank; ++i) s += (i ? ", " : "") + std::to_string(t.dims[i]);
-  return s + "]";
 }
 
 template <typename T>

@@ -12,6 +12,9 @@ void register_norm_kernels(KernelRegistry& r) {
   r.add("InstanceNormalization", make_instance_norm);
   r.add("MeanVarianceNormalization", make_mean_variance_norm, norm_accepts);
   r.add("GroupNormalization", make_group_norm);
+  r.add("RMSNormalization", make_rms_norm);
+  r.add("RotaryEmbedding", make_rotary_embedding);
+  r.add("Attention", make_attention);
 }
 
 }  // namespace memplan::rt
