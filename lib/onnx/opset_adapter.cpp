@@ -42,7 +42,7 @@ std::vector<OpsetRule> make_rules() {
   add({"CenterCropPad"}, 18, H::Rewrite,
       "new: a Pad of version 13 whose pads are negative where it crops (centred: the smaller half first), for "
       "a constant shape and an input shape known at compile time");
-  add({"Col2Im"}, 18, H::Refuse, "a new op memplan has no kernel for yet");
+  add({"Col2Im"}, 18, H::Own, "new: memplan's kernel (float32, 2-D images, constant image and block shapes)");
   add({"OptionalGetElement", "OptionalHasElement"}, 18, H::Refuse, "optional values are not supported");
   // Opset 19.
   add({"AveragePool"}, 19, H::Rewrite, "dilations added: runs as version 11 where they are all 1, else refused");
@@ -54,7 +54,8 @@ std::vector<OpsetRule> make_rules() {
   add({"Constant", "Equal", "Identity", "If", "Loop", "Reshape", "Scan", "Shape", "Size"}, 19, H::Downgrade, kTypesOnly);
   add({"Pad"}, 19, H::Rewrite, "mode wrap added: memplan's Pad kernel wraps; otherwise as version 18");
   add({"Resize"}, 19, H::Rewrite,
-      "coordinate_transformation_mode half_pixel_symmetric added: refused; everything else as version 18");
+      "coordinate_transformation_mode half_pixel_symmetric added: memplan's Resize kernel takes it; otherwise as "
+      "version 18");
   add({"DeformConv"}, 19, H::Refuse, "a new op memplan has no kernel for yet");
   // Opset 20.
   add({"ReduceMax", "ReduceMin"}, 20, H::Rewrite, "bool added: as version 18; bool inputs are refused");
@@ -66,7 +67,7 @@ std::vector<OpsetRule> make_rules() {
       "ranks are refused");
   add({"ConstantOfShape", "IsInf", "IsNaN"}, 20, H::Downgrade, kTypesOnly);
   add({"Gelu"}, 20, H::Own, "new: oneDNN's eltwise gelu_erf (approximate none) or gelu_tanh (tanh)");
-  add({"AffineGrid"}, 20, H::Refuse, "a new op memplan has no kernel for yet");
+  add({"AffineGrid"}, 20, H::Own, "new: memplan's kernel (float32, 2-D and 3-D, a constant size)");
   add({"ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"}, 20, H::Refuse,
       "string and image ops are not supported");
   // Opset 21.
@@ -230,8 +231,6 @@ void adapt_resize(Adapting& a) {
   Node& n = a.n;
   a.require_default_int("antialias", 0);
   n.erase_attr("antialias");
-  if (a.version >= 19 && n.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric")
-    a.refuse("coordinate_transformation_mode half_pixel_symmetric is not supported");
   const std::vector<int64_t> axes_attr = n.attr_ints("axes");
   const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
   n.erase_attr("axes");

@@ -55,6 +55,36 @@ void infer_attention(Node& node, const std::string& where) {
   node.outputs[0]->type = y;
 }
 
+// Col2Im's image [N, C, image_shape...] and AffineGrid's grid [N, spatial..., rank], from their
+// constant shape inputs; unranked where those are computed at run time.
+void infer_from_shape_input(Node& node, const std::string& where) {
+  const bool col2im = node.op_type == "Col2Im";
+  if (node.inputs.size() != (col2im ? 3u : 2u) || node.outputs.size() != 1 || !node.outputs[0])
+    fail(where + ": takes " + std::string(col2im ? "3" : "2") + " inputs and gives one output");
+  for (const Value* in : node.inputs)
+    if (!in) fail(where + ": every input is required");
+  TensorType out;
+  out.dtype = node.inputs[0]->type.dtype;
+  const Value* shape = node.inputs[1];
+  if (shape->constant) {
+    const std::vector<int64_t> dims = shape->constant->to_ints();
+    const TensorType& x = node.inputs[0]->type;
+    if (col2im && node.inputs[2]->constant && x.has_rank && x.dims.size() == 3) {
+      int64_t kernel = 1;
+      for (int64_t b : node.inputs[2]->constant->to_ints()) kernel *= b;
+      out.has_rank = true;
+      out.dims = {x.dims[0], x.dims[1].known() && kernel > 0 ? Dim{x.dims[1].value / kernel, {}} : Dim{}};
+      for (int64_t d : dims) out.dims.push_back(Dim{d, {}});
+    } else if (!col2im && dims.size() >= 4) {
+      out.has_rank = true;
+      out.dims.push_back(Dim{dims[0], {}});
+      for (size_t k = 2; k < dims.size(); ++k) out.dims.push_back(Dim{dims[k], {}});
+      out.dims.push_back(Dim{static_cast<int64_t>(dims.size()) - 2, {}});
+    }
+  }
+  node.outputs[0]->type = out;
+}
+
 }  // namespace
 
 bool is_own_op(const Node& node) {
@@ -62,7 +92,8 @@ bool is_own_op(const Node& node) {
   static const std::map<std::string, int64_t> since = {{"Gelu", 20},       {"Mish", 18},       {"BitwiseAnd", 18},
                                                        {"BitwiseOr", 18},  {"BitwiseXor", 18}, {"BitwiseNot", 18},
                                                        {"GroupNormalization", 18}, {"RMSNormalization", 23},
-                                                       {"RotaryEmbedding", 23}, {"Attention", 23}};
+                                                       {"RotaryEmbedding", 23}, {"Attention", 23},
+                                                       {"Col2Im", 18},          {"AffineGrid", 20}};
   auto it = since.find(node.op_type);
   return node.domain.empty() && it != since.end() && node.opset >= it->second;
 }
@@ -70,6 +101,7 @@ bool is_own_op(const Node& node) {
 void infer_own_op(Node& node, const std::string& file) {
   const std::string where = file + ": " + node.graph->path() + ": " + node.describe();
   if (node.op_type == "Attention") return infer_attention(node, where);
+  if (node.op_type == "Col2Im" || node.op_type == "AffineGrid") return infer_from_shape_input(node, where);
   // Required inputs, then optional ones (RotaryEmbedding's position_ids).
   const size_t want = is_broadcasting(node.op_type)                ? 2
                       : node.op_type == "GroupNormalization" ? 3

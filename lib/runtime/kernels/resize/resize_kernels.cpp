@@ -25,7 +25,7 @@ namespace memplan::rt::elt {
 namespace {
 
 enum class Mode { Nearest, Linear, Cubic };
-enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCropAndResize };
+enum class Coord { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNN, TfCropAndResize, HalfPixelSymmetric };
 enum class Nearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil, Simple };
 
 struct Params {
@@ -66,6 +66,12 @@ double source_coord(Coord m, int64_t o, const Axis& a) {
   const double x = static_cast<double>(o);
   switch (m) {
     case Coord::HalfPixel: return (x + 0.5) / a.scale - 0.5;
+    // Opset 19: half_pixel, shifted so that the integer output length's rounding is spread over
+    // both ends (ONNX's reference: offset = in / 2 * (1 - out / (in * scale))).
+    case Coord::HalfPixelSymmetric: {
+      const double offset = static_cast<double>(a.in) / 2 * (1 - static_cast<double>(a.out) / a.resized);
+      return offset + (x + 0.5) / a.scale - 0.5;
+    }
     case Coord::PytorchHalfPixel: return a.resized > 1 ? (x + 0.5) / a.scale - 0.5 : -0.5;
     case Coord::AlignCorners:
       return a.resized == 1 ? 0.0 : x * static_cast<double>(a.in - 1) / (a.resized - 1);
@@ -613,6 +619,7 @@ Params read_params(const Node& n, const std::string& at, bool v11) {
   else if (c == "asymmetric") p.coord = Coord::Asymmetric;
   else if (c == "tf_half_pixel_for_nn") p.coord = Coord::TfHalfPixelForNN;
   else if (c == "tf_crop_and_resize") p.coord = Coord::TfCropAndResize;
+  else if (c == "half_pixel_symmetric") p.coord = Coord::HalfPixelSymmetric;
   else fail_unsupported(at + ": coordinate_transformation_mode '" + c + "' is not supported");
   const std::string nm = n.attr_string("nearest_mode", "round_prefer_floor");
   if (nm == "round_prefer_floor") p.nearest = Nearest::RoundPreferFloor;

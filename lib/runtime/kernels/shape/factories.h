@@ -29,6 +29,9 @@ Factory make_tile(const Node& n, const KernelEnv& env);
 Factory make_expand(const Node& n, const KernelEnv& env);
 // shape_channel_shuffle.cpp
 Factory make_channel_shuffle(const Node& n, const KernelEnv& env);  // Transpose with memplan_channel_shuffle
+// shape_col2im_affine_grid.cpp (opsets 18 and 20)
+Factory make_col2im(const Node& n, const KernelEnv& env);
+Factory make_affine_grid(const Node& n, const KernelEnv& env);
 // shape_space_depth.cpp
 Factory make_space_depth(const Node& n, const KernelEnv& env);  // DepthToSpace SpaceToDepth
 // shape_reverse_sequence.cpp

@@ -39,6 +39,8 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("Compress", make_compress);
   r.add("NonZero", make_nonzero);
   r.add("Unique", make_unique_op);
+  r.add("Col2Im", make_col2im);
+  r.add("AffineGrid", make_affine_grid);
 }
 
 }  // namespace memplan::rt
