@@ -259,6 +259,7 @@ void adapt_resize(Adapting& a) {
     for (size_t k = 0; k < axes.size(); ++k) full[static_cast<size_t>(axes[k])] = static_cast<float>(scales->constant->float_at(k));
     return set_scales(full);
   }
+  if (scales && !scales->constant) a.refuse("its scales are computed at run time; axes need them constant");
   if (!sizes) a.refuse("it has neither scales nor sizes");
   std::vector<int64_t> given = a.constant_ints(3, "sizes");
   if (given.size() != axes.size()) a.refuse("its sizes do not match its axes");
