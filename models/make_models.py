@@ -101,6 +101,21 @@ def folder_writers(here, check_only, folder_changed):
             lambda rel, doc, ort_keys: through(write_source_json, rel, doc, ort_keys))
 
 
+def report_folder(folder_changed, check_only, folder):
+    """The end of a folder generator's run (models/patterns, models/opsets): with --check, exit 1
+    listing what is out of date; else list what was written and name the command that makes the
+    expected outputs next."""
+    if check_only:
+        if folder_changed:
+            print("out of date:\n  " + "\n  ".join(folder_changed))
+            sys.exit(1)
+        print("up to date")
+        return
+    print(f"{len(folder_changed)} file(s) written" + ("".join("\n  " + c for c in folder_changed)))
+    if folder_changed:
+        print(f"now run: NODE_PATH=/work/main/build/bench/node_modules node models/expected_with_ort.js models/{folder}")
+
+
 def npy_bytes(arr):
     buf = io.BytesIO()
     np.save(buf, np.asarray(arr), allow_pickle=False)

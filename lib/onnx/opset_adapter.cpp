@@ -120,7 +120,6 @@ struct Adapting {
   Graph& g;
   Node& n;
   int version;  // the op version the node's opset selects
-  bool inputs_changed = false;
 
   [[noreturn]] void refuse(const std::string& why) const {
     fail_unsupported(model.path + ": " + g.path() + ": " + n.describe() + " (ai.onnx " + n.op_type + "-" +
@@ -135,16 +134,25 @@ struct Adapting {
       refuse(std::string("its ") + what + " input is " + dtype_name(v->constant->dtype) + "; ONNX requires int64");
     return v->constant->to_ints();
   }
+  // Inputs change with the uses kept current where they are exact (values of the node's own
+  // graph); shape inference rebuilds the rest when it ends. No whole-model rebuild per node.
+  void unlink(Value* v) {
+    if (v && v->graph == &g && std::find(n.inputs.begin(), n.inputs.end(), v) == n.inputs.end())
+      std::erase(v->consumers, &n);
+  }
   void drop_inputs_from(size_t i) {
-    if (n.inputs.size() > i) {
-      n.inputs.resize(i);
-      inputs_changed = true;
-    }
+    if (n.inputs.size() <= i) return;
+    std::vector<Value*> dropped(n.inputs.begin() + static_cast<std::ptrdiff_t>(i), n.inputs.end());
+    n.inputs.resize(i);
+    for (Value* v : dropped) unlink(v);
   }
   void set_input(size_t i, Value* v) {
     if (n.inputs.size() <= i) n.inputs.resize(i + 1, nullptr);
+    Value* old = n.inputs[i];
     n.inputs[i] = v;
-    inputs_changed = true;
+    unlink(old);
+    if (v->graph == &g && std::find(v->consumers.begin(), v->consumers.end(), &n) == v->consumers.end())
+      v->consumers.push_back(&n);
   }
   Value* int64_constant(const std::string& what, const std::vector<int64_t>& values) {
     return g.add_constant(n.name + "_" + what, make_int64_tensor({static_cast<int64_t>(values.size())}, values));
@@ -427,21 +435,19 @@ const OpsetRule* opset_rule_for(const Node& node) {
   return best;
 }
 
-bool adapt_opset(Model& model, Graph& g, size_t index) {
+void adapt_opset(Model& model, Graph& g, size_t index) {
   Node& n = *g.nodes[index];
-  if (!n.domain.empty() || n.opset <= kOnnxSchemaOpset) return false;
+  if (!n.domain.empty() || n.opset <= kOnnxSchemaOpset) return;
   const OpsetRule* rule = opset_rule_for(n);
   Adapting a{model, g, n, rule ? rule->since : 0};
   if (rule && rule->handling == H::Refuse) a.refuse(rule->how);
-  if (rule && rule->handling == H::Own) return false;  // its own inference and kernel, at its version
+  if (rule && rule->handling == H::Own) return;  // its own inference and kernel, at its version
   if (rule && rule->handling == H::Rewrite) {
     const Adapter adapt = adapter_for(n.op_type);
     if (!adapt) fail_internal("no adapter for " + n.op_type + "-" + std::to_string(rule->since));
     adapt(a);
   }
   n.opset = kOnnxSchemaOpset;
-  if (a.inputs_changed) rebuild_uses(*model.main);
-  return a.inputs_changed;
 }
 
 std::string opset_rules_markdown() {

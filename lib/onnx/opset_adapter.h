@@ -45,11 +45,12 @@ const std::vector<OpsetRule>& opset_rules();
 // else null: the op did not change after 17, so ONNX 1.12's schema describes it.
 const OpsetRule* opset_rule_for(const Node& node);
 
-// Adapts g.nodes[index] by its rule (in place: the node, its attributes and inputs), and sets its
-// opset to kOnnxSchemaOpset (an op of memplan's own keeps its version); throws memplan::Error naming `file`, the graph and the node for a
-// refusal or a form the rule cannot map. Returns true when it changed the node's inputs (uses are
-// rebuilt then). Nodes of other domains, of opsets up to 17, and adapted nodes are left alone.
-bool adapt_opset(Model& model, Graph& g, size_t index);
+// Adapts g.nodes[index] by its rule, in place (the node, its attributes and inputs, with the uses
+// of its own graph's values), and sets its opset to kOnnxSchemaOpset (an op of memplan's own keeps
+// its version); throws memplan::Error naming the model's file, the graph and the node for a
+// refusal or a form the rule cannot map. Nodes of other domains, of opsets up to 17, and adapted
+// nodes are left alone.
+void adapt_opset(Model& model, Graph& g, size_t index);
 
 // docs/OPSETS.md: the table of every rule, as markdown.
 std::string opset_rules_markdown();

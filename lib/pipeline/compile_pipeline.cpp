@@ -171,8 +171,8 @@ void check_reference_kernels(const Compilation& c, const PlanOptions& planning) 
 
 NodeRewriter pipeline_rewrites(Model& model) {
   return [&model](Graph& g, size_t i) {
-    return adapt_opset(model, g, i) || inline_constant_if(g, i) ||
-           (should_expand_function(*g.nodes[i]) && expand_function_node(model, g, i));
+    adapt_opset(model, g, i);  // in place, before anything reads the node as its opset-17 form
+    return inline_constant_if(g, i) || (should_expand_function(*g.nodes[i]) && expand_function_node(model, g, i));
   };
 }
 

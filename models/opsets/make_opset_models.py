@@ -1088,15 +1088,7 @@ def main():
         return
     for name, opset, ir, size, ops, c in summary:
         print(f"{name:22s} opset {opset} IR {ir:2d} {size:7d} bytes  " + ", ".join(f"{op} x{n}" for op, n in sorted(ops.items())))
-    if CHECK_ONLY:
-        if changed:
-            print("out of date:\n  " + "\n  ".join(changed))
-            sys.exit(1)
-        print("up to date")
-    else:
-        print(f"{len(changed)} file(s) written" + ("".join("\n  " + c for c in changed)))
-        if changed:
-            print("now run: NODE_PATH=/work/main/build/bench/node_modules node models/expected_with_ort.js models/opsets")
+    make_models.report_folder(changed, CHECK_ONLY, "opsets")
 
 
 if __name__ == "__main__":

@@ -421,15 +421,7 @@ def main():
         build(make)
     for name, size, ops in summary:
         print(f"{name:18s} {size:8d} bytes  " + ", ".join(f"{op} x{n}" for op, n in sorted(ops.items())))
-    if CHECK_ONLY:
-        if changed:
-            print("out of date:\n  " + "\n  ".join(changed))
-            sys.exit(1)
-        print("up to date")
-    else:
-        print(f"{len(changed)} file(s) written" + ("".join("\n  " + c for c in changed)))
-        if changed:
-            print("now run: NODE_PATH=/work/main/build/bench/node_modules node models/expected_with_ort.js models/patterns")
+    make_models.report_folder(changed, CHECK_ONLY, "patterns")
 
 
 if __name__ == "__main__":

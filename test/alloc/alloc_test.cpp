@@ -18,8 +18,12 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <fstream>
+
 #include "io/npy.h"
 #include "memplan/memplan.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/tensor_proto.h"
 
 extern "C" void* __libc_malloc(size_t);
 extern "C" void* __libc_calloc(size_t, size_t);
@@ -76,24 +80,44 @@ int main() {
   if (dladdr(reinterpret_cast<void*>(&dnnl_stream_wait), &info)) dnnl_base = info.dli_fbase;
   const std::string models = std::string(MEMPLAN_SOURCE_DIR) + "/models/";
   struct Case {
-    std::string model;
+    std::string model;  // a folder of models/
   };
+  // Data sets as .npy files (test_data_set_0/inputs/NAME.npy), or as ONNX's input_N.pb (the
+  // converter patterns and the opset 18-23 models, whose own kernels run here: channel shuffle,
+  // RotaryEmbedding, Attention, Col2Im, AffineGrid, the normalizations).
   const std::vector<Case> cases = {{"tiny_mlp"},          {"example"},  {"loop_scan_outputs"},
                                    {"nested_if_loop_if"}, {"scan_sum"}, {"loop_data_dependent_exit"},
-                                   {"loop_growing_state"}};
+                                   {"loop_growing_state"}, {"patterns/channel_shuffle"}, {"patterns/mediapipe_block"},
+                                   {"opsets/rotary_23"},   {"opsets/attention_23"},      {"opsets/affinegrid_20"},
+                                   {"opsets/col2im_18"},   {"opsets/groupnorm_21"},      {"opsets/rmsnorm_23"},
+                                   {"opsets/gelu_20"},     {"opsets/bitwise_18"},        {"opsets/control_flow_21"}};
   int failed = 0, passed = 0;
   for (const Case& c : cases) {
     const std::string path = models + c.model + "/model.onnx";
     auto model = memplan::CompiledModel::compile(path, {});
     memplan::Session session(model);
     // The model's own first data set (zeros could keep a data-dependent loop going forever).
-    std::vector<memplan::io::NpyArray> data;
-    for (const auto& in : model->inputs())
-      data.push_back(memplan::io::read_npy(models + c.model + "/test_data_set_0/inputs/" + in.name + ".npy"));
+    std::vector<std::vector<std::byte>> data;
+    const std::string set = models + c.model + "/test_data_set_0/";
+    for (size_t i = 0; i < model->inputs().size(); ++i) {
+      const std::string npy = set + "inputs/" + model->inputs()[i].name + ".npy";
+      if (std::filesystem::exists(npy)) {
+        data.push_back(memplan::io::read_npy(npy).data);
+        continue;
+      }
+      const std::string pb = set + "input_" + std::to_string(i) + ".pb";
+      std::ifstream in(pb, std::ios::binary);
+      onnx::TensorProto proto;
+      if (!proto.ParseFromIstream(&in)) {
+        std::fprintf(stderr, "%s: no data set\n", pb.c_str());
+        return 1;
+      }
+      data.push_back(memplan::tensor_from_proto(proto, set, pb).materialize());
+    }
     auto set_inputs = [&] {
       for (size_t i = 0; i < data.size(); ++i) {
         const auto& in = model->inputs()[i];
-        session.set_input(in.name, in.dtype, in.shape, data[i].data.data(), data[i].data.size());
+        session.set_input(in.name, in.dtype, in.shape, data[i].data(), data[i].size());
       }
     };
     set_inputs();

@@ -33,6 +33,19 @@ int block_of(const Model& m, const std::string& value) {
   return -1;
 }
 
+// The model at `path` prepared and compiled as with MEMPLAN_CHANNEL_BLOCK=block ("0", "8" or "16").
+struct UnderBlock {
+  Model ir;
+  std::shared_ptr<const CompiledModel> model;
+};
+
+UnderBlock under_block(const std::string& path, const char* block) {
+  setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+  UnderBlock out{prepare_model(path, {}), CompiledModel::compile(path, {})};
+  unsetenv("MEMPLAN_CHANNEL_BLOCK");
+  return out;
+}
+
 // x[1,3,8,8] -> conv1(16) -> relu -> conv2(32) -> maxpool -> concat(with conv3(16) of the pool
 // input) -> GlobalAveragePool -> y; plus a side branch: conv2's output reshaped (a plain reader).
 ModelBuilder conv_chain(bool plain_reader) {
@@ -123,9 +136,7 @@ TEST_CASE("layouts: plain, nChw8c and nChw16c activations give the same outputs"
   std::ofstream(path, std::ios::binary) << conv_chain(false).bytes();
   const std::vector<float> x = random_floats(3 * 64, 5);
   auto run = [&](const char* block) {
-    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
-    auto model = CompiledModel::compile(path, {});
-    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    const auto model = under_block(path, block).model;
     Session s(model, SessionOptions{true});  // guard mode: no buffer clobbered in any layout
     s.set_input("x", kFloat32, std::vector<int64_t>{1, 3, 8, 8}, x.data(), x.size() * 4);
     s.run();
@@ -188,9 +199,7 @@ TEST_CASE("layouts: grouped and depthwise convolutions, run in oneDNN's own layo
 
   for (const char* block : {"0", "8", "16"}) {
     INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
-    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
-    auto model = CompiledModel::compile(path, {});
-    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    const auto model = under_block(path, block).model;
     Session s(model, SessionOptions{true});
     for (int run = 0; run < 2; ++run) {  // guard mode, twice: staged buffers live in the scratchpad
       s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
@@ -234,10 +243,7 @@ TEST_CASE("layouts: a grouped Conv of 4 channels a group between blocked Convs (
 
   for (const char* block : {"0", "8", "16"}) {
     INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
-    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
-    Model m = prepare_model(path, {});
-    auto model = CompiledModel::compile(path, {});
-    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    auto [m, model] = under_block(path, block);
     if (std::string(block) != "0") {
       CHECK(block_of(m, "a1") == std::stoi(block));
       CHECK(block_of(m, "b") == Value::kChannelsLast);
@@ -330,10 +336,7 @@ TEST_CASE("layouts: a channel Pad and a nearest Resize between convolutions run 
     const std::string path = pad_resize_model(c, pad);
     const std::vector<float> x = random_floats(3 * 64, 7);
     auto run = [&](const char* block) {
-      setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
-      Model m = prepare_model(path, {});
-      auto model = CompiledModel::compile(path, {});
-      unsetenv("MEMPLAN_CHANNEL_BLOCK");
+      auto [m, model] = under_block(path, block);
       Session s(model, SessionOptions{true});
       s.set_input("x", kFloat32, std::vector<int64_t>{1, 3, 8, 8}, x.data(), x.size() * 4);
       s.run();
@@ -451,10 +454,7 @@ TEST_CASE("layouts: ShuffleNet's Reshape-Transpose-Reshape becomes one channel s
 
   for (const char* block : {"0", "8", "16"}) {
     INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
-    setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
-    Model m = prepare_model(path, {});
-    auto model = CompiledModel::compile(path, {});
-    unsetenv("MEMPLAN_CHANNEL_BLOCK");
+    auto [m, model] = under_block(path, block);
     // One Transpose node in place of the three, moving whole channels in the convolutions' layout.
     REQUIRE(m.main->nodes.size() == 3);
     const Node& shuffle = *m.main->nodes[1];

@@ -45,14 +45,13 @@ class RotaryKernel final : public Kernel {
     const auto offset = [&](int64_t bi, int64_t h, int64_t p) {
       return x.rank == 4 ? ((bi * heads + h) * s + p) * d : ((bi * s + p) * heads + h) * d;
     };
-    // Bad position ids are found before anything is written, outside the threads.
-    std::vector<int64_t> row_of(static_cast<size_t>(b * s));
-    for (int64_t k = 0; k < b * s; ++k) {
-      const int64_t id = ids ? ids->as<const int64_t>()[k] : k;
-      if (id < 0 || static_cast<uint64_t>(id) >= rows)
-        fail_at(where_, "position id " + std::to_string(id) + " is out of range for a cache of " + std::to_string(rows) + " rows");
-      row_of[static_cast<size_t>(k)] = id;
-    }
+    // The cache row of (batch, position) k. Bad position ids are found before anything is
+    // written, outside the threads.
+    const int64_t* id = ids ? ids->as<const int64_t>() : nullptr;
+    const auto row_of = [id](int64_t k) { return id ? id[k] : k; };
+    for (int64_t k = 0; id && k < b * s; ++k)
+      if (id[k] < 0 || static_cast<uint64_t>(id[k]) >= rows)
+        fail_at(where_, "position id " + std::to_string(id[k]) + " is out of range for a cache of " + std::to_string(rows) + " rows");
     parallel_chunks(static_cast<uint64_t>(b * heads * s), std::max<uint64_t>(kParallelChunkBytes / 4 / std::max<int64_t>(d, 1), 1),
                     [&](uint64_t begin, uint64_t end) {
                       for (uint64_t v = begin; v < end; ++v) {
@@ -60,8 +59,8 @@ class RotaryKernel final : public Kernel {
                         const auto h = static_cast<int64_t>(v / static_cast<uint64_t>(s) % static_cast<uint64_t>(heads));
                         const auto bi = static_cast<int64_t>(v / static_cast<uint64_t>(s * heads));
                         const int64_t o = offset(bi, h, p);
-                        const float* c = cs + row_of[static_cast<size_t>(bi * s + p)] * half;
-                        const float* sv = sn + row_of[static_cast<size_t>(bi * s + p)] * half;
+                        const float* c = cs + row_of(bi * s + p) * half;
+                        const float* sv = sn + row_of(bi * s + p) * half;
                         const float* in = xs + o;
                         float* out = ys + o;
                         for (int64_t i = 0; i < half; ++i) {

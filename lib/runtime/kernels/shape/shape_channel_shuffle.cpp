@@ -89,8 +89,10 @@ class ChannelShuffleKernel final : public Kernel {
       }
   }
   void run(const KernelArgs& a) override {
-    const uint64_t items = static_cast<uint64_t>(images_) * static_cast<uint64_t>(at_.pixel_stride() == 1 ? at_.channels : at_.pixels);
-    const uint64_t item_bytes = static_cast<uint64_t>(at_.channels * at_.pixels / std::max<int64_t>(items / images_, 1)) * elem_;
+    // Items are channels (plain: a plane each) or pixels (the others: a pixel's channels each).
+    const bool plain = at_.pixel_stride() == 1;
+    const auto items = static_cast<uint64_t>(images_ * (plain ? at_.channels : at_.pixels));
+    const auto item_bytes = static_cast<uint64_t>(plain ? at_.pixels : at_.channels) * elem_;
     parallel_chunks(items, std::max<uint64_t>(kParallelChunkBytes / std::max<uint64_t>(item_bytes, 1), 1), [&](uint64_t b, uint64_t e) {
       dispatch_size(elem_, [&](auto es) {
         shuffle<decltype(es)::value>(a.inputs[0].data, a.outputs[0].data, source_start_, dest_start_, at_, groups_, b, e);

@@ -3,6 +3,7 @@
 // AffineGrid (opset 20): the sampling grid of an affine transform, [N, H, W, 2] (or, 3-D,
 // [N, D, H, W, 3]), for GridSample: theta times each output position's normalized coordinates.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "runtime/kernels/common/shape_common.h"
@@ -76,10 +77,10 @@ class AffineGridKernel final : public Kernel {
     const int64_t n = size_[0];
     if (theta.rank != 3 || theta.dims[0] != n || theta.dims[1] != spatial || theta.dims[2] != spatial + 1)
       fail_at(where_, "theta must be [N, " + std::to_string(spatial) + ", " + std::to_string(spatial + 1) + "]");
-    std::vector<int64_t> dims{n};
-    dims.insert(dims.end(), size_.begin() + 2, size_.end());
-    dims.push_back(spatial);
-    set_shape(a.outputs[0], static_cast<int>(dims.size()), dims.data(), where_);
+    std::array<int64_t, 5> dims{n};  // [N, spatial..., spatial rank]: no heap in a run
+    std::copy(size_.begin() + 2, size_.end(), dims.begin() + 1);
+    dims[static_cast<size_t>(spatial) + 1] = spatial;
+    set_shape(a.outputs[0], static_cast<int>(spatial) + 2, dims.data(), where_);
     const float* t = theta.as<const float>();
     float* out = a.outputs[0].as<float>();
     const int64_t d_len = spatial == 3 ? size_[2] : 1, h_len = size_[size_.size() - 2], w_len = size_.back();
