@@ -39,9 +39,9 @@ struct UnderBlock {
   std::shared_ptr<const CompiledModel> model;
 };
 
-UnderBlock under_block(const std::string& path, const char* block) {
+UnderBlock under_block(const std::string& path, const char* block, const CompileOptions& options = {}) {
   setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
-  UnderBlock out{prepare_model(path, {}), CompiledModel::compile(path, {})};
+  UnderBlock out{prepare_model(path, {}), CompiledModel::compile(path, options)};
   unsetenv("MEMPLAN_CHANNEL_BLOCK");
   return out;
 }
@@ -288,6 +288,74 @@ TEST_CASE("layouts: a small-group convolution with a fused Add matches a plain r
     s.run();
     const float* y = static_cast<const float*>(s.output("y").data);
     for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
+  }
+}
+
+TEST_CASE("layouts: grouped 1x1 convolutions run on a 1x1 kernel or as one batched matmul, with bias, Relu and a "
+          "fused Add, and match a plain reference in every layout", "[layouts]") {
+  // x -> grouped 1x1 (4 groups of 34 channels, ShuffleNet's: no block divides them) -> Relu ->
+  // grouped 1x1 (2 groups of 68) + x -> y. oneDNN 2.6 has a 1x1 kernel for such groups on AVX-512
+  // only; elsewhere its generic direct kernel runs them at a third of its GEMM's speed, so they
+  // run as a matmul over strided views of the channels-last bytes (ctest runs [layouts] on AVX2
+  // too), the bias and Relu applied after it and the Add as its sum post-op.
+  constexpr int C = 136, H = 5, W = 7, P = H * W;
+  const std::vector<float> x = random_floats(C * P, 51), w1 = random_floats(C * (C / 4), 52),
+                           b1 = random_floats(C, 53), w2 = random_floats(C * (C / 2), 54), b2 = random_floats(C, 55);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, C, H, W});
+  add_initializer(g, tensor_f32("w1", {C, C / 4, 1, 1}, w1));
+  add_initializer(g, tensor_f32("b1", {C}, b1));
+  add_initializer(g, tensor_f32("w2", {C, C / 2, 1, 1}, w2));
+  add_initializer(g, tensor_f32("b2", {C}, b2));
+  attr_int(add_node(g, "Conv", {"x", "w1", "b1"}, {"c1"}, "groups_of_34"), "group", 4);
+  add_node(g, "Relu", {"c1"}, {"r1"}, "relu");
+  attr_int(add_node(g, "Conv", {"r1", "w2", "b2"}, {"c2"}, "groups_of_68"), "group", 2);
+  add_node(g, "Add", {"c2", "x"}, {"y"}, "add");
+  add_output(g, "y", elem::kFloat, {1, C, H, W});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_grouped_1x1.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  // y[o][p] = b[o] + sum over the group's input channels i of w[o][i] * x[group's first + i][p].
+  const auto pointwise = [&](const std::vector<float>& in, const std::vector<float>& w, const std::vector<float>& b,
+                             int groups) {
+    const int cg = C / groups;
+    std::vector<float> out(static_cast<size_t>(C * P));
+    for (int o = 0; o < C; ++o)
+      for (int p = 0; p < P; ++p) {
+        double sum = b[static_cast<size_t>(o)];
+        for (int i = 0; i < cg; ++i)
+          sum += double(w[static_cast<size_t>(o * cg + i)]) * in[static_cast<size_t>(((o / cg) * cg + i) * P + p)];
+        out[static_cast<size_t>(o * P + p)] = static_cast<float>(sum);
+      }
+    return out;
+  };
+  std::vector<float> r1 = pointwise(x, w1, b1, 4);
+  for (float& v : r1) v = std::max(v, 0.f);
+  std::vector<float> want = pointwise(r1, w2, b2, 2);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += x[i];
+
+  // For speed, the fastest kernels; for memory, the leanest (a staged matmul's convolution).
+  for (const char* prefer : {"speed", "memory"})
+  for (const char* block : {"0", "8", "16"}) {
+    INFO("MEMPLAN_CHANNEL_BLOCK=" << block << ", prefer " << prefer);
+    CompileOptions options;
+    options.prefer = prefer;
+    auto [m, model] = under_block(path, block, options);
+    REQUIRE(m.main->nodes.size() == 2);  // the Relu and the Add are fused into the convolutions
+    for (const NodeKernel& k : model->kernels()) {
+      INFO(k.node << ": " << k.implementation);
+      CHECK(!k.reference);
+      if (std::string(prefer) == "speed")
+        CHECK((k.implementation.find("1x1") != std::string::npos ||
+               k.implementation.find("batched matmul") != std::string::npos));
+    }
+    Session s(model, SessionOptions{true});
+    for (int run = 0; run < 2; ++run) {  // guard mode, twice: staged buffers live in the scratchpad
+      s.set_input("x", kFloat32, std::vector<int64_t>{1, C, H, W}, x.data(), x.size() * 4);
+      s.run();
+      const float* y = static_cast<const float*>(s.output("y").data);
+      for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-3));
+    }
   }
 }
 

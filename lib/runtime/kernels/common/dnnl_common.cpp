@@ -249,6 +249,7 @@ struct PrimitiveKernel::State final : KernelState {
   std::vector<dnnl::memory> slots;  // per slots_
   struct StagedMems {
     dnnl::memory user, staged, preload_user;
+    dnnl::memory seen;  // the primitive's argument: `staged` itself, or its bytes in Staged::seen's shape
   };
   std::vector<StagedMems> staged;  // per staged_
   dnnl::memory scratchpad;
@@ -304,11 +305,14 @@ void PrimitiveKernel::bind_output(int arg, size_t output_index, const dnnl::memo
 }
 
 PrimitiveKernel::Staged& PrimitiveKernel::bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
-                                                      const dnnl::memory::desc& want, int preload_input) {
+                                                      const dnnl::memory::desc& want, int preload_input,
+                                                      const dnnl::memory::desc& seen) {
   if (!primitive_) fail_internal(where_ + ": staged tensors are bound after set_primitive");
   Staged st;
   st.user = user;
   st.want = want;
+  st.seen = seen == dnnl::memory::desc() ? want : seen;
+  if (st.seen.get_size() != want.get_size()) fail_internal(where_ + ": a staged tensor's view does not cover its bytes");
   const auto reorder_pd = output ? dnnl::reorder::primitive_desc(ctx_->engine, want, ctx_->engine, user)
                                  : dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want);
   st.reorder = dnnl::reorder(reorder_pd);
@@ -329,22 +333,23 @@ PrimitiveKernel::Staged& PrimitiveKernel::bind_staged(int arg, bool output, size
 }
 
 void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user,
-                                        const dnnl::memory::desc& want) {
-  if (user == want) return bind_input(arg, input_index, user);
-  bind_staged(arg, false, input_index, user, want, -1);
+                                        const dnnl::memory::desc& want, const dnnl::memory::desc& seen) {
+  if (user == want) return bind_input(arg, input_index, seen == dnnl::memory::desc() ? user : seen);
+  bind_staged(arg, false, input_index, user, want, -1, seen);
 }
 
 void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user,
-                                         const dnnl::memory::desc& want, int preload_input) {
-  if (user == want) return bind_output(arg, output_index, user);
-  bind_staged(arg, true, output_index, user, want, preload_input);
+                                         const dnnl::memory::desc& want, int preload_input,
+                                         const dnnl::memory::desc& seen) {
+  if (user == want) return bind_output(arg, output_index, seen == dnnl::memory::desc() ? user : seen);
+  bind_staged(arg, true, output_index, user, want, preload_input, seen);
 }
 
 void PrimitiveKernel::bind_input_shifted(int arg, size_t input_index, const dnnl::memory::desc& user,
                                          const dnnl::memory::desc& want, int32_t zp, int zp_input) {
   if (want.data_type() != dnnl::memory::data_type::f32 || user == want)
     fail_internal(where_ + ": a shifted input is staged as float32");
-  Staged& st = bind_staged(arg, false, input_index, user, want, -1);
+  Staged& st = bind_staged(arg, false, input_index, user, want, -1, {});
   st.shifted = true;
   st.zp = zp;
   st.zp_input = zp_input;
@@ -407,14 +412,17 @@ std::unique_ptr<KernelState> PrimitiveKernel::make_state() const {
     omp_set_num_threads(threads);
   }
   for (const Slot& slot : slots_) s->slots.emplace_back(slot.md, ctx_->engine, nullptr);
-  for (const Staged& st : staged_)
-    s->staged.push_back({dnnl::memory(st.user, ctx_->engine, nullptr), dnnl::memory(st.want, ctx_->engine, nullptr),
-                         st.preload >= 0 ? dnnl::memory(st.user, ctx_->engine, nullptr) : dnnl::memory()});
+  for (const Staged& st : staged_) {
+    dnnl::memory staged(st.want, ctx_->engine, nullptr);
+    dnnl::memory seen = st.seen == st.want ? staged : dnnl::memory(st.seen, ctx_->engine, nullptr);
+    s->staged.push_back({dnnl::memory(st.user, ctx_->engine, nullptr), staged,
+                         st.preload >= 0 ? dnnl::memory(st.user, ctx_->engine, nullptr) : dnnl::memory(), seen});
+  }
   if (scratchpad_bytes_ > 0) s->scratchpad = dnnl::memory(scratchpad_md_, ctx_->engine, nullptr);
   for (const Arg& a : args_) {
     // The shared constants are only read by the primitive: every session may name them.
     dnnl_memory_t m = a.from == Arg::From::Slot     ? s->slots[a.index].get()
-                      : a.from == Arg::From::Staged ? s->staged[a.index].staged.get()
+                      : a.from == Arg::From::Staged ? s->staged[a.index].seen.get()
                       : a.from == Arg::From::Owned  ? owned_[a.index].get()
                                                     : s->scratchpad.get();
     s->exec_args.push_back({a.arg, m});
@@ -455,6 +463,8 @@ void PrimitiveKernel::point_staged(State& s, const KernelArgs& args) const {
     if (!args.scratchpad) fail_internal(where_ + ": no scratchpad was given");
     dnnl_memory_set_data_handle_v2(mems.user.get(), v.data, nullptr);
     dnnl_memory_set_data_handle_v2(mems.staged.get(), args.scratchpad + st.offset, nullptr);
+    if (mems.seen.get() != mems.staged.get())
+      dnnl_memory_set_data_handle_v2(mems.seen.get(), args.scratchpad + st.offset, nullptr);
     if (st.preload >= 0) {
       const auto p = static_cast<size_t>(st.preload);
       if (p >= args.inputs.size() || args.inputs[p].byte_size() != st.user_bytes)
@@ -535,6 +545,16 @@ void PrimitiveKernel::run(const KernelArgs& args) {
   dnnl_status_t st = dnnl_primitive_execute(prim, stream, static_cast<int>(s->exec_args.size()), s->exec_args.data());
   if (st == dnnl_success) st = dnnl_stream_wait(stream);
   if (st != dnnl_success) fail_internal(where_ + ": oneDNN execution failed (status " + std::to_string(st) + ")");
+  if (!args.outputs.empty()) {
+    auto* written = reinterpret_cast<float*>(args.outputs[0].data);
+    uint64_t bytes = args.outputs[0].byte_size();
+    for (const Staged& staged : staged_)
+      if (staged.output && staged.index == 0) {
+        written = reinterpret_cast<float*>(args.scratchpad + staged.offset);
+        bytes = staged.want.get_size();
+      }
+    after_primitive(args, written, bytes);
+  }
   reorder_staged(*s, form, stream, true, args);
   after_execute(args);
 }

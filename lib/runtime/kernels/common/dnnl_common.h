@@ -122,12 +122,15 @@ class PrimitiveKernel : public Kernel {
   void bind_memory(int arg, dnnl::memory m);  // a constant the kernel owns
   // A tensor the primitive wants in another layout (`want`) than the tensor's (`user`): each run
   // reorders an input into the kernel's scratchpad first, or an output out of it afterwards.
-  // Same as bind_input / bind_output when the two agree. Call after set_primitive.
-  void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  // Same as bind_input / bind_output when the two agree. Call after set_primitive. `seen`: how the
+  // primitive reads those bytes where not as `want` (the same bytes in another shape: a grouped
+  // 1x1 convolution's batched-matmul view of a channels-last tensor); empty: as `want`.
+  void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                         const dnnl::memory::desc& seen = {});
   // `preload_input` >= 0: the staged output starts as that input (same shape and layout as the
   // output), for primitives that accumulate into their destination (a Conv's fused Add).
   void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
-                          int preload_input = -1);
+                          int preload_input = -1, const dnnl::memory::desc& seen = {});
   // A staged float32 input less a zero point: want = user - zero point, the constant `zp` or, with
   // `zp_input` >= 0, that input's one 8-bit value, read on each run. (oneDNN 2.6's reorder has
   // source zero points, but its jit reorder drops them on larger tensors: the kernel subtracts.)
@@ -141,6 +144,9 @@ class PrimitiveKernel : public Kernel {
   // Hooks around the primitive's execution. They must not allocate, and must not change the
   // kernel (sessions run it concurrently).
   virtual void before_execute(const KernelArgs&) {}
+  // Between the primitive and the reorders of its staged outputs: `written` is output 0 as the
+  // primitive wrote it (the tensor itself, or its staging buffer in the primitive's layout).
+  virtual void after_primitive(const KernelArgs&, float* /*written*/, uint64_t /*bytes*/) {}
   virtual void after_execute(const KernelArgs&) {}
 
  private:
@@ -152,6 +158,7 @@ class PrimitiveKernel : public Kernel {
   };
   struct Staged {
     dnnl::memory::desc user, want;
+    dnnl::memory::desc seen;  // the primitive's view of the staged bytes (bind_input_staged)
     dnnl::primitive reorder;
     std::string reorder_impl;  // oneDNN's name for the reorder's implementation
     bool output = false;
@@ -173,7 +180,7 @@ class PrimitiveKernel : public Kernel {
   struct State;
   struct Form;
   Staged& bind_staged(int arg, bool output, size_t index, const dnnl::memory::desc& user,
-                      const dnnl::memory::desc& want, int preload_input);
+                      const dnnl::memory::desc& want, int preload_input, const dnnl::memory::desc& seen);
   void point_slots(State& s, const KernelArgs& args) const;
   void point_staged(State& s, const KernelArgs& args) const;  // staged memories at their tensors and scratchpad
   // `form`: the reorders made for this run's threads, or null for the kernel's own.

@@ -9,90 +9,14 @@
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
+#include "runtime/kernels/dnnl/conv_kernel.h"
 #include "runtime/kernels/dnnl/factories.h"
+#include "runtime/kernels/dnnl/grouped_pointwise_conv.h"
 #include "runtime/kernels/dnnl/row_bands.h"
 
 namespace memplan::rt::dnnl_kernels {
 
 namespace {
-
-// One fused step over n floats in place (the steps a GEMM convolution applies after its
-// primitive: Linear, Clip, Relu, HardSwish), vectorized for the CPU at hand. NaN stays NaN.
-MEMPLAN_SIMD_CLONES void apply_step(const EltwiseStep& s, float* y, uint64_t n) {
-  const float a = s.alpha, b = s.beta;
-  switch (s.kind) {
-    case EltwiseStep::Kind::Linear:
-#pragma omp simd
-      for (uint64_t i = 0; i < n; ++i) y[i] = a * y[i] + b;
-      return;
-    case EltwiseStep::Kind::Clip:
-#pragma omp simd
-      for (uint64_t i = 0; i < n; ++i) y[i] = y[i] < a ? a : y[i] > b ? b : y[i];
-      return;
-    case EltwiseStep::Kind::Relu:
-#pragma omp simd
-      for (uint64_t i = 0; i < n; ++i) y[i] = y[i] < 0.f ? a * y[i] : y[i];
-      return;
-    case EltwiseStep::Kind::HardSwish:
-#pragma omp simd
-      for (uint64_t i = 0; i < n; ++i) {
-        const float t = y[i] + 3.f;
-        y[i] = y[i] * (t < 0.f ? 0.f : t > 6.f ? 6.f : t) / 6.f;
-      }
-      return;
-    case EltwiseStep::Kind::Logistic:
-    case EltwiseStep::Kind::Swish: break;  // not taken after the primitive (after_primitive())
-  }
-}
-
-// The fused steps a kernel can apply itself after the primitive (apply_step), else nullopt.
-std::optional<std::vector<EltwiseStep>> after_primitive(const Node& node) {
-  std::optional<std::vector<EltwiseStep>> steps = fused_steps(node);
-  if (!steps || steps->empty()) return std::nullopt;
-  for (const EltwiseStep& s : *steps)
-    if (s.kind == EltwiseStep::Kind::Logistic || s.kind == EltwiseStep::Kind::Swish) return std::nullopt;
-  return steps;
-}
-
-// Conv whose result is added to input 3 (oneDNN sum post-op): the primitive accumulates into
-// dst, so dst must hold the addend before the primitive runs (a staged dst is preloaded with it
-// by PrimitiveKernel; `fused_add` is for the output written in place).
-class ConvKernel final : public PrimitiveKernel {
- public:
-  ConvKernel(const Node& node, const KernelEnv& env, bool fused_add)
-      : PrimitiveKernel(node, env), fused_add_(fused_add) {}
-
-  // The fused activation applied over the output after the primitive, not as its post-ops.
-  void apply_after(std::vector<EltwiseStep> steps) { after_ = std::move(steps); }
-
-  std::string implementation() const override {
-    return PrimitiveKernel::implementation() + (after_.empty() ? "" : ", then memplan's activation loop");
-  }
-
- protected:
-  void before_execute(const KernelArgs& args) override {
-    if (!fused_add_) return;
-    if (args.inputs.size() < 4) fail_internal(where() + ": the fused Add input was not passed");
-    const TensorView& addend = args.inputs[3];
-    const TensorView& y = args.outputs[0];
-    if (addend.byte_size() != y.byte_size())
-      fail(where() + ": the run-time shape of the fused Add input differs from the output's");
-    if (addend.data != y.data) std::memmove(y.data, addend.data, y.byte_size());
-  }
-
-  void after_execute(const KernelArgs& args) override {
-    if (after_.empty()) return;
-    auto* y = reinterpret_cast<float*>(args.outputs[0].data);
-    // Every step over one chunk while it is in cache, then the next chunk.
-    parallel_chunks(args.outputs[0].byte_size() / sizeof(float), 1 << 16, [&](uint64_t begin, uint64_t end) {
-      for (const EltwiseStep& s : after_) apply_step(s, y + begin, end - begin);
-    });
-  }
-
- private:
-  bool fused_add_;
-  std::vector<EltwiseStep> after_;  // apply_after()
-};
 
 struct ConvShapes {
   Dims x, w, y;
@@ -149,7 +73,8 @@ class ConvBuilder {
  public:
   ConvBuilder(const Node& node, const KernelEnv& env) : node_(node), env_(env), at_(where(node, env)) {}
 
-  std::unique_ptr<Kernel> build() {
+  // `grouped_matmul`: whether a grouped 1x1 convolution may run as a batched matmul.
+  std::unique_ptr<Kernel> build(bool grouped_matmul = true) {
     check_arity(node_, env_, 2, 4, 1);
     require_float32_static(node_, env_);
     if (empty_output(node_)) return std::make_unique<NoopKernel>();
@@ -157,6 +82,13 @@ class ConvBuilder {
     set_post_ops();
     init_descs();
     choose_layouts();
+    if (std::unique_ptr<Kernel> k = grouped_matmul ? grouped_pointwise() : nullptr) {
+      // The convolution itself (and its leaner variants), for kernel selection to take where the
+      // matmul's staged activations set the arena's peak. Made now: the model's constants are
+      // released once its kernels are made.
+      if (k->scratchpad_bytes() > 0) k->set_leaner(ConvBuilder(node_, env_).build(false));
+      return k;
+    }
     try_block_diagonal();
     std::unique_ptr<Kernel> k = bind_clamped_gemm(addend_ != nullptr);
     if (!k) k = bind();
@@ -185,7 +117,7 @@ class ConvBuilder {
     std::unique_ptr<Kernel> k;
     if (pd_.dst_desc() == fused_pd.dst_desc() && std::string(pd_.impl_info_str()) == fused_pd.impl_info_str()) {
       k = bind();
-      static_cast<ConvKernel&>(*k).apply_after(*steps);
+      static_cast<ConvKernel&>(*k).apply_after({}, 0, *steps);
     }
     attr_ = fused_attr;
     pd_ = fused_pd;
@@ -289,6 +221,17 @@ class ConvBuilder {
       if (!is_slow(staged) || (is_ref(pd_) && !is_ref(staged))) pd_ = staged;
       else dst_md_ = y_md_;  // no better kernel: keep the given layouts
     }
+  }
+
+  // A grouped 1x1 convolution (stride 1, no padding) oneDNN has no 1x1 kernel for: one batched
+  // matmul over the groups, on channels-last activations (grouped_pointwise_conv.h).
+  std::unique_ptr<Kernel> grouped_pointwise() const {
+    const auto ones = [](const Dims& d) { return std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 1; }); };
+    const auto zeros = [](const Dims& d) { return std::all_of(d.begin(), d.end(), [](int64_t v) { return v == 0; }); };
+    if (s_.group <= 1 || s_.group == c_ || !ones(w_.kernel) || !ones(w_.strides) || !zeros(w_.pads_begin) ||
+        !zeros(w_.pads_end) || std::string(pd_.impl_info_str()).find("1x1") != std::string::npos)
+      return nullptr;
+    return make_grouped_pointwise_conv(node_, env_, {s_.x, s_.y, s_.group, x_md_, y_md_, addend_ != nullptr});
   }
 
   // A few groups with odd channel counts (ShuffleNet) as one dense convolution with block-diagonal
