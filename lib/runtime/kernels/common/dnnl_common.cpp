@@ -312,7 +312,7 @@ PrimitiveKernel::Staged& PrimitiveKernel::bind_staged(int arg, bool output, size
   st.user = user;
   st.want = want;
   st.seen = seen == dnnl::memory::desc() ? want : seen;
-  if (st.seen.get_size() != want.get_size()) fail_internal(where_ + ": a staged tensor's view does not cover its bytes");
+  if (st.seen.get_size() < want.get_size()) fail_internal(where_ + ": a staged tensor's view does not cover its bytes");
   const auto reorder_pd = output ? dnnl::reorder::primitive_desc(ctx_->engine, want, ctx_->engine, user)
                                  : dnnl::reorder::primitive_desc(ctx_->engine, user, ctx_->engine, want);
   st.reorder = dnnl::reorder(reorder_pd);
@@ -326,7 +326,7 @@ PrimitiveKernel::Staged& PrimitiveKernel::bind_staged(int arg, bool output, size
   st.user_bytes = user.get_size();
   // Staging buffers follow the primitive's own scratchpad, 64-byte aligned.
   st.offset = (scratchpad_bytes_ + staged_bytes_ + 63) / 64 * 64;
-  staged_bytes_ = st.offset + want.get_size() - scratchpad_bytes_;
+  staged_bytes_ = st.offset + st.seen.get_size() - scratchpad_bytes_;
   args_.push_back({Arg::From::Staged, arg, staged_.size()});
   staged_.push_back(std::move(st));
   return staged_.back();
@@ -336,6 +336,12 @@ void PrimitiveKernel::bind_input_staged(int arg, size_t input_index, const dnnl:
                                         const dnnl::memory::desc& want, const dnnl::memory::desc& seen) {
   if (user == want) return bind_input(arg, input_index, seen == dnnl::memory::desc() ? user : seen);
   bind_staged(arg, false, input_index, user, want, -1, seen);
+}
+
+void PrimitiveKernel::bind_input_padded(int arg, size_t input_index, const dnnl::memory::desc& user,
+                                        const dnnl::memory::desc& padded, const Dims& offsets) {
+  Staged& st = bind_staged(arg, false, input_index, user, padded.submemory_desc(user.dims(), offsets), -1, padded);
+  st.zero_first = true;
 }
 
 void PrimitiveKernel::bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user,
@@ -486,6 +492,7 @@ void PrimitiveKernel::reorder_staged(State& s, const Form* form, dnnl_stream* st
         fail_internal(where_ + ": a oneDNN reorder failed");
     }
     if (st.output != outputs) continue;
+    if (st.zero_first) std::memset(args.scratchpad + st.offset, 0, st.seen.get_size());
     dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, st.output ? mems.staged.get() : mems.user.get()},
                                        {DNNL_ARG_TO, st.output ? mems.user.get() : mems.staged.get()}};
     const dnnl_primitive_t reorder = form ? form->reorders[i].get() : st.reorder.get();

@@ -127,6 +127,11 @@ class PrimitiveKernel : public Kernel {
   // 1x1 convolution's batched-matmul view of a channels-last tensor); empty: as `want`.
   void bind_input_staged(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
                          const dnnl::memory::desc& seen = {});
+  // An input the primitive reads zero-padded (`padded`, in the primitive's layout): each run zeroes
+  // the staging buffer and reorders the input into it at `offsets` (a convolution whose padding
+  // oneDNN's fast kernels refuse reads a padded copy instead, with no padding of its own).
+  void bind_input_padded(int arg, size_t input_index, const dnnl::memory::desc& user, const dnnl::memory::desc& padded,
+                         const Dims& offsets);
   // `preload_input` >= 0: the staged output starts as that input (same shape and layout as the
   // output), for primitives that accumulate into their destination (a Conv's fused Add).
   void bind_output_staged(int arg, size_t output_index, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
@@ -158,7 +163,10 @@ class PrimitiveKernel : public Kernel {
   };
   struct Staged {
     dnnl::memory::desc user, want;
-    dnnl::memory::desc seen;  // the primitive's view of the staged bytes (bind_input_staged)
+    // The primitive's view of the staged bytes (bind_input_staged; bind_input_padded: the whole
+    // padded buffer, where `want` is the interior the reorder writes).
+    dnnl::memory::desc seen;
+    bool zero_first = false;  // zeroed before each reorder into it (bind_input_padded)
     dnnl::primitive reorder;
     std::string reorder_impl;  // oneDNN's name for the reorder's implementation
     bool output = false;
