@@ -429,6 +429,74 @@ TEST_CASE("layouts: a dilated convolution whose padding oneDNN's direct kernels 
   }
 }
 
+TEST_CASE("layouts: a 3x3 convolution writing a plain output runs oneDNN's direct kernel and a reorder, not its GEMM",
+          "[layouts]") {
+  // x -> 3x3 (16 -> 32, blocked) -> 3x3 (32 -> 16) -> y, a plain graph output. oneDNN's direct
+  // kernels write blocked tensors only; its GEMM (im2col) would run at half their speed.
+  constexpr int C = 16, M = 32, HW = 10;
+  const std::vector<float> x = random_floats(C * HW * HW, 71), w1 = random_floats(M * C * 9, 72),
+                           w2 = random_floats(C * M * 9, 73);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, C, HW, HW});
+  add_initializer(g, tensor_f32("w1", {M, C, 3, 3}, w1));
+  add_initializer(g, tensor_f32("w2", {C, M, 3, 3}, w2));
+  attr_ints(add_node(g, "Conv", {"x", "w1"}, {"a"}, "widen"), "pads", {1, 1, 1, 1});
+  attr_ints(add_node(g, "Conv", {"a", "w2"}, {"y"}, "to_plain"), "pads", {1, 1, 1, 1});
+  add_output(g, "y", elem::kFloat, {1, C, HW, HW});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_to_plain.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  const std::vector<float> want = reference_conv(reference_conv(x, w1, C, M, 1, HW), w2, M, C, 1, HW);
+  for (const char* block : {"8", "16"}) {
+    INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
+    CompileOptions options;
+    options.prefer = "speed";
+    auto [m, model] = under_block(path, block, options);
+    CHECK(block_of(m, "a") == std::stoi(block));
+    for (const NodeKernel& k : model->kernels()) {
+      INFO(k.node << ": " << k.implementation);
+      CHECK(!k.reference);
+      CHECK(k.implementation.find("gemm") == std::string::npos);
+    }
+    Session s(model, SessionOptions{true});
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-3));
+  }
+}
+
+TEST_CASE("layouts: a one-channel MaxPool runs oneDNN's jit pooling on its plain bytes", "[layouts]") {
+  // One channel: NCHW is NHWC, which oneDNN pools on jit kernels on any ISA; its plain NCHW
+  // pooling below AVX-512 is a C++ loop about ten times slower (ctest runs [layouts] on AVX2).
+  constexpr int HW = 20;
+  const std::vector<float> x = random_floats(HW * HW, 75);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 1, HW, HW});
+  auto* pool = add_node(g, "MaxPool", {"x"}, {"y"}, "pool");
+  attr_ints(pool, "kernel_shape", {3, 3});
+  attr_ints(pool, "pads", {1, 1, 1, 1});
+  add_output(g, "y", elem::kFloat, {1, 1, HW, HW});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_one_channel_pool.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  auto model = CompiledModel::compile(path, {});
+  REQUIRE(model->kernels().size() == 1);
+  INFO(model->kernels()[0].implementation);
+  CHECK(model->kernels()[0].implementation.rfind("jit", 0) == 0);
+  Session s(model, SessionOptions{true});
+  s.set_input("x", kFloat32, std::vector<int64_t>{1, 1, HW, HW}, x.data(), x.size() * 4);
+  s.run();
+  const float* y = static_cast<const float*>(s.output("y").data);
+  for (int r = 0; r < HW; ++r)
+    for (int c = 0; c < HW; ++c) {
+      float top = -INFINITY;
+      for (int i = std::max(r - 1, 0); i <= std::min(r + 1, HW - 1); ++i)
+        for (int j = std::max(c - 1, 0); j <= std::min(c + 1, HW - 1); ++j) top = std::max(top, x[static_cast<size_t>(i * HW + j)]);
+      REQUIRE(y[r * HW + c] == top);
+    }
+}
+
 TEST_CASE("layouts: the channel block follows the ISA oneDNN runs, not the CPU's own flags", "[layouts][isa]") {
   // ctest runs this again under DNNL_MAX_CPU_ISA=AVX2: on an AVX-512 CPU, blocks of 16 would then
   // meet AVX2 kernels, which run 8.

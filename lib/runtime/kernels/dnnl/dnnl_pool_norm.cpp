@@ -153,6 +153,13 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
   }
 
   dnnl::memory::desc x_md = activation_md(input_at(node, 0)), y_md = pooled_md(y, output_at(node, 0), input_at(node, 0));
+  // One channel: NCHW and NHWC are the same bytes, and oneDNN pools NHWC on its jit kernels on
+  // any ISA (M-LSD's 3x3 MaxPool of a 160x160 map on AVX2: 1.09 ms on simple_nchw, plain).
+  if (x.size() == 4 && x[1] == 1 && x_md == layout_md(x, elt::dnnl_type(type), 0) &&
+      y_md == layout_md(y, elt::dnnl_type(type), 0)) {
+    x_md = layout_md(x, elt::dnnl_type(type), Value::kChannelsLast);
+    y_md = layout_md(y, elt::dnnl_type(type), Value::kChannelsLast);
+  }
   if (!fixes.empty() && input_at(node, 0)->channel_block != 0)
     fail_internal(at + ": include-pad averages are rescaled in plain layout only");
   dnnl::algorithm alg = is_max ? dnnl::algorithm::pooling_max
