@@ -29,6 +29,11 @@ namespace memplan {
 enum class FusedActivation : int64_t { None = 0, Relu = 1, Clip = 2, Swish = 3, HardSwish = 4, Chain = 5 };
 
 inline constexpr const char* kFusedActivationAttr = "memplan_fused_activation";
+
+// A MatMul of at most this many rows (A's elements over its last dim) by a large constant B reads
+// B where the model keeps it (runtime/kernels/linalg/weights_gemv.h), with a bias but no fused
+// activation: passes/fuse_conv fuses none into such a MatMul.
+inline constexpr int64_t kWeightsInPlaceRows = 4;
 inline constexpr const char* kFusedClipAttr = "memplan_fused_clip";
 inline constexpr const char* kFusedEltwiseAttr = "memplan_fused_eltwise";
 

@@ -44,14 +44,14 @@ bool same_static_shape(const Value* a, const Value* b) {
          a->type.dtype == DType::Float32 && b->type.dtype == DType::Float32;
 }
 
-// The nodes a written-out hard-swish ending at `last` consists of (last first), and its x; empty
+// The nodes a written-out activation ending at `last` consists of (last first), and its x; empty
 // when `last` ends none.
-struct HardSwishForm {
+struct ActivationForm {
   const Value* x = nullptr;
   std::vector<const Node*> nodes;
 };
 
-HardSwishForm match_hard_swish(const Node& last) {
+ActivationForm match_hard_swish(const Node& last) {
   if (!last.domain.empty() || last.outputs.size() != 1 || !last.outputs[0] || last.inputs.size() != 2) return {};
   // x * HardSigmoid(x) and x * (Clip(x + 3, 0, 6) / 6): a Mul of x and the rest.
   if (last.op_type == "Mul") {
@@ -82,20 +82,89 @@ HardSwishForm match_hard_swish(const Node& last) {
   return {};
 }
 
+// Erf(x / sqrt(2)) + 1 (or x * 0.70710678) as `sum`, which only `reader` reads, with each value
+// between read only by the next: the Add, Erf and scaling nodes, else empty.
+std::vector<const Node*> erf_of_x_over_sqrt2_plus_1(const Value* x, const Value* sum, const Node* reader) {
+  const Node* add = sum ? sum->producer : nullptr;
+  if (!add || add->op_type != "Add" || !add->domain.empty() || sole_consumer(sum) != reader) return {};
+  for (const Value* e : add->inputs) {
+    const std::optional<float> one = scalar_operand(add, "Add", e);
+    const Node* erf = e ? e->producer : nullptr;
+    if (!one || *one != 1.f || !erf || erf->op_type != "Erf" || !erf->domain.empty() || erf->inputs.size() != 1 ||
+        sole_consumer(e) != add)
+      continue;
+    const Value* scaled = erf->inputs[0];
+    const Node* scale = scaled ? scaled->producer : nullptr;
+    if (!scale || sole_consumer(scaled) != erf || scale->inputs.size() != 2) continue;
+    const std::optional<float> d = scale->inputs[0] == x ? scalar_operand(scale, "Div", x) : std::nullopt;
+    const std::optional<float> m = scalar_operand(scale, "Mul", x);
+    if ((d && near(*d, std::sqrt(2.0))) || (m && near(*m, 1 / std::sqrt(2.0)))) return {add, erf, scale};
+  }
+  return {};
+}
+
+// The nodes a written-out erf GELU ending at `last` consists of (last first), and its x: the
+// product of x, Erf(x / sqrt(2)) + 1 and 0.5 in any grouping of two Muls.
+ActivationForm match_gelu(const Node& last) {
+  if (last.op_type != "Mul" || !last.domain.empty() || last.outputs.size() != 1 || !last.outputs[0] ||
+      last.inputs.size() != 2)
+    return {};
+  // n is a Mul of v and the constant 0.5.
+  const auto halves = [](const Node* n, const Value* v) {
+    const std::optional<float> h = scalar_operand(n, "Mul", v);
+    return h && *h == 0.5f;
+  };
+  struct Candidate {
+    const Value* x;
+    const Value* sum;
+    const Node* sum_reader;
+  };
+  for (int k = 0; k < 2; ++k) {
+    const Value* a = last.inputs[static_cast<size_t>(k)];
+    const Value* b = last.inputs[static_cast<size_t>(1 - k)];
+    const Node* inner = a ? a->producer : nullptr;
+    if (!inner || inner->op_type != "Mul" || !inner->domain.empty() || inner->inputs.size() != 2 ||
+        sole_consumer(a) != &last)
+      continue;
+    std::vector<Candidate> candidates;
+    if (halves(&last, a)) {  // (x * sum) * 0.5
+      candidates.push_back({inner->inputs[0], inner->inputs[1], inner});
+      candidates.push_back({inner->inputs[1], inner->inputs[0], inner});
+    } else {
+      for (const Value* other : inner->inputs)
+        if (halves(inner, other)) {
+          candidates.push_back({b, other, inner});   // (sum * 0.5) * x
+          candidates.push_back({other, b, &last});   // (x * 0.5) * sum
+        }
+    }
+    for (const Candidate& c : candidates) {
+      if (!same_static_shape(c.x, last.outputs[0])) continue;
+      const std::vector<const Node*> rest = erf_of_x_over_sqrt2_plus_1(c.x, c.sum, c.sum_reader);
+      if (rest.empty()) continue;
+      ActivationForm form{c.x, {&last, inner}};
+      form.nodes.insert(form.nodes.end(), rest.begin(), rest.end());
+      return form;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 int canonicalize_activations(Model& model) {
   return fold_nodes_away(*model.main, [](Graph& g, std::unordered_set<const Node*>& dead) {
     for (auto& n : g.nodes) {
       if (dead.count(n.get())) continue;
-      const HardSwishForm form = match_hard_swish(*n);
+      ActivationForm form = match_hard_swish(*n);
+      const char* op = "HardSwish";
+      if (!form.x) form = match_gelu(*n), op = "Gelu";
       if (!form.x) continue;
       // The last node becomes HardSwish(x); the others, and the values between them, go.
       for (size_t i = 1; i < form.nodes.size(); ++i) {
         dead.insert(form.nodes[i]);
         g.release_value(form.nodes[i]->outputs[0]);
       }
-      n->op_type = "HardSwish";
+      n->op_type = op;
       n->inputs = {const_cast<Value*>(form.x)};
       n->attributes.clear();
     }

@@ -270,6 +270,40 @@ bool fuse_eltwise_chain(Graph& g, Node& conv, std::unordered_set<const Node*>& d
   return grew;
 }
 
+// MatMul by a constant [K, N] (a Linear layer's weights) -> Add of a constant [N] (or [1, .., N])
+// ==>  the MatMul with the bias as its input 2, which memplan's MatMul kernel gives oneDNN's
+// matmul as its bias: torch writes nn.Linear on 3-D input this way, in every transformer block.
+bool fuse_matmul_bias(Graph& g, Node& mm, std::unordered_set<const Node*>& dead) {
+  if (mm.inputs.size() != 2 || !mm.inputs[0] || !is_const_f32(mm.inputs[1]) || mm.inputs[1]->type.dims.size() != 2)
+    return false;
+  Value* y = mm.outputs[0];
+  Node* add = sole_consumer(y);
+  if (!add || add->op_type != "Add" || !add->domain.empty() || add->inputs.size() != 2 || add->outputs.size() != 1 ||
+      !add->outputs[0] || !y->type.is_static() || !add->outputs[0]->type.is_static() ||
+      add->outputs[0]->type.static_dims() != y->type.static_dims())
+    return false;
+  Value* bias = const_cast<Value*>(other_input(*add, y));
+  if (!is_const_f32(bias) || !bias->type.is_static()) return false;
+  const std::vector<int64_t> b = bias->type.static_dims();
+  const int64_t n = mm.inputs[1]->type.static_dims()[1];
+  if (b.empty() || b.size() > y->type.dims.size() || b.back() != n ||
+      !std::all_of(b.begin(), b.end() - 1, [](int64_t d) { return d == 1; }))
+    return false;
+  mm.inputs.push_back(bias);
+  g.absorb_output(mm, *add);
+  dead.insert(add);
+  return true;
+}
+
+// The rows a MatMul's A holds (its elements over its last dim; 0 unless static).
+int64_t matmul_rows(const Node& mm) {
+  const Value* a = mm.inputs.empty() ? nullptr : mm.inputs[0];
+  if (!a || !a->type.is_static() || a->type.dims.empty()) return 0;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < a->type.dims.size(); ++i) rows *= a->type.static_dims()[i];
+  return rows;
+}
+
 // BatchNormalization -> Relu  ==>  BatchNormalization with oneDNN's fused ReLU (DenseNet's
 // pre-activations, which no Conv precedes).
 bool fuse_batch_norm_relu(Graph& g, Node& bn, std::unordered_set<const Node*>& dead) {
@@ -367,6 +401,15 @@ int fuse_conv(Model& model) {
     for (size_t i = 0; i < g.nodes.size(); ++i) position[g.nodes[i].get()] = i;
     for (auto& n : g.nodes)
       if (!dead.count(n.get())) fold_scale_shift(g, *n, dead);
+    for (auto& n : g.nodes) {
+      if (dead.count(n.get()) || n->op_type != "MatMul" || !n->domain.empty() || n->outputs.size() != 1 ||
+          !n->outputs[0] || n->outputs[0]->type.dtype != DType::Float32)
+        continue;
+      fuse_matmul_bias(g, *n, dead);
+      // A product of a few rows by large weights reads them in place (linalg/weights_gemv.h),
+      // which applies a bias but no activation: that activation stays a node of its own.
+      if (matmul_rows(*n) > kWeightsInPlaceRows) fuse_eltwise_chain(g, *n, dead);
+    }
     for (auto& n : g.nodes) {
       if (dead.count(n.get()) || n->op_type != "Conv" || !n->domain.empty() || n->outputs.empty() || !n->outputs[0])
         continue;

@@ -115,6 +115,143 @@ TEST_CASE("a written-out hard-swish whose parts are read elsewhere, or whose con
 
 namespace {
 
+// y = GELU(x) as torch writes it below opset 20, with the 0.5 in one of the groupings exporters
+// use, and the division by sqrt(2) or the product by its reciprocal.
+ModelBuilder written_out_gelu(const std::string& grouping, bool reciprocal, float half = 0.5f) {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {2, 7, 24});
+  add_scalar(g, "root2", reciprocal ? 0.70710678f : 1.4142135f);
+  add_scalar(g, "one", 1.f);
+  add_scalar(g, "half", half);
+  add_node(g, reciprocal ? "Mul" : "Div", {"x", "root2"}, {"scaled"}, "scale");
+  add_node(g, "Erf", {"scaled"}, {"e"}, "erf");
+  add_node(g, "Add", {"e", "one"}, {"s"}, "plus_one");
+  if (grouping == "(x * s) * 0.5") {
+    add_node(g, "Mul", {"x", "s"}, {"p"}, "times_x");
+    add_node(g, "Mul", {"p", "half"}, {"y"}, "halve");
+  } else if (grouping == "(s * 0.5) * x") {
+    add_node(g, "Mul", {"half", "s"}, {"p"}, "halve");
+    add_node(g, "Mul", {"x", "p"}, {"y"}, "times_x");
+  } else {  // (x * 0.5) * s
+    add_node(g, "Mul", {"x", "half"}, {"p"}, "halve");
+    add_node(g, "Mul", {"s", "p"}, {"y"}, "times_s");
+  }
+  add_output(g, "y", elem::kFloat, {2, 7, 24});
+  return mb;
+}
+
+}  // namespace
+
+TEST_CASE("GELU written out as torch exports it, in any grouping, becomes one Gelu node with its numbers",
+          "[passes][patterns]") {
+  const std::vector<float> x = random_floats(2 * 7 * 24, 9, -4.f, 4.f);
+  std::vector<float> want(x.size());
+  std::transform(x.begin(), x.end(), want.begin(),
+                 [](float v) { return static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0)))); });
+  for (const std::string grouping : {"(x * s) * 0.5", "(s * 0.5) * x", "(x * 0.5) * s"})
+    for (const bool reciprocal : {false, true}) {
+      INFO(grouping << (reciprocal ? ", times 1 / sqrt(2)" : ", divided by sqrt(2)"));
+      const std::string path = save(written_out_gelu(grouping, reciprocal), "gelu");
+      const Model ir = prepare_model(path, {});
+      REQUIRE(ir.main->nodes.size() == 1);
+      CHECK(ir.main->nodes[0]->op_type == "Gelu");
+      require_close(run_model(path, x, {2, 7, 24}), want, abs_rel(1e-5, 1e-5));
+    }
+  SECTION("a half that is not 0.5 is left as it is") {
+    const Model ir = prepare_model(save(written_out_gelu("(x * s) * 0.5", false, 0.49f), "gelu_not"), {});
+    CHECK(ir.main->nodes.size() == 5);
+  }
+  SECTION("the Erf also read elsewhere is left as it is") {
+    ModelBuilder mb = written_out_gelu("(x * s) * 0.5", false);
+    add_output(mb.graph(), "e", elem::kFloat, {2, 7, 24});
+    CHECK(prepare_model(save(mb, "gelu_read"), {}).main->nodes.size() == 5);
+  }
+}
+
+TEST_CASE("a Linear layer's MatMul takes its bias Add and the activation after it, with the unfused numbers",
+          "[passes][patterns]") {
+  // x[2, 5, 16] x W[16, 12] + b[12] -> Relu: torch's nn.Linear on 3-D input, then its activation.
+  constexpr int64_t K = 16, N = 12, R = 10;
+  const std::vector<float> x = random_floats(R * K, 11), w = random_floats(K * N, 12), b = random_floats(N, 13);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {2, 5, K});
+  add_initializer(g, tensor_f32("w", {K, N}, w));
+  add_initializer(g, tensor_f32("b", {N}, b));
+  add_node(g, "MatMul", {"x", "w"}, {"m"}, "linear");
+  add_node(g, "Add", {"b", "m"}, {"a"}, "bias");
+  add_node(g, "Relu", {"a"}, {"y"}, "act");
+  add_output(g, "y", elem::kFloat, {2, 5, N});
+  const std::string path = save(mb, "linear");
+  const Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->op_type == "MatMul");
+  CHECK(ir.main->nodes[0]->inputs.size() == 3);
+  CHECK(has_fused_activation(*ir.main->nodes[0]));
+  std::vector<float> want(static_cast<size_t>(R * N));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double sum = b[static_cast<size_t>(n)];
+      for (int64_t k = 0; k < K; ++k) sum += double(x[static_cast<size_t>(r * K + k)]) * w[static_cast<size_t>(k * N + n)];
+      want[static_cast<size_t>(r * N + n)] = std::max(static_cast<float>(sum), 0.f);
+    }
+  require_close(run_model(path, x, {2, 5, K}), want, abs_rel(1e-5, 1e-5));
+}
+
+TEST_CASE("a MatMul of a few rows by large weights takes the bias but leaves the activation, and reads the weights "
+          "in place", "[passes][patterns]") {
+  // One row by 1 MiB of weights: linalg/weights_gemv.h, which adds a bias but applies no activation.
+  constexpr int64_t K = 512, N = 512;
+  const std::vector<float> x = random_floats(K, 21), w = random_floats(K * N, 22), b = random_floats(N, 23);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, K});
+  add_initializer(g, tensor_f32("w", {K, N}, w));
+  add_initializer(g, tensor_f32("b", {N}, b));
+  add_node(g, "MatMul", {"x", "w"}, {"m"}, "linear");
+  add_node(g, "Add", {"m", "b"}, {"a"}, "bias");
+  add_node(g, "Relu", {"a"}, {"y"}, "act");
+  add_output(g, "y", elem::kFloat, {1, N});
+  const std::string path = save(mb, "linear_one_row");
+  const Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 2);
+  CHECK(ir.main->nodes[0]->inputs.size() == 3);
+  auto model = CompiledModel::compile(path, {});
+  CHECK_THAT(model->kernels()[0].implementation, Catch::Contains("weights-in-place"));
+  std::vector<float> want(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    double sum = b[static_cast<size_t>(n)];
+    for (int64_t k = 0; k < K; ++k) sum += double(x[static_cast<size_t>(k)]) * w[static_cast<size_t>(k * N + n)];
+    want[static_cast<size_t>(n)] = std::max(static_cast<float>(sum), 0.f);
+  }
+  require_close(run_model(path, x, {1, K}), want, abs_rel(1e-4, 1e-4));
+}
+
+TEST_CASE("an Add that broadcasts along two separate runs of axes (Swin's window mask) runs memplan's loops, not "
+          "oneDNN's reference kernel", "[passes][patterns]") {
+  // [1, 4, 3, 7, 7] + [1, 4, 1, 7, 7]: oneDNN 2.6 has only ref:any for it (45 ms in Swin-T).
+  const std::vector<float> x = random_floats(4 * 3 * 49, 31), mask = random_floats(4 * 49, 32);
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 4, 3, 7, 7});
+  add_initializer(g, tensor_f32("mask", {1, 4, 1, 7, 7}, mask));
+  add_node(g, "Add", {"x", "mask"}, {"y"}, "masked");
+  add_output(g, "y", elem::kFloat, {1, 4, 3, 7, 7});
+  const std::string path = save(mb, "window_mask");
+  auto model = CompiledModel::compile(path, {});
+  REQUIRE(model->kernels().size() == 1);
+  INFO(model->kernels()[0].implementation);
+  CHECK_FALSE(model->kernels()[0].reference);
+  std::vector<float> want(x.size());
+  for (size_t w = 0; w < 4; ++w)
+    for (size_t h = 0; h < 3; ++h)
+      for (size_t i = 0; i < 49; ++i) want[(w * 3 + h) * 49 + i] = x[(w * 3 + h) * 49 + i] + mask[w * 49 + i];
+  require_close(run_model(path, x, {1, 4, 3, 7, 7}), want, abs_rel(1e-6, 1e-6));
+}
+
+namespace {
+
 // x[1,3,H,H] -> Conv (C channels, pads 1) -> ops... -> y: each op a (type, constant) pair, the
 // constant omitted (NaN) for a unary op.
 struct Op {

@@ -1,6 +1,7 @@
 // Gemm and MatMul on oneDNN's matmul primitive.
 #include <algorithm>
 
+#include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/linalg/weights_gemv.h"
@@ -20,10 +21,9 @@ dnnl::memory::desc matrix_md(int64_t rows, int64_t cols, bool transposed) {
 // twice (vgg19's first layer: 392 MiB; the process peaked 296 MB above its weights and arena).
 // (A splat, the light_* models' ConstantOfShape weights, is expanded once, by the compiled model,
 // as any constant a kernel reads.)
-constexpr int64_t kInPlaceRows = 4;
 constexpr uint64_t kInPlaceBytes = uint64_t{1} << 20;
 bool reads_in_place(const Value* b, int64_t rows) {
-  return b->is_constant() && b->constant && rows <= kInPlaceRows && b->constant->byte_size() >= kInPlaceBytes;
+  return b->is_constant() && b->constant && rows <= kWeightsInPlaceRows && b->constant->byte_size() >= kInPlaceBytes;
 }
 
 }  // namespace
@@ -106,9 +106,11 @@ std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env) {
 }
 
 // numpy matmul: 1-D A is [1, K] (M dropped), 1-D B is [K, 1] (N dropped); batch dims broadcast.
+// passes/fuse_conv may give it a bias (input 2, a constant of B's N values, with a 2-D B) and a
+// fused activation (ir/fused_activation.h), both computed by oneDNN's matmul in its one pass.
 std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
   const std::string at = where(node, env);
-  check_arity(node, env, 2, 2, 1);
+  check_arity(node, env, 2, 3, 1);
   require_float32_static(node, env);
   if (empty_output(node)) return std::make_unique<NoopKernel>();
   const Value* a = input_at(node, 0);
@@ -147,17 +149,30 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
     bd = {bd[rank - 2], bd[rank - 1]};
     out = {rows, out[rank - 1]};
   }
-  if (ad.size() == 2 && reads_in_place(b, ad[0])) return linalg::make_weights_gemv({ad[0], ad[1], bd[1]}, at);
+  const Value* bias = input_at(node, 2);
+  const bool activation = has_fused_activation(node);
+  if (bias && (ad.size() != 2 || !bias->is_constant() || product(dims_of(bias)) != bd[1]))
+    fail_internal(at + ": the fused bias does not fit a product of " + dims_string(ad) + " by " + dims_string(bd));
+  if (ad.size() == 2 && reads_in_place(b, ad[0]) && !activation)
+    return linalg::make_weights_gemv({ad[0], ad[1], bd[1], false, 1.f, 1.f, bias ? 1 : 0, bias ? bd[1] : 0}, at);
   dnnl::memory::desc a_md = plain_md(ad), user_b_md = plain_md(bd), y_md = plain_md(out);
   dnnl::memory::desc b_md = b->is_constant() ? any_md(bd) : user_b_md;
   dnnl::primitive_attr attr = user_scratchpad_attr();
-  auto pd = make_pd(at, [&] { return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine); });
+  dnnl::post_ops po;
+  append_activation(po, node, at);
+  attr.set_post_ops(po);
+  const dnnl::memory::desc bias_md = bias ? plain_md({1, bd[1]}) : dnnl::memory::desc();
+  auto pd = make_pd(at, [&] {
+    if (bias) return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, y_md), attr, env.dnnl->engine);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine);
+  });
 
   auto kernel = std::make_unique<PrimitiveKernel>(node, env);
   kernel->set_primitive(pd);
   kernel->bind_input(DNNL_ARG_SRC, 0, a_md);
   if (b->is_constant()) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
   else kernel->bind_input(DNNL_ARG_WEIGHTS, 1, user_b_md);
+  if (bias) kernel->bind_memory(DNNL_ARG_BIAS, constant_memory(bias, bias_md, pd.query_md(dnnl::query::weights_md, 1), kernel->ctx(), at));
   kernel->bind_output(DNNL_ARG_DST, 0, y_md);
   return kernel;
 }
