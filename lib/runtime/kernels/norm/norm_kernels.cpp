@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/shape_common.h"
+#include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/norm/factories.h"
 
 namespace memplan::rt::norm {
@@ -30,6 +32,31 @@ void require_float32_inputs(const Node& n, size_t count, const std::string& wher
 namespace {
 
 enum class Kind { Layer, Instance, MeanVariance, Batch };
+
+// One row of LayerNormalization: its mean and variance accumulated in double (vector lanes each
+// summing a share of the row, then added), y = (x - mean) * inv * scale + bias in one pass.
+template <typename T>
+MEMPLAN_SIMD_CLONES void normalize_row(const T* x, const T* scale, const T* bias, T* y, uint64_t n, double epsilon) {
+  double mean = 0, var = 0;
+#pragma omp simd reduction(+ : mean)
+  for (uint64_t j = 0; j < n; ++j) mean += x[j];
+  mean /= static_cast<double>(n);
+#pragma omp simd reduction(+ : var)
+  for (uint64_t j = 0; j < n; ++j) {
+    const double d = x[j] - mean;
+    var += d * d;
+  }
+  var /= static_cast<double>(n);
+  const double inv = 1.0 / std::sqrt(var + epsilon);
+  if (scale && bias) {
+#pragma omp simd
+    for (uint64_t j = 0; j < n; ++j) y[j] = static_cast<T>((x[j] - mean) * inv * scale[j] + bias[j]);
+  } else {
+#pragma omp simd
+    for (uint64_t j = 0; j < n; ++j)
+      y[j] = static_cast<T>((x[j] - mean) * inv * (scale ? scale[j] : T(1)) + (bias ? bias[j] : T(0)));
+  }
+}
 
 struct NormSpec {
   Kind kind = Kind::Layer;
@@ -187,26 +214,15 @@ class NormKernel final : public Kernel {
     return row;
   }
 
-  // LayerNormalization row by row: the same operations in the same order as moments() and
-  // normalize() (their broadcast walks visit a row's elements in order), so the same bits, at a
-  // fraction of the walks' cost (a transformer's [1, 128, 256]: 8 ns an element).
+  // LayerNormalization row by row, vectorized and the rows split across the run's threads: the
+  // same operations as moments() and normalize() but for the order of the sums (ConvNeXt-T's 23
+  // layer norms of 96 to 768 channels: 8.7 ms at 1 and at 2 threads before, walked one element at
+  // a time on one thread).
   void normalize_rows(const T* x, const T* scale, const T* bias, T* y, uint64_t rows) const {
     const uint64_t n = row_;
-    const double size = static_cast<double>(n);
-    for (uint64_t r = 0; r < rows; ++r, x += n, y += n) {
-      double mean = 0, var = 0;
-      for (uint64_t j = 0; j < n; ++j) mean += x[j];
-      mean /= size;
-      for (uint64_t j = 0; j < n; ++j) {
-        const double d = x[j] - mean;
-        var += d * d;
-      }
-      var /= size;
-      const double inv = 1.0 / std::sqrt(var + spec_.epsilon);
-      for (uint64_t j = 0; j < n; ++j) y[j] = static_cast<T>((x[j] - mean) * inv * (scale ? scale[j] : T(1)));
-      if (bias)
-        for (uint64_t j = 0; j < n; ++j) y[j] += bias[j];
-    }
+    parallel_chunks(rows, std::max<uint64_t>(kParallelChunkBytes / sizeof(T) / n, 1), [&](uint64_t begin, uint64_t end) {
+      for (uint64_t r = begin; r < end; ++r) normalize_row(x + r * n, scale, bias, y + r * n, n, spec_.epsilon);
+    });
   }
 
   // The mean and the (population) variance of each group.
