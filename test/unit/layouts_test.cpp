@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "memplan/memplan.h"
 #include "ir/channel_shuffle.h"
@@ -44,6 +45,23 @@ UnderBlock under_block(const std::string& path, const char* block, const Compile
   UnderBlock out{prepare_model(path, {}), CompiledModel::compile(path, options)};
   unsetenv("MEMPLAN_CHANNEL_BLOCK");
   return out;
+}
+
+// Catch's Approx's own relative tolerance.
+constexpr double kApproxEpsilon = std::numeric_limits<float>::epsilon() * 100;
+
+// Runs input x of `dims` through a guard-mode session `runs` times (staged buffers live in the
+// scratchpad, which other kernels write between runs) and requires output y to match `want`.
+void require_output(const std::shared_ptr<const CompiledModel>& model, const std::vector<int64_t>& dims,
+                    const std::vector<float>& x, const std::vector<float>& want, int runs, double epsilon,
+                    double margin) {
+  Session s(model, SessionOptions{true});
+  for (int run = 0; run < runs; ++run) {
+    s.set_input("x", kFloat32, dims, x.data(), x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(epsilon).margin(margin));
+  }
 }
 
 // x[1,3,8,8] -> conv1(16) -> relu -> conv2(32) -> maxpool -> concat(with conv3(16) of the pool
@@ -200,13 +218,7 @@ TEST_CASE("layouts: grouped and depthwise convolutions, run in oneDNN's own layo
   for (const char* block : {"0", "8", "16"}) {
     INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
     const auto model = under_block(path, block).model;
-    Session s(model, SessionOptions{true});
-    for (int run = 0; run < 2; ++run) {  // guard mode, twice: staged buffers live in the scratchpad
-      s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
-      s.run();
-      const float* y = static_cast<const float*>(s.output("y").data);
-      for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
-    }
+    require_output(model, {1, C, HW, HW}, x, want, 2, kApproxEpsilon, 1e-4);
   }
 }
 
@@ -249,11 +261,7 @@ TEST_CASE("layouts: a grouped Conv of 4 channels a group between blocked Convs (
       CHECK(block_of(m, "b") == Value::kChannelsLast);
     }
     CHECK_THAT(model->report_json(), Catch::Contains("\"reference_kernels\": 0,"));
-    Session s(model, SessionOptions{true});
-    s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
-    s.run();
-    const float* y = static_cast<const float*>(s.output("y").data);
-    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-2));
+    require_output(model, {1, C, HW, HW}, x, want, 1, 1e-4, 1e-2);
   }
 }
 
@@ -349,13 +357,7 @@ TEST_CASE("layouts: grouped 1x1 convolutions run on a 1x1 kernel or as one batch
         CHECK((k.implementation.find("1x1") != std::string::npos ||
                k.implementation.find("batched matmul") != std::string::npos));
     }
-    Session s(model, SessionOptions{true});
-    for (int run = 0; run < 2; ++run) {  // guard mode, twice: staged buffers live in the scratchpad
-      s.set_input("x", kFloat32, std::vector<int64_t>{1, C, H, W}, x.data(), x.size() * 4);
-      s.run();
-      const float* y = static_cast<const float*>(s.output("y").data);
-      for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-3));
-    }
+    require_output(model, {1, C, H, W}, x, want, 2, 1e-4, 1e-3);
   }
 }
 
@@ -419,13 +421,7 @@ TEST_CASE("layouts: a dilated convolution whose padding oneDNN's direct kernels 
       CHECK(!k.reference);
       if (k.node.find("dilated") != std::string::npos) CHECK(k.implementation.find("gemm") == std::string::npos);
     }
-    Session s(model, SessionOptions{true});
-    for (int run = 0; run < 2; ++run) {
-      s.set_input("x", kFloat32, std::vector<int64_t>{1, C, H, W}, x.data(), x.size() * 4);
-      s.run();
-      const float* y = static_cast<const float*>(s.output("y").data);
-      for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-3));
-    }
+    require_output(model, {1, C, H, W}, x, want, 2, 1e-4, 1e-3);
   }
 }
 
@@ -458,11 +454,7 @@ TEST_CASE("layouts: a 3x3 convolution writing a plain output runs oneDNN's direc
       CHECK(!k.reference);
       CHECK(k.implementation.find("gemm") == std::string::npos);
     }
-    Session s(model, SessionOptions{true});
-    s.set_input("x", kFloat32, std::vector<int64_t>{1, C, HW, HW}, x.data(), x.size() * 4);
-    s.run();
-    const float* y = static_cast<const float*>(s.output("y").data);
-    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).epsilon(1e-4).margin(1e-3));
+    require_output(model, {1, C, HW, HW}, x, want, 1, 1e-4, 1e-3);
   }
 }
 
@@ -668,10 +660,6 @@ TEST_CASE("layouts: ShuffleNet's Reshape-Transpose-Reshape becomes one channel s
     CHECK(shuffle.attr_int(kChannelShuffleAttr, 0) == G);
     CHECK(block_of(m, "a") == (std::string(block) == "0" ? 0 : Value::kChannelsLast));
     CHECK(block_of(m, "s") == block_of(m, "a"));
-    Session s(model, SessionOptions{true});
-    s.set_input("x", kFloat32, std::vector<int64_t>{N, C, HW, HW}, x.data(), x.size() * 4);
-    s.run();
-    const float* y = static_cast<const float*>(s.output("y").data);
-    for (size_t i = 0; i < want.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-4));
+    require_output(model, {N, C, HW, HW}, x, want, 1, kApproxEpsilon, 1e-4);
   }
 }
