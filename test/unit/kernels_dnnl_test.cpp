@@ -998,6 +998,24 @@ TEST_CASE("Softmax: rows of up to 4 floats run in memplan's own loop, longer one
     }
 }
 
+TEST_CASE("Softmax along an axis that is not the last runs memplan's strided loop, not oneDNN's reference kernel",
+          "[kernels][dnnl]") {
+  // [2, 21, 5, 31] along the 21 classes: 155 columns a slice, so blocks of 64 columns and a
+  // shorter last one.
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    INFO(op);
+    const Dims xd{2, 21, 5, 31};
+    Floats x = random_floats(count(xd), 82, -20.f, 20.f);
+    KernelCase c(op, 13);
+    c.input("X", F32, xd, x);
+    c.output("Y", F32, xd);
+    c.attr("axis", int64_t{1});
+    REQUIRE(c.run());
+    CHECK(c.kernel()->implementation() == "memplan strided softmax");
+    require_close(c.result_as<float>(0), naive_softmax(x, 2, 21, 5 * 31, std::string(op) == "LogSoftmax"));
+  }
+}
+
 TEST_CASE("Softmax: hand-computed row and an out-of-range axis", "[kernels][dnnl]") {
   SECTION("equal inputs share the mass") {
     KernelCase c("Softmax", 13);

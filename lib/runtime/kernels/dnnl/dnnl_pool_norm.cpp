@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ir/fused_activation.h"
+#include "plan/plan.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
@@ -252,7 +253,7 @@ std::unique_ptr<Kernel> make_global_pool(const Node& node, const KernelEnv& env,
   return src_to_dst(std::move(k), pd, x_md, y_md);
 }
 
-// The longest last axis Softmax runs in memplan's own loop (norm/short_row_softmax.cpp). Rows
+// The longest last axis Softmax runs in memplan's own loop (norm/softmax_loops.cpp). Rows
 // of 4420 x 2 floats: 0.157 ms on oneDNN's AVX2 kernel, 0.054 ms in the loop; of 4420 x 4: 0.227
 // against 0.085; from 8 floats a row on, oneDNN is as fast or faster (whole `memplan run`, 1 thread).
 constexpr int64_t kShortSoftmaxRow = 4;
@@ -276,7 +277,8 @@ std::unique_ptr<Kernel> make_softmax_like(const Node& node, const KernelEnv& env
   const int64_t mid = modern ? x[ax] : product(x, ax);
   const int64_t inner = modern ? product(x, ax + 1) : 1;
   // oneDNN sets up each row apart: short rows are faster in memplan's own loop.
-  if (inner == 1 && mid <= kShortSoftmaxRow) return norm::make_short_row_softmax(static_cast<uint64_t>(mid), log);
+  if (inner == 1 && mid <= kShortSoftmaxRow)
+    return norm::make_softmax_loop(static_cast<uint64_t>(mid), 1, log);
   Dims view = inner == 1 ? Dims{outer, mid} : Dims{outer, mid, inner};
   dnnl::memory::desc md = plain_md(view);
   dnnl::primitive_attr attr = user_scratchpad_attr();
@@ -286,6 +288,9 @@ std::unique_ptr<Kernel> make_softmax_like(const Node& node, const KernelEnv& env
                 log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, 1);
     return fwd::primitive_desc(d, attr, env.dnnl->engine);
   });
+  // Along an axis that is not the last, oneDNN 2.6 has only its reference kernel.
+  if (is_reference_implementation(pd.impl_info_str()))
+    return norm::make_softmax_loop(static_cast<uint64_t>(mid), static_cast<uint64_t>(inner), log);
   return src_to_dst(std::make_unique<PrimitiveKernel>(node, env), pd, md, md);
 }
 

@@ -18,9 +18,10 @@ Factory make_group_norm(const Node& n, const KernelEnv& env);  // group_norm.cpp
 Factory make_rms_norm(const Node& n, const KernelEnv& env);    // rms_norm.cpp (opset 23)
 Factory make_rotary_embedding(const Node& n, const KernelEnv& env);  // rotary_embedding.cpp (opset 23)
 Factory make_attention(const Node& n, const KernelEnv& env);          // attention.cpp (opset 23, no cache)
-// Softmax (or, `log`, LogSoftmax) over rows of `width` contiguous floats, where the axis is the
-// last and short (short_row_softmax.cpp; dnnl/ hands such nodes over).
-Factory make_short_row_softmax(uint64_t width, bool log);
+// Softmax (or, `log`, LogSoftmax) of float32 [outer, mid, inner] along mid, where oneDNN's is slow:
+// a short last axis (inner 1), or an axis it has only its reference kernel for (softmax_loops.cpp;
+// dnnl/ hands such nodes over).
+Factory make_softmax_loop(uint64_t mid, uint64_t inner, bool log);
 // BatchNormalization with training_mode = 1 (opset 14+): the batch's own mean and variance.
 Factory make_batch_norm_training(const Node& n, const KernelEnv& env);
 // Whether make_layer_norm / make_mean_variance_norm take the node (KernelAccepts): float32 or
