@@ -35,8 +35,10 @@ enum class Kind { Layer, Instance, MeanVariance, Batch };
 
 // One row of LayerNormalization: its mean and variance accumulated in double (vector lanes each
 // summing a share of the row, then added), y = (x - mean) * inv * scale + bias in one pass.
+// Inlined into normalize_row's clones, one per instruction set (target_clones takes no templates).
 template <typename T>
-MEMPLAN_SIMD_CLONES void normalize_row(const T* x, const T* scale, const T* bias, T* y, uint64_t n, double epsilon) {
+__attribute__((always_inline)) inline void normalize_row_of(const T* x, const T* scale, const T* bias, T* y, uint64_t n,
+                                                            double epsilon) {
   double mean = 0, var = 0;
 #pragma omp simd reduction(+ : mean)
   for (uint64_t j = 0; j < n; ++j) mean += x[j];
@@ -56,6 +58,16 @@ MEMPLAN_SIMD_CLONES void normalize_row(const T* x, const T* scale, const T* bias
     for (uint64_t j = 0; j < n; ++j)
       y[j] = static_cast<T>((x[j] - mean) * inv * (scale ? scale[j] : T(1)) + (bias ? bias[j] : T(0)));
   }
+}
+
+MEMPLAN_SIMD_CLONES void normalize_row(const float* x, const float* scale, const float* bias, float* y, uint64_t n,
+                                       double epsilon) {
+  normalize_row_of(x, scale, bias, y, n, epsilon);
+}
+
+MEMPLAN_SIMD_CLONES void normalize_row(const double* x, const double* scale, const double* bias, double* y, uint64_t n,
+                                       double epsilon) {
+  normalize_row_of(x, scale, bias, y, n, epsilon);
 }
 
 struct NormSpec {
