@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "memplan/error.h"
@@ -34,7 +35,9 @@ std::vector<OpsetRule> make_rules() {
       "other than stretch becomes the sizes it gives; antialias 1 is refused");
   add({"ScatterElements", "ScatterND"}, 18, H::Downgrade,
       "reduction max and min added: runs as version 16, whose kernel takes max and min too");
-  add({"LpPool"}, 18, H::Rewrite, "ceil_mode and dilations added: runs as version 11 where they hold their defaults, else refused");
+  add({"LpPool"}, 18, H::Downgrade,
+      "ceil_mode and dilations added: memplan's window loop (runtime/kernels/dnnl/window_pool.cpp) takes both, as it "
+      "takes every LpPool");
   add({"Mish"}, 18, H::Own, "new: x * tanh(softplus(x)), oneDNN's eltwise mish");
   add({"GroupNormalization"}, 18, H::Own, "new: memplan's kernel, scale and bias per group");
   add({"BitwiseAnd", "BitwiseOr", "BitwiseXor"}, 18, H::Own, "new: memplan's loops on every integer type, broadcasting");
@@ -45,7 +48,9 @@ std::vector<OpsetRule> make_rules() {
   add({"Col2Im"}, 18, H::Own, "new: memplan's kernel (float32, 2-D images, constant image and block shapes)");
   add({"OptionalGetElement", "OptionalHasElement"}, 18, H::Refuse, "optional values are not supported");
   // Opset 19.
-  add({"AveragePool"}, 19, H::Rewrite, "dilations added: runs as version 11 where they are all 1, else refused");
+  add({"AveragePool"}, 19, H::Downgrade,
+      "dilations added: dilated windows run on memplan's window loop (oneDNN 2.6 has only its reference kernel for "
+      "them), the others as version 11 on oneDNN");
   add({"Cast", "CastLike"}, 19, H::Rewrite,
       "float8 types and saturate (for float8 only) added: runs as version 13; a float8 target is refused");
   add({"QuantizeLinear"}, 19, H::Rewrite,
@@ -74,10 +79,11 @@ std::vector<OpsetRule> make_rules() {
   add({"Cast", "CastLike"}, 21, H::Rewrite, "int4 types added: as version 19; an int4 target is refused");
   add({"QuantizeLinear"}, 21, H::Rewrite,
       "block_size, output_dtype, 16-bit and 4-bit types added: runs as version 13 for 8-bit integers per tensor or "
-      "per axis (output_dtype becomes a zero point); blocked quantization is refused");
+      "per axis (output_dtype becomes a zero point); blocked (block_size) to 8-bit integers becomes Gather, Div, "
+      "Round, Add, Clip and Cast, each block's scale gathered along the axis");
   add({"DequantizeLinear"}, 21, H::Rewrite,
       "block_size, 16-bit and 4-bit types added: runs as version 13 for 8-bit integers per tensor or per axis; "
-      "blocked quantization is refused");
+      "blocked (block_size) becomes Gather, Cast, Sub and Mul, each block's scale gathered along the axis");
   add({"Constant", "ConstantOfShape", "Flatten", "Identity", "If", "Loop", "QLinearMatMul", "Reshape", "Scan", "Shape",
        "Size", "Squeeze", "Transpose", "Unsqueeze"},
       21, H::Downgrade, kTypesOnly);
@@ -90,8 +96,8 @@ std::vector<OpsetRule> make_rules() {
        "Multinomial", "NegativeLogLikelihoodLoss", "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform",
        "RandomUniformLike", "RoiAlign", "Round", "Selu", "Sin", "Sinh", "Softplus", "Softsign", "Tan", "ThresholdedRelu"},
       22, H::Downgrade, kTypesOnly);
-  add({"AveragePool"}, 22, H::Rewrite, "bfloat16 added: as version 19");
-  add({"LpPool"}, 22, H::Rewrite, "bfloat16 added: as version 18");
+  add({"AveragePool"}, 22, H::Downgrade, "bfloat16 added: as version 19");
+  add({"LpPool"}, 22, H::Downgrade, "bfloat16 added: as version 18");
   add({"GridSample"}, 22, H::Rewrite, "bfloat16 added: as version 20");
   add({"Mish"}, 22, H::Own, "bfloat16 added: as version 18");
   add({"DeformConv"}, 22, H::Refuse, "a new op memplan has no kernel for yet");
@@ -157,6 +163,34 @@ struct Adapting {
   Value* int64_constant(const std::string& what, const std::vector<int64_t>& values) {
     return g.add_constant(n.name + "_" + what, make_int64_tensor({static_cast<int64_t>(values.size())}, values));
   }
+  Value* float_scalar(const std::string& what, float value) {
+    Tensor t;
+    t.dtype = DType::Float32;
+    t.bytes.resize(sizeof(float));
+    std::memcpy(t.bytes.data(), &value, sizeof(float));
+    return g.add_constant(n.name + "_" + what, std::move(t));
+  }
+  // A version-17 node doing part of a rewrite, put before the adapted node (which stays last and
+  // writes the node's outputs); returns its one output. adapt_opset then says nodes were added.
+  Value* emit(const std::string& op, std::vector<Value*> inputs, const std::function<void(Node&)>& set_attributes = {}) {
+    auto m = std::make_unique<Node>();
+    m->name = n.name + "/" + op + "_" + std::to_string(emitted);
+    m->op_type = op;
+    m->opset = kOnnxSchemaOpset;
+    m->graph = &g;
+    m->inputs = std::move(inputs);
+    Value* out = g.add_fresh_value(m->name);
+    out->producer = m.get();
+    m->outputs = {out};
+    for (Value* v : m->inputs)
+      if (v && v->graph == &g) v->consumers.push_back(m.get());
+    if (set_attributes) set_attributes(*m);
+    auto at = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const std::unique_ptr<Node>& p) { return p.get() == &n; });
+    g.nodes.insert(at, std::move(m));
+    ++emitted;
+    return out;
+  }
+  int emitted = 0;
   int64_t rank_of(size_t i) const {
     const Value* v = input(i);
     if (!v || !v->type.has_rank) refuse("the rank of input " + std::to_string(i) + " is not known at compile time");
@@ -299,15 +333,6 @@ void adapt_resize(Adapting& a) {
   set_scales(full);
 }
 
-void adapt_pool(Adapting& a) {
-  a.require_default_ints("dilations", 1);
-  a.n.erase_attr("dilations");
-  if (a.n.op_type == "LpPool") {
-    a.require_default_int("ceil_mode", 0);
-    a.n.erase_attr("ceil_mode");
-  }
-}
-
 // The float8, int4 and float4 element types: read by name, run by no kernel.
 void refuse_newer_type(const Adapting& a, int64_t type, const char* what) {
   if (dtype_is_newer_than_onnx_1_12(static_cast<int32_t>(type)))
@@ -319,10 +344,85 @@ void adapt_cast(Adapting& a) {
   if (a.n.op_type == "Cast") refuse_newer_type(a, a.n.attr_int("to", 0), "target type");
 }
 
+// Blocked quantization (version 21's block_size B along `axis`): the scale and zero point hold one
+// value per B consecutive elements of that axis, their dim there ceil(size / B). Version 13 has no
+// such form, so the node becomes the arithmetic it stands for, on ops memplan runs, with each
+// block's scale gathered to every element of the axis (constant scales fold at compile time):
+//   DequantizeLinear:  y = (Cast<float>(x) - Cast<float>(zero[i / B])) * scale[i / B]
+//   QuantizeLinear:    y = Cast<T>(Clip(Round(x / scale[i / B]) + Cast<float>(zero[i / B]), T's range))
+// Round is ONNX's, halves to even, as QuantizeLinear rounds.
+void adapt_blocked_quantize(Adapting& a, int64_t block) {
+  Node& n = a.n;
+  const bool quantize = n.op_type == "QuantizeLinear";
+  const Value *x = a.input(0), *scale = a.input(1), *zero = a.input(2);
+  if (!x || !scale) a.refuse("takes x and a scale");
+  const int64_t rank = a.rank_of(0);
+  const int64_t axis = a.axis(n.attr_int("axis", 1), rank, "axis");
+  const auto ax = static_cast<size_t>(axis);
+  const Dim& length = x->type.dims[ax];
+  if (!length.known()) a.refuse("blocked quantization needs the size of axis " + std::to_string(axis) + " at compile time");
+  const int64_t blocks = (length.value + block - 1) / block;
+  for (const Value* p : {scale, zero}) {
+    if (!p) continue;
+    if (!p->type.has_rank || static_cast<int64_t>(p->type.dims.size()) != rank)
+      a.refuse("blocked quantization needs '" + p->name + "' of the input's rank " + std::to_string(rank));
+    for (size_t d = 0; d < p->type.dims.size(); ++d) {
+      const Dim& want = d == ax ? Dim{blocks, {}} : x->type.dims[d];
+      if (p->type.dims[d].known() && want.known() && p->type.dims[d].value != want.value)
+        a.refuse("'" + p->name + "' has shape " + p->type.shape_string() + "; block_size " + std::to_string(block) +
+                 " on axis " + std::to_string(axis) + " of " + x->type.shape_string() + " needs " +
+                 std::to_string(blocks) + " there and the input's sizes elsewhere");
+    }
+  }
+  DType out = DType::Float32;
+  if (quantize) {
+    out = zero ? zero->type.dtype : static_cast<DType>(n.attr_int("output_dtype", static_cast<int64_t>(DType::Uint8)));
+    if (out != DType::Uint8 && out != DType::Int8)
+      a.refuse("blocked quantization to " + dtype_name(out) + " is not supported (uint8 and int8 only)");
+  } else if (n.attr_int("output_dtype", 1) != 1) {
+    a.refuse("output_dtype other than float32 is not supported");
+  }
+  std::vector<int64_t> index(static_cast<size_t>(length.value));
+  for (int64_t i = 0; i < length.value; ++i) index[static_cast<size_t>(i)] = i / block;
+  Value* at = a.int64_constant("block_of", index);
+  const auto gather = [&](const Value* p) {
+    return a.emit("Gather", {const_cast<Value*>(p), at}, [&](Node& m) { m.set_attr_int("axis", axis); });
+  };
+  const auto to_float = [&](Value* v) {
+    return a.emit("Cast", {v}, [](Node& m) { m.set_attr_int("to", static_cast<int64_t>(DType::Float32)); });
+  };
+  Value* s = gather(scale);
+  Value* z = zero ? to_float(gather(zero)) : nullptr;
+  n.attributes.clear();
+  if (quantize) {
+    Value* r = a.emit("Round", {a.emit("Div", {const_cast<Value*>(x), s})});
+    if (z) r = a.emit("Add", {r, z});
+    const bool is_signed = out == DType::Int8;
+    Value* c = a.emit("Clip", {r, a.float_scalar("lowest", is_signed ? -128.f : 0.f),
+                               a.float_scalar("highest", is_signed ? 127.f : 255.f)});
+    n.op_type = "Cast";
+    n.set_attr_int("to", static_cast<int64_t>(out));
+    a.drop_inputs_from(0);
+    a.set_input(0, c);
+  } else {
+    Value* d = to_float(const_cast<Value*>(x));
+    if (z) d = a.emit("Sub", {d, z});
+    n.op_type = "Mul";
+    a.drop_inputs_from(0);
+    a.set_input(0, d);
+    a.set_input(1, s);
+  }
+}
+
 void adapt_quantize(Adapting& a) {
   Node& n = a.n;
   n.erase_attr("saturate");
-  a.require_default_int("block_size", 0);
+  if (const int64_t block = n.attr_int("block_size", 0); block != 0) {
+    if (block < 0) a.refuse("block_size " + std::to_string(block) + " is negative");
+    if (a.input(0) && dtype_is_newer_than_onnx_1_12(static_cast<int32_t>(a.input(0)->type.dtype)))
+      a.refuse("input " + dtype_name(a.input(0)->type.dtype) + " is not supported");
+    return adapt_blocked_quantize(a, block);
+  }
   n.erase_attr("block_size");
   if (n.op_type != "QuantizeLinear") {
     if (n.attr_int("output_dtype", 1) != 1) a.refuse("output_dtype other than float32 is not supported");
@@ -405,8 +505,6 @@ Adapter adapter_for(const std::string& op) {
       {"Split", adapt_split},
       {"Pad", adapt_pad},
       {"Resize", adapt_resize},
-      {"AveragePool", adapt_pool},
-      {"LpPool", adapt_pool},
       {"Cast", adapt_cast},
       {"CastLike", adapt_cast},
       {"QuantizeLinear", adapt_quantize},
@@ -435,19 +533,20 @@ const OpsetRule* opset_rule_for(const Node& node) {
   return best;
 }
 
-void adapt_opset(Model& model, Graph& g, size_t index) {
+bool adapt_opset(Model& model, Graph& g, size_t index) {
   Node& n = *g.nodes[index];
-  if (!n.domain.empty() || n.opset <= kOnnxSchemaOpset) return;
+  if (!n.domain.empty() || n.opset <= kOnnxSchemaOpset) return false;
   const OpsetRule* rule = opset_rule_for(n);
   Adapting a{model, g, n, rule ? rule->since : 0};
   if (rule && rule->handling == H::Refuse) a.refuse(rule->how);
-  if (rule && rule->handling == H::Own) return;  // its own inference and kernel, at its version
+  if (rule && rule->handling == H::Own) return false;  // its own inference and kernel, at its version
   if (rule && rule->handling == H::Rewrite) {
     const Adapter adapt = adapter_for(n.op_type);
     if (!adapt) fail_internal("no adapter for " + n.op_type + "-" + std::to_string(rule->since));
     adapt(a);
   }
   n.opset = kOnnxSchemaOpset;
+  return a.emitted > 0;
 }
 
 std::string opset_rules_markdown() {

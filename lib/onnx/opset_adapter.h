@@ -49,8 +49,10 @@ const OpsetRule* opset_rule_for(const Node& node);
 // of its own graph's values), and sets its opset to kOnnxSchemaOpset (an op of memplan's own keeps
 // its version); throws memplan::Error naming the model's file, the graph and the node for a
 // refusal or a form the rule cannot map. Nodes of other domains, of opsets up to 17, and adapted
-// nodes are left alone.
-void adapt_opset(Model& model, Graph& g, size_t index);
+// nodes are left alone. Returns true where the rule put new nodes before the adapted one (a
+// blocked QuantizeLinear becomes the arithmetic it stands for): g.nodes[index] is then the first
+// of them.
+bool adapt_opset(Model& model, Graph& g, size_t index);
 
 // docs/OPSETS.md: the table of every rule, as markdown.
 std::string opset_rules_markdown();

@@ -10,6 +10,7 @@
 
 #include "ir/channel_shuffle.h"
 #include "ir/fused_dequantize.h"
+#include "ir/window_pool.h"
 #include "runtime/dnnl_context.h"
 
 namespace memplan {
@@ -140,6 +141,7 @@ Role role_of(const Node& n) {
   // A grouped Conv whose groups no block divides (ShuffleNet's 4 groups of 34) still runs
   // channels-last on jit kernels; the limit only bars blocks (takes_channels_last).
   if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) ? Role::Conv : Role::Plain;
+  if (pools_on_window_loop(n)) return Role::Plain;
   if (n.op_type == "Transpose" && n.attr(kChannelShuffleAttr)) return Role::Same;
   if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return Role::ToPlain;
   const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/fused_dequantize.h"
+#include "ir/window_pool.h"
 
 namespace memplan {
 
@@ -24,7 +25,8 @@ std::vector<Value*> layout_free_inputs(const Node& n, int layout) {
   if (!n.domain.empty() || n.outputs.size() != 1 || !is_4d_8bit(n.outputs[0]) || n.inputs.empty()) return {};
   const bool concat = n.op_type == "Concat" && std::all_of(n.inputs.begin(), n.inputs.end(), is_4d_8bit);
   const bool requantize = n.op_type == "QuantizeLinear" && n.attr_int(kRequantizeAttr, 0) != 0;
-  const bool pool = n.op_type == "MaxPool" && layout == Value::kChannelsLast && n.inputs.size() == 1;
+  const bool pool = n.op_type == "MaxPool" && layout == Value::kChannelsLast && n.inputs.size() == 1 &&
+                    !pools_on_window_loop(n);
   if (concat) return n.inputs;
   if ((requantize || pool) && is_4d_8bit(n.inputs[0])) return {n.inputs[0]};
   const bool add = n.op_type == "Add" && n.attr_int(kQuantizedAddAttr, 0) != 0 && n.inputs.size() > 1;

@@ -171,7 +171,9 @@ void check_reference_kernels(const Compilation& c, const PlanOptions& planning) 
 
 NodeRewriter pipeline_rewrites(Model& model) {
   return [&model](Graph& g, size_t i) {
-    adapt_opset(model, g, i);  // in place, before anything reads the node as its opset-17 form
+    // In place, before anything reads the node as its opset-17 form; nodes it put before it are
+    // inferred first.
+    if (adapt_opset(model, g, i)) return true;
     return inline_constant_if(g, i) || (should_expand_function(*g.nodes[i]) && expand_function_node(model, g, i));
   };
 }

@@ -357,9 +357,19 @@ std::optional<int64_t> body_opset(const FunctionBody& body, const Node& node, co
   return std::nullopt;
 }
 
+// The schema whose inference types `node`. AveragePool-19's dilations and LpPool-18's dilations
+// and ceil_mode reach ONNX 1.12's AveragePool-11 and LpPool-11 (onnx/opset_adapter.h), whose
+// inference ignores them; MaxPool-12's gives the output size with both.
+const onnx::OpSchema* inference_schema_of(const Node& node) {
+  if (node.domain.empty() && (node.op_type == "AveragePool" || node.op_type == "LpPool") &&
+      (node.attr("dilations") || node.attr("ceil_mode")))
+    return onnx::OpSchemaRegistry::Schema("MaxPool", 12, "");
+  return schema_of(node);
+}
+
 void infer_with_onnx(Node& node, const std::string& file) {
   if (is_own_op(node)) return infer_own_op(node, file);
-  const onnx::OpSchema* schema = schema_of(node);
+  const onnx::OpSchema* schema = inference_schema_of(node);
   if (!schema) fail_internal("no schema for " + node.describe());
   check_inference_preconditions(node, file);
   NodeInferenceContext ctx(node);

@@ -96,9 +96,11 @@ Floats naive_matmul(const Floats& a, const Dims& ad, const Floats& b, const Dims
 struct Pool2d {
   Dims kernel, strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};
   bool max = true, include_pad = false;
+  int64_t lp = 0;  // LpPool's p (max is then false)
 };
 
-// onnxruntime's pooling semantics (window clamped to the padded input for include-pad averages).
+// onnxruntime's pooling semantics (window clamped to the padded input for include-pad averages:
+// the taps, dilations apart, up to the end padding).
 Floats naive_pool2d(const Floats& x, const Dims& xd, const Pool2d& p, int64_t oh, int64_t ow) {
   const int64_t planes = xd[0] * xd[1], h = xd[2], w = xd[3];
   Floats y(static_cast<size_t>(planes * oh * ow));
@@ -113,14 +115,20 @@ Floats naive_pool2d(const Floats& x, const Dims& xd, const Pool2d& p, int64_t oh
             const int64_t iy = hs + ky * p.dilations[0], ix = ws + kx * p.dilations[1];
             if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
             const float v = x[static_cast<size_t>((pl * h + iy) * w + ix)];
-            acc = p.max ? std::max<double>(acc, v) : acc + v;
+            acc = p.max ? std::max<double>(acc, v) : p.lp ? acc + std::pow(std::abs(v), p.lp) : acc + v;
             ++valid;
           }
-        if (!p.max) {
+        if (p.lp) {
+          acc = std::pow(acc, 1.0 / static_cast<double>(p.lp));
+        } else if (!p.max) {
           int64_t size = valid;
-          if (p.include_pad)
-            size = (std::min(hs + p.kernel[0], h + p.pads[2]) - hs) * (std::min(ws + p.kernel[1], w + p.pads[3]) - ws);
-          acc /= static_cast<double>(size);
+          if (p.include_pad) {
+            const auto taps = [](int64_t start, int64_t k, int64_t d, int64_t end) {
+              return 1 + (std::min(start + k * d, end) - start - 1) / d;
+            };
+            size = taps(hs, p.kernel[0], p.dilations[0], h + p.pads[2]) * taps(ws, p.kernel[1], p.dilations[1], w + p.pads[3]);
+          }
+          acc = valid ? acc / static_cast<double>(size) : 0.0;
         }
         y[static_cast<size_t>((pl * oh + y0) * ow + x0)] = static_cast<float>(acc);
       }
@@ -731,8 +739,9 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
     bool ceil_mode;
     Dims yd;
   };
-  auto pool = [](Dims k, Dims s, Dims d, Dims pads, bool max, bool include) {
+  auto pool = [](Dims k, Dims s, Dims d, Dims pads, bool max, bool include, int64_t lp = 0) {
     Pool2d p;
+    p.lp = lp;
     p.kernel = k;
     p.strides = s;
     p.dilations = d;
@@ -752,6 +761,13 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
       // 16 channels: below AVX-512, pooled channel-blocked (and the include-pad rescaling after it)
       {"avg, ceil_mode, include pad, 16 channels", "AveragePool", {1, 16, 7, 7}, pool({3, 3}, {2, 2}, {1, 1}, {1, 0, 0, 1}, false, true), true, {1, 16, 4, 4}},
       {"max, pads, 16 channels", "MaxPool", {1, 16, 5, 5}, pool({3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, true, false), false, {1, 16, 3, 3}},
+      // memplan's window loop (ir/window_pool.h): dilated averages, every LpPool.
+      {"avg, dilations, exclude pad", "AveragePool", {1, 3, 8, 8}, pool({3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}, false, false), false, {1, 3, 8, 8}},
+      {"avg, dilations, ceil_mode, include pad", "AveragePool", {1, 3, 8, 8}, pool({3, 3}, {2, 2}, {2, 2}, {2, 2, 2, 2}, false, true), true, {1, 3, 5, 5}},
+      {"avg, dilations, windows wholly in the padding", "AveragePool", {1, 1, 3, 3}, pool({2, 2}, {1, 1}, {3, 3}, {4, 4, 0, 0}, false, true), false, {1, 1, 4, 4}},
+      {"lp 2, ceil_mode", "LpPool", {1, 2, 6, 6}, pool({3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false, false, 2), true, {1, 2, 3, 3}},
+      {"lp 3, dilations, pads", "LpPool", {1, 2, 6, 6}, pool({2, 2}, {1, 1}, {2, 2}, {1, 1, 1, 1}, false, false, 3), false, {1, 2, 6, 6}},
+      {"lp 1, strides", "LpPool", {2, 1, 5, 7}, pool({2, 3}, {1, 2}, {1, 1}, {0, 1, 0, 1}, false, false, 1), false, {2, 1, 4, 4}},
   };
   for (const Case& t : cases) {
     SECTION(t.name) {
@@ -762,11 +778,14 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
       c.attr("kernel_shape", t.p.kernel);
       c.attr("strides", t.p.strides);
       c.attr("pads", t.p.pads);
-      if (t.p.max) c.attr("dilations", t.p.dilations);
-      if (!t.p.max) c.attr("count_include_pad", int64_t{t.p.include_pad});
+      if (t.p.dilations != Dims{1, 1} || t.p.max) c.attr("dilations", t.p.dilations);
+      if (t.p.lp) c.attr("p", t.p.lp);
+      else if (!t.p.max) c.attr("count_include_pad", int64_t{t.p.include_pad});
       c.attr("ceil_mode", int64_t{t.ceil_mode});
       REQUIRE(c.run());
       require_close(c.result_as<float>(0), naive_pool2d(x, t.xd, t.p, t.yd[2], t.yd[3]));
+      const bool loop = t.p.lp || t.p.dilations != Dims{1, 1};
+      CHECK((c.kernel()->implementation() == "memplan:window_pool") == loop);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "memplan/memplan.h"
 #include "ir/channel_shuffle.h"
 #include "passes/assign_layouts.h"
+#include "plan/plan.h"
 #include "pipeline/compile_pipeline.h"
 #include "runtime/dnnl_context.h"
 #include "support/model_builder.h"
@@ -487,6 +488,45 @@ TEST_CASE("layouts: a one-channel MaxPool runs oneDNN's jit pooling on its plain
         for (int j = std::max(c - 1, 0); j <= std::min(c + 1, HW - 1); ++j) top = std::max(top, x[static_cast<size_t>(i * HW + j)]);
       REQUIRE(y[r * HW + c] == top);
     }
+}
+
+TEST_CASE("layouts: a dilated MaxPool or AveragePool between blocked convolutions runs memplan's window loop on plain "
+          "tensors, not oneDNN's reference pooling", "[layouts]") {
+  // x -> conv(16) -> pool 3x3 dilated by 2, padded by 2 -> conv(16) -> y. oneDNN 2.6 pools with
+  // dilations on ref:any only (about 20 times slower); the window loop reads plain tensors, so the
+  // pool's input and output are plain and the convolutions reorder around it.
+  constexpr int C = 16, HW = 9;
+  const std::vector<float> x = random_floats(3 * HW * HW, 90);
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    INFO(op);
+    ModelBuilder mb;
+    auto& g = mb.graph();
+    add_input(g, "x", elem::kFloat, {1, 3, HW, HW});
+    add_conv(g, "conv1", "x", "c1", 3, C, 91);
+    auto* pool = add_node(g, op, {"c1"}, {"p"}, "pool");
+    attr_ints(pool, "kernel_shape", {3, 3});
+    attr_ints(pool, "dilations", {2, 2});
+    attr_ints(pool, "pads", {2, 2, 2, 2});
+    add_conv(g, "conv2", "p", "y", C, C, 92);
+    add_output(g, "y", elem::kFloat, {1, C, HW, HW});
+    const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_dilated_pool.onnx").string();
+    std::ofstream(path, std::ios::binary) << mb.bytes();
+    const UnderBlock blocked = under_block(path, "16");
+    CHECK(block_of(blocked.ir, "c1") == 0);
+    CHECK(block_of(blocked.ir, "p") == 0);
+    for (const auto& k : blocked.model->kernels()) {
+      INFO(k.node << ": " << k.implementation);
+      CHECK(!is_reference_implementation(k.implementation));
+      if (k.node.find("'pool'") != std::string::npos) CHECK(k.implementation == "memplan:window_pool");
+    }
+    // The same model with every tensor plain is the reference.
+    const UnderBlock plain = under_block(path, "0");
+    Session s(plain.model, SessionOptions{true});
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, 3, HW, HW}, x.data(), x.size() * 4);
+    s.run();
+    const float* want = static_cast<const float*>(s.output("y").data);
+    require_output(blocked.model, {1, 3, HW, HW}, x, std::vector<float>(want, want + C * HW * HW), 2, kApproxEpsilon, 1e-4);
+  }
 }
 
 TEST_CASE("layouts: the channel block follows the ISA oneDNN runs, not the CPU's own flags", "[layouts][isa]") {

@@ -3,6 +3,8 @@
 // node; its rule table is complete and docs/OPSETS.md is the table.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -150,8 +152,58 @@ TEST_CASE("opset adapter: new ops it has no kernel for are refused naming op, ve
   add_initializer(antialias.graph(), tensor_f32("scales", {3}, {1.f, 1.f, 0.5f}));
   attr_int(antialias.graph().mutable_node(0), "antialias", 1);
   CHECK_THAT(refusal(antialias), Catch::Contains("Resize-18") && Catch::Contains("antialias"));
-  ModelBuilder dilated = one_op("AveragePool", 19, {});
-  attr_ints(dilated.graph().mutable_node(0), "kernel_shape", {2});
-  attr_ints(dilated.graph().mutable_node(0), "dilations", {2});
-  CHECK_THAT(refusal(dilated), Catch::Contains("AveragePool-19") && Catch::Contains("dilations"));
+}
+
+TEST_CASE("opset adapter: blocked QuantizeLinear and DequantizeLinear (block_size) run as the arithmetic they stand "
+          "for, a last block shorter", "[opsets]") {
+  // x [2, 5], axis 1, blocks of 2: scale and zero point [2, 3], the third block one element.
+  ModelBuilder mb("blocked", 21, 10);
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {2, 5});
+  const std::vector<float> scale{0.5f, 0.25f, 2.f, 1.f, 0.1f, 4.f};
+  const std::vector<int8_t> zero{0, -3, 5, 10, -128, 127};
+  add_initializer(g, tensor_f32("scale", {2, 3}, scale));
+  add_initializer(g, raw_tensor("zero", elem::kInt8, {2, 3}, zero));
+  auto* q = add_node(g, "QuantizeLinear", {"x", "scale", "zero"}, {"q"}, "q");
+  attr_int(q, "axis", 1);
+  attr_int(q, "block_size", 2);
+  auto* dq = add_node(g, "DequantizeLinear", {"q", "scale", "zero"}, {"y"}, "dq");
+  attr_int(dq, "axis", 1);
+  attr_int(dq, "block_size", 2);
+  g.add_output()->set_name("q");
+  g.add_output()->set_name("y");
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_blocked_qdq.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  auto model = CompiledModel::compile(path, {});
+  Session s(model, SessionOptions{true});
+  // Ties (1.25 / 0.5 = 2.5 rounds to 2, 0.375 / 0.25 = 1.5 to 2), values that saturate (1000,
+  // -1000), and a block of one element at the end of each row.
+  const std::vector<float> x{1.25f, -0.75f, 0.375f, 1000.f, 3.f, 2.5f, -1.5f, 0.05f, -1000.f, 6.f};
+  s.set_input("x", kFloat32, std::vector<int64_t>{2, 5}, x.data(), x.size() * 4);
+  s.run();
+  const auto* got_q = static_cast<const int8_t*>(s.output("q").data);
+  const auto* got_y = static_cast<const float*>(s.output("y").data);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 5; ++c) {
+      const size_t i = static_cast<size_t>(r * 5 + c), b = static_cast<size_t>(r * 3 + c / 2);
+      const float want_q = std::clamp(std::nearbyint(x[i] / scale[b]) + zero[b], -128.f, 127.f);
+      INFO("row " << r << ", column " << c);
+      CHECK(got_q[i] == static_cast<int8_t>(want_q));
+      CHECK(got_y[i] == (want_q - zero[b]) * scale[b]);
+    }
+  CHECK(got_q[3] == 127);   // 1000 / 0.25 saturates
+  CHECK(got_q[8] == -128);  // -1000 / 4 - 128 saturates
+  CHECK(got_q[0] == 2);     // 2.5 rounds to even
+
+  SECTION("a scale whose blocked axis does not match is refused naming it") {
+    ModelBuilder bad("blocked", 21, 10);
+    add_input(bad.graph(), "x", elem::kFloat, {2, 5});
+    add_initializer(bad.graph(), tensor_f32("scale", {2, 2}, {1.f, 1.f, 1.f, 1.f}));
+    auto* n = add_node(bad.graph(), "DequantizeLinear", {"x", "scale"}, {"y"}, "node");
+    attr_int(n, "axis", 1);
+    attr_int(n, "block_size", 2);
+    bad.graph().add_output()->set_name("y");
+    CHECK_THAT(refusal(bad), Catch::Contains("DequantizeLinear-21") && Catch::Contains("'scale' has shape [2, 2]") &&
+                                 Catch::Contains("needs 3"));
+  }
 }

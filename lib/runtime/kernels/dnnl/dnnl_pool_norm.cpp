@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ir/fused_activation.h"
+#include "ir/window_pool.h"
 #include "plan/plan.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/elementwise_common.h"
@@ -104,8 +105,8 @@ namespace {
 
 std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool is_max) {
   const std::string at = where(node, env);
+  if (pools_on_window_loop(node)) return make_window_pool(node, env);  // memplan's loop (window_pool.cpp)
   check_arity(node, env, 1, 1, 1);
-  if (is_max && output_at(node, 1)) return make_max_pool_with_indices(node, env);  // plain C++ (maxpool_indices.cpp)
   if (node.outputs.size() > (is_max ? 2u : 1u)) fail(at + ": has too many outputs");
   // MaxPool takes 8-bit tensors too (opset 12; and passes/fuse_quantized's QDQ MaxPool): the
   // maximum of bytes, exact in any type.
@@ -123,8 +124,6 @@ std::unique_ptr<Kernel> make_pool(const Node& node, const KernelEnv& env, bool i
   Window w = read_window(node, at, spatial, {});
   const bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
   const bool include_pad = !is_max && node.attr_int("count_include_pad", 0) != 0;
-  if (!is_max && std::any_of(w.dilations.begin(), w.dilations.end(), [](int64_t d) { return d != 1; }))
-    fail_unsupported(at + ": AveragePool with dilations is not supported");
   Dims in_spatial(x.begin() + 2, x.end());
   resolve_forward_pads(w, in_spatial);
 

@@ -27,7 +27,8 @@ std::unique_ptr<Kernel> make_softmax(const Node& node, const KernelEnv& env);
 std::unique_ptr<Kernel> make_log_softmax(const Node& node, const KernelEnv& env);
 // Whether make_softmax / make_log_softmax take the node: a static float32 input (KernelAccepts).
 bool softmax_accepts(const Node& node);
-// maxpool_indices.cpp: MaxPool with its Indices output (make_max_pool hands such nodes over).
-std::unique_ptr<Kernel> make_max_pool_with_indices(const Node& node, const KernelEnv& env);
+// window_pool.cpp: the pools of ir/window_pool.h (LpPool; make_max_pool and make_average_pool
+// hand such MaxPool and AveragePool nodes over).
+std::unique_ptr<Kernel> make_window_pool(const Node& node, const KernelEnv& env);
 
 }  // namespace memplan::rt::dnnl_kernels

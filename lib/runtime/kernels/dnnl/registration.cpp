@@ -18,8 +18,8 @@
 // activation (the ResNet pattern Conv -> Add -> Relu).
 //
 // Implementation is split over common/dnnl_common.{h,cpp} (shared helpers and the PrimitiveKernel
-// base), dnnl_conv.cpp, dnnl_matmul.cpp, dnnl_pool_norm.cpp and maxpool_indices.cpp (MaxPool with
-// its Indices output, a plain loop).
+// base), dnnl_conv.cpp, dnnl_matmul.cpp, dnnl_pool_norm.cpp and window_pool.cpp (LpPool, MaxPool
+// with its Indices output, dilated MaxPool and AveragePool: memplan's own loop).
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/dnnl/factories.h"
 
@@ -34,6 +34,7 @@ void register_dnnl_kernels(KernelRegistry& r) {
   r.add("BatchNormalization", make_batch_norm);
   r.add("MaxPool", make_max_pool);
   r.add("AveragePool", make_average_pool);
+  r.add("LpPool", make_window_pool);
   r.add("GlobalMaxPool", make_global_max_pool);
   r.add("GlobalAveragePool", make_global_average_pool);
   r.add("LRN", make_lrn);
