@@ -61,7 +61,9 @@ std::vector<OpsetRule> make_rules() {
   add({"Resize"}, 19, H::Rewrite,
       "coordinate_transformation_mode half_pixel_symmetric added: memplan's Resize kernel takes it; otherwise as "
       "version 18");
-  add({"DeformConv"}, 19, H::Refuse, "a new op memplan has no kernel for yet");
+  add({"DeformConv"}, 19, H::Own,
+      "new: memplan's kernel (float32, 2-D; groups, offset groups, optional bias and mask; bilinear samples, zeros "
+      "outside the image)");
   // Opset 20.
   add({"ReduceMax", "ReduceMin"}, 20, H::Rewrite, "bool added: as version 18; bool inputs are refused");
   add({"DFT"}, 20, H::Rewrite,
@@ -100,7 +102,7 @@ std::vector<OpsetRule> make_rules() {
   add({"LpPool"}, 22, H::Downgrade, "bfloat16 added: as version 18");
   add({"GridSample"}, 22, H::Rewrite, "bfloat16 added: as version 20");
   add({"Mish"}, 22, H::Own, "bfloat16 added: as version 18");
-  add({"DeformConv"}, 22, H::Refuse, "a new op memplan has no kernel for yet");
+  add({"DeformConv"}, 22, H::Own, "bfloat16 added: as version 19");
   // Opset 23.
   add({"Cast", "CastLike"}, 23, H::Rewrite, "float4 added: as version 21; a float4 target is refused");
   add({"QuantizeLinear", "DequantizeLinear"}, 23, H::Rewrite, "float4 added: as version 21");

@@ -85,6 +85,49 @@ void infer_from_shape_input(Node& node, const std::string& where) {
   node.outputs[0]->type = out;
 }
 
+// DeformConv's Y [N, M, out...]: N from X, M from W, each spatial size a convolution's
+// (in + pads - dilated kernel) / stride + 1, the kernel from kernel_shape or W.
+void infer_deform_conv(Node& node, const std::string& where) {
+  if (node.inputs.size() < 3 || node.inputs.size() > 5 || !node.inputs[0] || !node.inputs[1] || !node.inputs[2] ||
+      node.outputs.size() != 1 || !node.outputs[0])
+    fail(where + ": takes X, W and offset (and optional B and mask) and gives one output");
+  const TensorType& x = node.inputs[0]->type;
+  const TensorType& w = node.inputs[1]->type;
+  TensorType y;
+  y.dtype = x.dtype;
+  if (x.has_rank && w.has_rank && x.dims.size() >= 3 && w.dims.size() == x.dims.size()) {
+    const size_t spatial = x.dims.size() - 2;
+    const auto ints = [&](const char* name, int64_t fallback, size_t count) {
+      std::vector<int64_t> v = node.attr_ints(name);
+      if (v.empty()) v.assign(count, fallback);
+      if (v.size() != count) fail(where + ": attribute " + name + " has " + std::to_string(v.size()) + " values, " + std::to_string(count) + " expected");
+      for (int64_t e : v)
+        if (e < 0 || e > (int64_t{1} << 20)) fail(where + ": attribute " + name + " holds " + std::to_string(e));
+      return v;
+    };
+    const std::vector<int64_t> strides = ints("strides", 1, spatial), dilations = ints("dilations", 1, spatial),
+                               pads = ints("pads", 0, 2 * spatial);
+    std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+    y.has_rank = true;
+    y.dims = {x.dims[0], w.dims[0]};
+    for (size_t i = 0; i < spatial; ++i) {
+      const Dim& k = w.dims[i + 2];
+      const int64_t kv = kernel.size() == spatial ? kernel[i] : k.known() ? k.value : -1;
+      if (kv > (int64_t{1} << 20)) fail(where + ": kernel_shape holds " + std::to_string(kv));
+      if (strides[i] < 1 || dilations[i] < 1) fail(where + ": strides and dilations must be at least 1");
+      const Dim& in = x.dims[i + 2];
+      if (!in.known() || kv < 1) {
+        y.dims.push_back(Dim{});
+        continue;
+      }
+      const int64_t span = in.value + pads[i] + pads[i + spatial] - ((kv - 1) * dilations[i] + 1);
+      if (span < 0) fail(where + ": the kernel is larger than the padded input " + x.shape_string());
+      y.dims.push_back(Dim{span / strides[i] + 1, {}});
+    }
+  }
+  node.outputs[0]->type = y;
+}
+
 }  // namespace
 
 bool is_own_op(const Node& node) {
@@ -93,7 +136,8 @@ bool is_own_op(const Node& node) {
                                                        {"BitwiseOr", 18},  {"BitwiseXor", 18}, {"BitwiseNot", 18},
                                                        {"GroupNormalization", 18}, {"RMSNormalization", 23},
                                                        {"RotaryEmbedding", 23}, {"Attention", 23},
-                                                       {"Col2Im", 18},          {"AffineGrid", 20}};
+                                                       {"Col2Im", 18},          {"AffineGrid", 20},
+                                                       {"DeformConv", 19}};
   auto it = since.find(node.op_type);
   return node.domain.empty() && it != since.end() && node.opset >= it->second;
 }
@@ -101,6 +145,7 @@ bool is_own_op(const Node& node) {
 void infer_own_op(Node& node, const std::string& file) {
   const std::string where = file + ": " + node.graph->path() + ": " + node.describe();
   if (node.op_type == "Attention") return infer_attention(node, where);
+  if (node.op_type == "DeformConv") return infer_deform_conv(node, where);
   if (node.op_type == "Col2Im" || node.op_type == "AffineGrid") return infer_from_shape_input(node, where);
   // Required inputs, then optional ones (RotaryEmbedding's position_ids).
   const size_t want = is_broadcasting(node.op_type)                ? 2

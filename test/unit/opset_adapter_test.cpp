@@ -145,8 +145,6 @@ TEST_CASE("opset adapter: Pad's axes spread its pads over every axis, and the nu
 }
 
 TEST_CASE("opset adapter: new ops it has no kernel for are refused naming op, version and node", "[opsets]") {
-  CHECK_THAT(refusal(one_op("DeformConv", 19, {"x", "x"})),
-             Catch::Contains("DeformConv node 'node'") && Catch::Contains("DeformConv-19") && Catch::Contains("no kernel"));
   CHECK_THAT(refusal(one_op("StringSplit", 20, {})), Catch::Contains("StringSplit-20"));
   ModelBuilder antialias = one_op("Resize", 18, {"", "scales"});
   add_initializer(antialias.graph(), tensor_f32("scales", {3}, {1.f, 1.f, 0.5f}));

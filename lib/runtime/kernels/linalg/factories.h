@@ -15,5 +15,7 @@ std::unique_ptr<Kernel> make_eye_like(const Node& n, const KernelEnv& env);
 std::unique_ptr<Kernel> make_det(const Node& n, const KernelEnv& env);
 // einsum_kernel.cpp
 std::unique_ptr<Kernel> make_einsum(const Node& n, const KernelEnv& env);
+// deform_conv.cpp
+std::unique_ptr<Kernel> make_deform_conv(const Node& n, const KernelEnv& env);
 
 }  // namespace memplan::rt::norm
