@@ -114,8 +114,8 @@ std::vector<OpsetRule> make_rules() {
   add({"RotaryEmbedding"}, 23, H::Own,
       "new: memplan's kernel (float32; halves or interleaved, partial rotation, position_ids or per-position caches)");
   add({"Attention"}, 23, H::Own,
-      "new: memplan's kernel without a key/value cache (float32; grouped heads, bool or float mask, causal, scale; "
-      "past_key/past_value, softcap and the extra outputs are refused)");
+      "new: memplan's kernel (float32; grouped heads, bool or float mask, causal, scale, softcap, a key/value cache "
+      "with present_key/present_value; qk_matmul_output is refused)");
   std::sort(r.begin(), r.end(), [](const OpsetRule& a, const OpsetRule& b) {
     return a.op != b.op ? a.op < b.op : a.since < b.since;
   });

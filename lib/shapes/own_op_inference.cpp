@@ -31,14 +31,39 @@ TensorType broadcast(const TensorType& a, const TensorType& b, const std::string
 }
 
 // Attention's Y: Q's shape with V's head size, [batch, q_heads, q_len, v_size] or, 3-D,
-// [batch, q_len, q_heads * v_size]. Only Y is given (no key/value cache outputs).
+// [batch, q_len, q_heads * v_size]; present_key and present_value: the cache grown by the current
+// block, [batch, kv_heads, past_len + kv_len, size]. qk_matmul_output is not given.
 void infer_attention(Node& node, const std::string& where) {
   if (node.inputs.size() < 3 || node.inputs.size() > 6 || !node.inputs[0] || !node.inputs[1] || !node.inputs[2] ||
-      node.outputs.empty() || !node.outputs[0])
-    fail(where + ": takes Q, K and V (and up to three optional inputs) and gives Y");
-  for (size_t k = 1; k < node.outputs.size(); ++k)
-    if (node.outputs[k])
-      fail_unsupported(where + ": only the output Y is supported (not present_key, present_value or qk_matmul_output)");
+      node.outputs.empty() || !node.outputs[0] || node.outputs.size() > 4)
+    fail(where + ": takes Q, K and V (and up to three optional inputs) and gives Y (and up to three optional outputs)");
+  if (node.outputs.size() > 3 && node.outputs[3])
+    fail_unsupported(where + ": the qk_matmul_output output is not supported (Y, present_key and present_value are)");
+  for (size_t k = 1; k <= 2 && k < node.outputs.size(); ++k) {
+    if (!node.outputs[k]) continue;
+    const TensorType& cur = node.inputs[k]->type;  // K for present_key, V for present_value
+    const Value* past = node.inputs.size() > k + 3 ? node.inputs[k + 3] : nullptr;
+    TensorType present;
+    present.dtype = cur.dtype;
+    if (cur.has_rank && (cur.dims.size() == 4 || cur.dims.size() == 3)) {
+      present.has_rank = true;
+      const int64_t kv_heads = node.attr_int("kv_num_heads", 0);
+      if (cur.dims.size() == 4) {
+        present.dims = cur.dims;
+      } else {
+        const Dim& hidden = cur.dims[2];
+        const bool known = kv_heads > 0 && hidden.known() && hidden.value % kv_heads == 0;
+        present.dims = {cur.dims[0], kv_heads > 0 ? Dim{kv_heads, {}} : Dim{}, cur.dims[1],
+                        known ? Dim{hidden.value / kv_heads, {}} : Dim{}};
+      }
+      if (past) {
+        const TensorType& p = past->type;
+        const bool sums = p.has_rank && p.dims.size() == 4 && p.dims[2].known() && present.dims[2].known();
+        present.dims[2] = sums ? Dim{p.dims[2].value + present.dims[2].value, {}} : Dim{};
+      }
+    }
+    node.outputs[k]->type = present;
+  }
   const TensorType& q = node.inputs[0]->type;
   const TensorType& v = node.inputs[2]->type;
   TensorType y;

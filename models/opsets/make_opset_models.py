@@ -802,6 +802,35 @@ def attention_23():
     return c
 
 
+def attention_kv_23():
+    c = Case("attention_kv_23", 23)
+    c.what = ("Attention-23 decoding step with a key/value cache: 3-D Q [1,2,16] (4 query heads), K, V [1,2,8] "
+              "(2 kv heads, grouped), past_key/past_value [1,2,3,4]; with present outputs; causal; float mask "
+              "[1,1,2,5] over past and current keys; softcap 2")
+    c.tests = ("Attention-23's key/value cache: the keys are past_key then K, present_key/present_value return them, "
+               "a causal query sees the cache and the current keys up to its own position; softcap before the mask")
+    q = c.input("Q", F32, [1, 2, 16], "standard normal", normal())
+    k = c.input("K", F32, [1, 2, 8], "standard normal", normal())
+    v = c.input("V", F32, [1, 2, 8], "standard normal", normal())
+    pk = c.input("past_key", F32, [1, 2, 3, 4], "standard normal", normal())
+    pv = c.input("past_value", F32, [1, 2, 3, 4], "standard normal", normal())
+    fm = c.input("float_mask", F32, [1, 1, 2, 5], "standard normal, with -10000 at key 1 of query 0",
+                 lambda rng, k_, shape: np.where(np.arange(10).reshape(1, 1, 2, 5) == 1, -10000.0,
+                                                rng.standard_normal(shape)))
+    heads = dict(q_num_heads=4, kv_num_heads=2)
+    c.node("Attention", [q, k, v, "", pk, pv], ["y_cache", "present_key", "present_value"], **heads)
+    # ONNX Runtime asks for the present outputs wherever a cache is given.
+    c.node("Attention", [q, k, v, "", pk, pv], ["y_cache_causal", "present_key_causal", "present_value_causal"],
+           is_causal=1, **heads)
+    c.node("Attention", [q, k, v, fm, pk, pv], ["y_cache_mask_softcap", "present_key_softcap", "present_value_softcap"],
+           softcap=2.0, **heads)
+    for n in ["y_cache", "y_cache_causal", "y_cache_mask_softcap"]:
+        c.output(n, F32, [1, 2, 16])
+    c.output("present_key", F32, [1, 2, 5, 4])
+    c.output("present_value", F32, [1, 2, 5, 4])
+    return c
+
+
 # ----------------------------------------------------------------------------------------------
 # types-only versions, and blocks as exporters write them
 
@@ -997,7 +1026,7 @@ def control_flow_21():
 CASES = [reduce_axes_18, reduce_axes_forms_18, reduce_20, split_num_outputs_18, pad_axes_18, pad_wrap_19,
          resize_18, resize_antialias_18, resize_19, averagepool_19, scatter_18, cast_19, cast_21, dft_20,
          gridsample_20, qdq_19, qdq_21, gelu_20, mish_18, bitwise_18, groupnorm_18, groupnorm_21, col2im_18,
-         centercroppad_18, lppool_18, affinegrid_20, deformconv_19, rmsnorm_23, rotary_23, attention_23,
+         centercroppad_18, lppool_18, affinegrid_20, deformconv_19, rmsnorm_23, rotary_23, attention_23, attention_kv_23,
          cnn_block_22, shape_ops_23, transformer_block_18, transformer_block_20, control_flow_21]
 
 # Cases ONNX Runtime 1.30 refuses (see README.md, "ONNX Runtime 1.30 does not run"): not written.

@@ -205,3 +205,52 @@ TEST_CASE("opset adapter: blocked QuantizeLinear and DequantizeLinear (block_siz
                                  Catch::Contains("needs 3"));
   }
 }
+
+TEST_CASE("Attention-23 with a key/value cache returns past then current rows as present_key and present_value, and "
+          "refuses what it does not run", "[opsets]") {
+  // Q, K, V [1, 1, 2, 2] (one head, two new positions), past_key/past_value [1, 1, 1, 2].
+  ModelBuilder mb("kv", 23, 11);
+  auto& g = mb.graph();
+  for (const char* in : {"Q", "K", "V"}) add_input(g, in, elem::kFloat, {1, 1, 2, 2});
+  for (const char* in : {"past_key", "past_value"}) add_input(g, in, elem::kFloat, {1, 1, 1, 2});
+  attr_int(add_node(g, "Attention", {"Q", "K", "V", "", "past_key", "past_value"}, {"Y", "present_key", "present_value"}, "attn"),
+           "is_causal", 1);
+  for (const char* out : {"Y", "present_key", "present_value"}) g.add_output()->set_name(out);
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_attention_kv.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  auto model = CompiledModel::compile(path, {});
+  Session s(model, SessionOptions{true});
+  const std::vector<float> q{0, 0, 0, 0}, k{3, 4, 5, 6}, v{10, 20, 30, 40}, pk{1, 2}, pv{7, 8};
+  for (const auto& [name, data, rows] : {std::tuple{"Q", &q, 2}, {"K", &k, 2}, {"V", &v, 2}, {"past_key", &pk, 1},
+                                         {"past_value", &pv, 1}})
+    s.set_input(name, kFloat32, std::vector<int64_t>{1, 1, rows, 2}, data->data(), data->size() * 4);
+  s.run();
+  const auto values = [&](const char* name) {
+    const TensorRef t = s.output(name);
+    const float* p = static_cast<const float*>(t.data);
+    return std::vector<float>(p, p + t.bytes / 4);
+  };
+  CHECK(values("present_key") == std::vector<float>{1, 2, 3, 4, 5, 6});
+  CHECK(values("present_value") == std::vector<float>{7, 8, 10, 20, 30, 40});
+  // Zero queries weigh every visible key alike: query 0 sees the cached key and its own (causal,
+  // after the cache), query 1 all three.
+  const std::vector<float> y = values("Y");
+  CHECK(y[0] == Approx((7 + 10) / 2.f));
+  CHECK(y[1] == Approx((8 + 20) / 2.f));
+  CHECK(y[2] == Approx((7 + 10 + 30) / 3.f));
+  CHECK(y[3] == Approx((8 + 20 + 40) / 3.f));
+
+  ModelBuilder half("kv", 23, 11);
+  for (const char* in : {"Q", "K", "V", "past_key"}) add_input(half.graph(), in, elem::kFloat, {1, 1, 2, 2});
+  add_node(half.graph(), "Attention", {"Q", "K", "V", "", "past_key"}, {"Y", "present_key"}, "attn");
+  for (const char* out : {"Y", "present_key"}) half.graph().add_output()->set_name(out);
+  const std::string half_path = (std::filesystem::temp_directory_path() / "memplan_attention_half_kv.onnx").string();
+  std::ofstream(half_path, std::ios::binary) << half.bytes();
+  CHECK_THROWS_WITH(CompiledModel::compile(half_path, {}), Catch::Contains("past_key and past_value come together"));
+
+  ModelBuilder scores("kv", 23, 11);
+  for (const char* in : {"Q", "K", "V"}) add_input(scores.graph(), in, elem::kFloat, {1, 1, 2, 2});
+  add_node(scores.graph(), "Attention", {"Q", "K", "V"}, {"Y", "", "", "qk"}, "attn");
+  for (const char* out : {"Y", "qk"}) scores.graph().add_output()->set_name(out);
+  CHECK_THAT(refusal(scores), Catch::Contains("qk_matmul_output"));
+}
