@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "ir/resize_sizes.h"
 #include "memplan/error.h"
 
 namespace memplan {
@@ -32,7 +33,8 @@ std::vector<OpsetRule> make_rules() {
   add({"Pad"}, 18, H::Rewrite, "axes input added: constant axes spread the pads over every axis (version 13's form)");
   add({"Resize"}, 18, H::Rewrite,
       "antialias, axes and keep_aspect_ratio_policy added: axes spread scales and sizes over every axis, a policy "
-      "other than stretch becomes the sizes it gives; antialias 1 is refused");
+      "other than stretch becomes one scale for the axes and the rounded sizes it gives; antialias runs on memplan's Resize kernel (linear and cubic, "
+      "the filter widened when shrinking, as ONNX Runtime computes it)");
   add({"ScatterElements", "ScatterND"}, 18, H::Downgrade,
       "reduction max and min added: runs as version 16, whose kernel takes max and min too");
   add({"LpPool"}, 18, H::Downgrade,
@@ -273,8 +275,8 @@ void adapt_pad(Adapting& a) {
 
 void adapt_resize(Adapting& a) {
   Node& n = a.n;
-  a.require_default_int("antialias", 0);
-  n.erase_attr("antialias");
+  // antialias stays on the node: memplan's Resize kernel reads it (version 13's schema, which
+  // infers the shapes, ignores it, and the sizes do not depend on it).
   const std::vector<int64_t> axes_attr = n.attr_ints("axes");
   const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
   n.erase_attr("axes");
@@ -318,20 +320,23 @@ void adapt_resize(Adapting& a) {
   if (policy != "not_larger" && policy != "not_smaller")
     a.refuse("keep_aspect_ratio_policy '" + policy + "' is not one ONNX defines");
   // One scale for every axis given (the smallest or the largest ratio), which the resampling uses
-  // too: version 13's scales, where its floor(size * scale) is the policy's rounded size.
+  // too: version 13's scales. The policy rounds the output size where version 13 floors it; where
+  // they differ, the rounded shape goes with the node (ir/resize_sizes.h).
   float scale = 0;
   for (size_t k = 0; k < axes.size(); ++k) {
     const float r = static_cast<float>(given[k]) / static_cast<float>(in[static_cast<size_t>(axes[k])]);
     scale = k == 0 ? r : policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
   }
   std::vector<float> full(static_cast<size_t>(rank), 1.f);
+  std::vector<int64_t> shape = in;
+  bool rounded = false;
   for (int64_t ax : axes) {
     const double exact = static_cast<double>(in[static_cast<size_t>(ax)]) * static_cast<double>(scale);
-    if (std::floor(exact) != std::floor(exact + 0.5))
-      a.refuse("keep_aspect_ratio_policy '" + policy + "' rounds axis " + std::to_string(ax) + " to " +
-               std::to_string(static_cast<int64_t>(std::floor(exact + 0.5))) + ", which version 13's scales cannot express");
+    shape[static_cast<size_t>(ax)] = static_cast<int64_t>(std::floor(exact + 0.5));
+    rounded = rounded || std::floor(exact) != std::floor(exact + 0.5);
     full[static_cast<size_t>(ax)] = scale;
   }
+  if (rounded) n.set_attr_ints(kResizeOutputShapeAttr, shape);
   set_scales(full);
 }
 

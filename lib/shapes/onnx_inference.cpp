@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "ir/resize_sizes.h"
 #include "memplan/error.h"
 #include "onnx/attributes.h"
 #include "onnx/defs/schema.h"
@@ -247,6 +248,18 @@ void correct_stft_frames(const Node& node, NodeInferenceContext& ctx) {
   out->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value((length - n) / s + 1);
 }
 
+// A Resize-18 keep_aspect_ratio_policy's rounded output shape (ir/resize_sizes.h), where version
+// 13's inference floors in * scale.
+void correct_resize_shape(const Node& node, NodeInferenceContext& ctx) {
+  const Attribute* shape = node.domain.empty() && node.op_type == "Resize" ? node.attr(kResizeOutputShapeAttr) : nullptr;
+  if (!shape || node.outputs.empty() || !node.outputs[0]) return;
+  onnx::TypeProto* out = ctx.getOutputType(0);
+  if (!out->has_tensor_type()) return;
+  auto* dims = out->mutable_tensor_type()->mutable_shape();
+  dims->clear_dim();
+  for (int64_t d : shape->ints) dims->add_dim()->set_dim_value(d);
+}
+
 // Typed and ranked: a node made again at run time has its outputs' element types already (from
 // the compile), so an op ONNX infers only through its function body (GreaterOrEqual-16) would
 // otherwise keep a rankless output there, and its size could not be told.
@@ -375,6 +388,7 @@ void infer_with_onnx(Node& node, const std::string& file) {
   NodeInferenceContext ctx(node);
   guarded(node, file, "", [&] { schema->GetTypeAndShapeInferenceFunction()(ctx); });
   correct_stft_frames(node, ctx);
+  correct_resize_shape(node, ctx);
   refuse_negative_dims(node, ctx, file);
   merge_outputs(node, ctx);
   if (!every_output_ranked(node)) infer_through_body(node, file);

@@ -790,6 +790,47 @@ TEST_CASE("Pooling matches a naive reference: pads, ceil_mode, dilations, count_
   }
 }
 
+TEST_CASE("memplan's window loop pools 1-D and 3-D inputs as the 2-D pool of the same lines", "[kernels][dnnl]") {
+  // A dilated average and an LpPool of 1-D lines [1, 2, 11], as [1, 2, 1, 11] and [1, 2, 1, 1, 11].
+  const Floats x = random_floats(22, 61);
+  for (const char* op : {"AveragePool", "LpPool", "MaxPool"}) {
+    INFO(op);
+    std::vector<Floats> got;
+    for (const Dims& xd : {Dims{1, 2, 11}, Dims{1, 2, 1, 11}, Dims{1, 2, 1, 1, 11}}) {
+      const size_t lead = xd.size() - 3;  // the spatial axes of size 1 before the line
+      auto window = [&](Dims last) {
+        Dims v(lead, last.size() == 2 ? 0 : 1);
+        if (last.size() == 2) {  // pads: begins, then ends
+          Dims pads(lead, 0);
+          pads.push_back(last[0]);
+          pads.insert(pads.end(), lead, 0);
+          pads.push_back(last[1]);
+          return pads;
+        }
+        v.push_back(last[0]);
+        return v;
+      };
+      KernelCase c(op);
+      c.input("X", F32, xd, x);
+      Dims yd = xd;
+      yd.back() = 6;  // (11 + 1 + 2 - 5) / 2 + 1 with the ceiling
+      c.output("Y", F32, yd);
+      c.attr("kernel_shape", window({3}));
+      c.attr("dilations", window({2}));
+      c.attr("strides", window({2}));
+      c.attr("pads", window({1, 2}));
+      c.attr("ceil_mode", int64_t{1});
+      if (std::string(op) == "LpPool") c.attr("p", int64_t{3});
+      if (std::string(op) == "AveragePool") c.attr("count_include_pad", int64_t{1});
+      REQUIRE(c.run());
+      CHECK(c.kernel()->implementation() == "memplan:window_pool");
+      got.push_back(c.result_as<float>(0));
+    }
+    CHECK(got[0] == got[1]);
+    CHECK(got[0] == got[2]);
+  }
+}
+
 // squeezenet's first MaxPool (64 channels, 3x3, stride 2, no padding) on a side x side input,
 // run once; `want` is the naive pooling's values.
 struct SqueezenetMaxPool {

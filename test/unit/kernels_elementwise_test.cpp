@@ -644,8 +644,9 @@ TEST_CASE("Resize rejects what it does not implement", "[kernels][elementwise]")
   anti.input("x", F32, {1, 1, 2, 2}, Floats{1, 2, 3, 4});
   anti.attr("mode", std::string("linear"));
   anti.attr("antialias", int64_t{1});
+  anti.attr("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
   anti.omitted_input();
   anti.input("scales", F32, {4}, Floats{1, 1, 2, 2}, true);
   anti.output("y", F32, {1, 1, 4, 4});
-  require_error(anti, ErrorKind::Unsupported, {"Resize node", "antialias"});
+  require_error(anti, ErrorKind::Unsupported, {"Resize node", "antialias with tf_crop_and_resize"});
 }

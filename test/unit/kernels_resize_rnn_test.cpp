@@ -76,6 +76,41 @@ TEST_CASE("Resize cubic matches ONNX's reference", "[kernels][resize-rnn]") {
   }
 }
 
+TEST_CASE("Resize with antialias widens the filter when shrinking, moves taps past an edge onto it, and normalizes",
+          "[kernels][resize-rnn]") {
+  // 8 values shrunk by 2, linear, half_pixel: each output reads the triangle stretched to 4 inputs
+  // either side of its centre (1, 3, 5, 7), weights 0.25, 0.75, 0.75, 0.25 over 2. Output 0's tap
+  // at -1 moves onto input 0, output 3's at 8 onto input 7.
+  const Floats x{0, 1, 2, 3, 4, 5, 6, 7};
+  SECTION("linear") {
+    KernelCase k("Resize", 13);
+    build(k, {"linear", "half_pixel", {1, 1, 1, 8}, x, {1, 1, 1, 0.5f}, {}, {}, false, {1, 1, 1, 4}});
+    k.attr("antialias", int64_t{1});
+    REQUIRE(k.run());
+    require_close(k.result_as<float>(0), {0.625, 2.5, 4.5, 6.375});
+  }
+  SECTION("linear, exclude_outside: the taps past an edge are dropped and the rest renormalized") {
+    KernelCase k("Resize", 13);
+    build(k, {"linear", "half_pixel", {1, 1, 1, 8}, x, {1, 1, 1, 0.5f}, {}, {}, false, {1, 1, 1, 4}});
+    k.attr("antialias", int64_t{1});
+    k.attr("exclude_outside", int64_t{1});
+    REQUIRE(k.run());
+    require_close(k.result_as<float>(0), {1.25 / 1.75, 2.5, 4.5, (5 * 0.25 + 6 * 0.75 + 7 * 0.75) / 1.75});
+  }
+  SECTION("without antialias the same resize reads two inputs an output") {
+    KernelCase k("Resize", 13);
+    build(k, {"linear", "half_pixel", {1, 1, 1, 8}, x, {1, 1, 1, 0.5f}, {}, {}, false, {1, 1, 1, 4}});
+    REQUIRE(k.run());
+    require_close(k.result_as<float>(0), {0.5, 2.5, 4.5, 6.5});
+  }
+  SECTION("a shrink wider than the filter's taps is refused at run time, naming the node") {
+    KernelCase k("Resize", 13);
+    build(k, {"linear", "half_pixel", {1, 1, 1, 200}, Floats(200, 1.f), {1, 1, 1, 0.01f}, {}, {}, false, {1, 1, 1, 2}});
+    k.attr("antialias", int64_t{1});
+    CHECK_THROWS_WITH(k.run(), Catch::Contains("Resize") && Catch::Contains("taps an output"));
+  }
+}
+
 TEST_CASE("Resize with scales and sizes computed at run time sets the output shape", "[kernels][resize-rnn]") {
   SECTION("sizes, bilinear") {
     KernelCase k("Resize", 13);

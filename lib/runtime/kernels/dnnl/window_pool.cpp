@@ -1,7 +1,7 @@
 // memplan's own pooling loop, for the pools ir/window_pool.h names: LpPool, MaxPool with its
 // Indices output, and MaxPool and AveragePool with dilations. Plain tensors [N, C, spatial...],
 // 1 to 3 spatial axes; one plane of one channel at a time, the planes' rows split over the
-// run's threads.
+// run's threads, each output line of the last axis built from whole input lines (pool_lines).
 //
 // The window of output o along an axis reads input c = o * stride - pad_begin + k * dilation for
 // k < kernel; the taps with c inside the input form one range of k, found once per output
@@ -18,10 +18,12 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ir/window_pool.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
+#include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/dnnl/factories.h"
 
 namespace memplan::rt::dnnl_kernels {
@@ -53,6 +55,31 @@ AxisTaps axis_taps(int64_t in, int64_t out, int64_t kernel, int64_t stride, int6
   return t;
 }
 
+// One input line into an output line, element by element, vectorized for each instruction set.
+enum class LineOp { None, Max, Add, AddAbs, AddSquare };
+
+MEMPLAN_SIMD_CLONES void float_line(LineOp op, float* __restrict line, const float* __restrict in, int64_t n) {
+  switch (op) {
+    case LineOp::Max:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) line[i] = in[i] > line[i] ? in[i] : line[i];
+      return;
+    case LineOp::Add:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) line[i] += in[i];
+      return;
+    case LineOp::AddAbs:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) line[i] += std::fabs(in[i]);
+      return;
+    case LineOp::AddSquare:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) line[i] += in[i] * in[i];
+      return;
+    case LineOp::None: return;
+  }
+}
+
 template <typename T>
 class WindowPoolKernel final : public Kernel {
  public:
@@ -60,19 +87,31 @@ class WindowPoolKernel final : public Kernel {
                    int64_t p, bool with_indices, bool column_major)
       : kind_(kind), include_pad_(include_pad), p_(p), with_indices_(with_indices), column_major_(column_major) {
     planes_ = x[0] * x[1];
-    const size_t spatial = x.size() - 2;
+    // The spatial axes fill the last of the three slots (the first ones, of size 1, are padding),
+    // so slot 2 is always the input's last axis: the one pool_lines runs along.
+    const size_t spatial = x.size() - 2, skip = kMaxSpatial - spatial;
     for (size_t i = 0; i < kMaxSpatial; ++i) {
-      const bool real = i < spatial;
-      in_[i] = real ? x[i + 2] : 1;
-      out_[i] = real ? y[i + 2] : 1;
-      stride_[i] = real ? w.dilations[i] : 1;  // the input step between taps
-      taps_[i] = real ? axis_taps(in_[i], out_[i], w.kernel[i], w.strides[i], w.dilations[i], w.pads_begin[i], pads_end[i])
+      const bool real = i >= skip;
+      const size_t a = real ? i - skip : 0;  // the axis among the spatial ones
+      in_[i] = real ? x[a + 2] : 1;
+      out_[i] = real ? y[a + 2] : 1;
+      stride_[i] = real ? w.dilations[a] : 1;  // the input step between taps
+      taps_[i] = real ? axis_taps(in_[i], out_[i], w.kernel[a], w.strides[a], w.dilations[a], w.pads_begin[a], pads_end[a])
                       : axis_taps(1, 1, 1, 1, 1, 0, 0);
       start_[i].resize(static_cast<size_t>(out_[i]));
-      for (int64_t o = 0; o < out_[i]; ++o) start_[i][static_cast<size_t>(o)] = real ? o * w.strides[i] - w.pads_begin[i] : 0;
+      for (int64_t o = 0; o < out_[i]; ++o) start_[i][static_cast<size_t>(o)] = real ? o * w.strides[a] - w.pads_begin[a] : 0;
     }
     in_plane_ = in_[0] * in_[1] * in_[2];
     out_plane_ = out_[0] * out_[1] * out_[2];
+    const size_t last = spatial - 1;
+    out_stride_ = w.strides[last];
+    for (int64_t k = 0; k < w.kernel[last]; ++k) {
+      const int64_t offset = k * w.dilations[last] - w.pads_begin[last];  // input = o * stride + offset
+      // o * stride + offset >= 0 and <= in - 1.
+      const int64_t from = offset >= 0 ? 0 : (-offset + out_stride_ - 1) / out_stride_;
+      const int64_t to = in_[2] - 1 - offset < 0 ? 0 : std::min(out_[2], (in_[2] - 1 - offset) / out_stride_ + 1);
+      if (from < to) line_taps_.push_back({offset, from, to});
+    }
   }
 
   std::string implementation() const override { return "memplan:window_pool"; }
@@ -87,65 +126,116 @@ class WindowPoolKernel final : public Kernel {
     parallel_chunks(units, std::max<uint64_t>(1, kParallelChunkBytes / unit_bytes), [&](uint64_t begin, uint64_t end) {
       for (uint64_t u = begin; u < end; ++u) {
         const auto p = static_cast<int64_t>(u) / out_[0], o0 = static_cast<int64_t>(u) % out_[0];
-        pool_row(x + p * in_plane_, y + p * out_plane_, idx ? idx + p * out_plane_ : nullptr, p * in_plane_, o0);
+        if (idx) max_with_indices(x + p * in_plane_, y + p * out_plane_, idx + p * out_plane_, p * in_plane_, o0);
+        else pool_lines(x + p * in_plane_, y + p * out_plane_, o0);
       }
     });
   }
 
  private:
-  // The outputs [o0, *, *] of one plane.
-  void pool_row(const T* x, T* y, int64_t* idx, int64_t plane_offset, int64_t o0) const {
+  // The outputs [o0, *, *] of one plane, a line of the last axis at a time: each tap of the
+  // window's last axis adds one input line to the output line, over the outputs whose tap lies
+  // inside the input (a contiguous run of them), so the inner loop is a plain (with stride 1,
+  // vectorized) pass over memory.
+  void pool_lines(const T* x, T* y, int64_t o0) const {
+    const auto i0 = static_cast<size_t>(o0);
+    const int64_t width = out_[2];
+    for (int64_t o1 = 0; o1 < out_[1]; ++o1) {
+      const auto i1 = static_cast<size_t>(o1);
+      T* line = y + (o0 * out_[1] + o1) * width;
+      std::fill(line, line + width, kind_ == PoolKind::Max ? std::numeric_limits<T>::lowest() : T{0});
+      for (int64_t k0 = taps_[0].first[i0]; k0 < taps_[0].end[i0]; ++k0)
+        for (int64_t k1 = taps_[1].first[i1]; k1 < taps_[1].end[i1]; ++k1) {
+          const T* in = x + ((start_[0][i0] + k0 * stride_[0]) * in_[1] + start_[1][i1] + k1 * stride_[1]) * in_[2];
+          for (const LineTap& t : line_taps_) add_line(line, in + t.offset, t.from, t.to);
+        }
+      finish_line(line, i0, i1);
+    }
+  }
+
+  void add_line(T* line, const T* in, int64_t from, int64_t to) const {
+    const int64_t s = out_stride_;
+    if constexpr (std::is_same_v<T, float>) {
+      if (s == 1) {
+        const LineOp op = kind_ == PoolKind::Max       ? LineOp::Max
+                          : kind_ == PoolKind::Average ? LineOp::Add
+                          : p_ == 1                    ? LineOp::AddAbs
+                          : p_ == 2                    ? LineOp::AddSquare
+                                                       : LineOp::None;
+        if (op != LineOp::None) return float_line(op, line + from, in + from, to - from);
+      }
+    }
+    if (kind_ == PoolKind::Max) {
+      if (s == 1)
+        for (int64_t o = from; o < to; ++o) line[o] = in[o] > line[o] ? in[o] : line[o];
+      else
+        for (int64_t o = from; o < to; ++o) line[o] = in[o * s] > line[o] ? in[o * s] : line[o];
+    } else if (kind_ == PoolKind::Average || p_ == 1) {
+      const bool abs = kind_ == PoolKind::Lp;
+      for (int64_t o = from; o < to; ++o) {
+        const float v = static_cast<float>(in[o * s]);
+        line[o] = static_cast<T>(static_cast<float>(line[o]) + (abs ? std::fabs(v) : v));
+      }
+    } else {
+      for (int64_t o = from; o < to; ++o) {
+        const float v = static_cast<float>(in[o * s]);
+        line[o] = static_cast<T>(static_cast<float>(line[o]) + (p_ == 2 ? v * v : power(std::fabs(v))));
+      }
+    }
+  }
+
+  void finish_line(T* line, size_t i0, size_t i1) const {
+    if (kind_ == PoolKind::Max) return;
+    const int64_t width = out_[2];
+    if (kind_ == PoolKind::Lp) {
+      for (int64_t o = 0; o < width; ++o) {
+        const float sum = static_cast<float>(line[o]);
+        line[o] = static_cast<T>(p_ == 1 ? sum : p_ == 2 ? std::sqrt(sum) : std::pow(sum, 1.0f / static_cast<float>(p_)));
+      }
+      return;
+    }
+    const int64_t rows = (taps_[0].end[i0] - taps_[0].first[i0]) * (taps_[1].end[i1] - taps_[1].first[i1]);
+    const int64_t padded_rows = taps_[0].padded_count[i0] * taps_[1].padded_count[i1];
+    for (int64_t o = 0; o < width; ++o) {
+      const auto i2 = static_cast<size_t>(o);
+      const int64_t taps = rows * (taps_[2].end[i2] - taps_[2].first[i2]);
+      const int64_t count = include_pad_ ? padded_rows * taps_[2].padded_count[i2] : taps;
+      line[o] = taps > 0 && count > 0 ? static_cast<T>(static_cast<float>(line[o]) / static_cast<float>(count)) : T{0};
+    }
+  }
+
+  // MaxPool with its Indices: the outputs [o0, *, *] of one plane, each window tap by tap.
+  void max_with_indices(const T* x, T* y, int64_t* idx, int64_t plane_offset, int64_t o0) const {
     const auto i0 = static_cast<size_t>(o0);
     for (int64_t o1 = 0; o1 < out_[1]; ++o1)
       for (int64_t o2 = 0; o2 < out_[2]; ++o2) {
         const std::array<size_t, kMaxSpatial> o{i0, static_cast<size_t>(o1), static_cast<size_t>(o2)};
-        std::array<int64_t, kMaxSpatial> first{}, end{};
-        for (size_t i = 0; i < kMaxSpatial; ++i) {
-          first[i] = taps_[i].first[o[i]];
-          end[i] = taps_[i].end[o[i]];
-        }
         const int64_t at = (o0 * out_[1] + o1) * out_[2] + o2;
-        if (kind_ == PoolKind::Max) {
-          T best = std::numeric_limits<T>::lowest();
-          int64_t best_at = -1;
-          for (int64_t k0 = first[0]; k0 < end[0]; ++k0)
-            for (int64_t k1 = first[1]; k1 < end[1]; ++k1)
-              for (int64_t k2 = first[2]; k2 < end[2]; ++k2) {
-                const int64_t c0 = start_[0][o[0]] + k0 * stride_[0], c1 = start_[1][o[1]] + k1 * stride_[1],
-                              c2 = start_[2][o[2]] + k2 * stride_[2];
-                const T v = x[(c0 * in_[1] + c1) * in_[2] + c2];
-                if (best_at < 0 || v > best) {
-                  best = v;
-                  best_at = column_major_ ? c0 + in_[0] * (c1 + in_[1] * c2) : (c0 * in_[1] + c1) * in_[2] + c2;
-                }
+        T best = std::numeric_limits<T>::lowest();
+        int64_t best_at = -1;
+        for (int64_t k0 = taps_[0].first[o[0]]; k0 < taps_[0].end[o[0]]; ++k0)
+          for (int64_t k1 = taps_[1].first[o[1]]; k1 < taps_[1].end[o[1]]; ++k1)
+            for (int64_t k2 = taps_[2].first[o[2]]; k2 < taps_[2].end[o[2]]; ++k2) {
+              const int64_t c0 = start_[0][o[0]] + k0 * stride_[0], c1 = start_[1][o[1]] + k1 * stride_[1],
+                            c2 = start_[2][o[2]] + k2 * stride_[2];
+              const T v = x[(c0 * in_[1] + c1) * in_[2] + c2];
+              if (best_at < 0 || v > best) {
+                best = v;
+                best_at = column_major_ ? c0 + in_[0] * (c1 + in_[1] * c2) : (c0 * in_[1] + c1) * in_[2] + c2;
               }
-          y[at] = best;
-          if (idx) idx[at] = best_at < 0 ? 0 : plane_offset + best_at;
-          continue;
-        }
-        float sum = 0;
-        for (int64_t k0 = first[0]; k0 < end[0]; ++k0)
-          for (int64_t k1 = first[1]; k1 < end[1]; ++k1) {
-            const int64_t row = (start_[0][o[0]] + k0 * stride_[0]) * in_[1] + start_[1][o[1]] + k1 * stride_[1];
-            const T* r = x + row * in_[2] + start_[2][o[2]];
-            for (int64_t k2 = first[2]; k2 < end[2]; ++k2) {
-              const float v = static_cast<float>(r[k2 * stride_[2]]);
-              sum += kind_ == PoolKind::Average ? v : p_ == 1 ? std::fabs(v) : p_ == 2 ? v * v : power(std::fabs(v));
             }
-          }
-        if (kind_ == PoolKind::Lp) {
-          y[at] = static_cast<T>(p_ == 1 ? sum : p_ == 2 ? std::sqrt(sum) : std::pow(sum, 1.0f / static_cast<float>(p_)));
-          continue;
-        }
-        const int64_t taps = (end[0] - first[0]) * (end[1] - first[1]) * (end[2] - first[2]);
-        const int64_t count = include_pad_ ? taps_[0].padded_count[o[0]] * taps_[1].padded_count[o[1]] *
-                                                 taps_[2].padded_count[o[2]]
-                                           : taps;
-        y[at] = taps > 0 && count > 0 ? static_cast<T>(sum / static_cast<float>(count)) : T{0};
+        y[at] = best;
+        idx[at] = best_at < 0 ? 0 : plane_offset + best_at;
       }
   }
 
   float power(float v) const { return static_cast<float>(std::pow(static_cast<double>(v), static_cast<double>(p_))); }
+
+  // One tap of the last axis's window: it reads input (o * out_stride_ + offset) for the outputs
+  // o in [from, to), the ones whose tap lies inside the input.
+  struct LineTap {
+    int64_t offset, from, to;
+  };
 
   PoolKind kind_;
   bool include_pad_;
@@ -155,6 +245,8 @@ class WindowPoolKernel final : public Kernel {
   std::array<int64_t, kMaxSpatial> in_{}, out_{}, stride_{};
   std::array<AxisTaps, kMaxSpatial> taps_;
   std::array<std::vector<int64_t>, kMaxSpatial> start_;
+  int64_t out_stride_ = 1;  // the last axis's stride
+  std::vector<LineTap> line_taps_;
 };
 
 }  // namespace

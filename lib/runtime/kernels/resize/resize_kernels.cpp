@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/fused_dequantize.h"
+#include "ir/resize_sizes.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/shape_common.h"
@@ -34,6 +35,8 @@ struct Params {
   Nearest nearest = Nearest::Simple;
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;  // opset 18, linear and cubic: the filter widened by 1 / scale when shrinking
+  std::vector<int64_t> output_shape;  // ir/resize_sizes.h: the shape, where the scales would floor it
   float extrapolation = 0.f;
 };
 
@@ -150,6 +153,67 @@ Taps taps_for(const Params& p, const Axis& a, int64_t o) {
   // Neighbours past the edge repeat the edge (ONNX pads the input with its edge values).
   for (int k = 0; k < t.n; ++k) t.idx[k] = std::clamp<int64_t>(t.idx[k], 0, a.in - 1);
   return t;
+}
+
+// Opset 18's antialiased linear and cubic resampling, as ONNX Runtime computes it (after Pillow):
+// the filter (the triangle, support 2, or Keys' cubic, support 4) is stretched by 1 / scale when
+// shrinking, so output o reads every input whose centre lies within `support` of o's source
+// centre, weighted by the filter and normalized to sum 1. Without exclude_outside, the weights of
+// taps past an edge move onto the edge's input. At most kMaxWideTaps taps an axis (shrinking by up
+// to 63 times linear, 31 cubic).
+constexpr int kMaxWideTaps = 128;
+
+struct WideTaps {
+  int64_t first = 0;
+  int n = 0;
+  std::array<float, kMaxWideTaps> w{};
+};
+
+float antialias_filter(const Params& p, float x) {
+  x = std::fabs(x);
+  if (p.mode == Mode::Linear) return x < 1.f ? 1.f - x : 0.f;
+  const auto a = static_cast<float>(p.cubic_a);
+  if (x < 1.f) return ((a + 2.f) * x - (a + 3.f)) * x * x + 1.f;
+  if (x < 2.f) return (((x - 5.f) * x + 8.f) * x - 4.f) * a;
+  return 0.f;
+}
+
+void wide_taps_for(const Params& p, const Axis& a, int64_t o, WideTaps& t, const std::string& where) {
+  if (a.identity) {
+    t.first = o;
+    t.n = 1;
+    t.w[0] = 1.f;
+    return;
+  }
+  const float scale = 1.f / static_cast<float>(a.scale);  // input per output
+  const float support = (p.mode == Mode::Linear ? 1.f : 2.f) * std::max(scale, 1.f);
+  const float window = std::ceil(support) * 2 + 1;
+  if (!(window <= static_cast<float>(kMaxWideTaps)))
+    fail(where + ": an antialiased resize by " + std::to_string(a.scale) + " needs " + std::to_string(window) +
+         " taps an output, more than " + std::to_string(kMaxWideTaps));
+  const float inv_scale = scale >= 1.f ? 1.f / scale : 1.f;
+  const float center = 0.5f + (scale == 1.f ? static_cast<float>(o) : static_cast<float>(source_coord(p.coord, o, a)));
+  auto lo = static_cast<int64_t>(std::floor(center - support + 0.5f));
+  const auto hi_real = static_cast<int64_t>(std::floor(center + support + 0.5f));
+  const int64_t hi = lo + std::clamp<int64_t>(hi_real - lo, 0, static_cast<int64_t>(window));
+  const int64_t lo_cut = std::clamp<int64_t>(lo, 0, a.in), hi_cut = std::clamp<int64_t>(hi, 0, a.in);
+  const int64_t from = p.exclude_outside ? lo_cut : lo, n = (p.exclude_outside ? hi_cut : hi) - from;
+  std::array<float, kMaxWideTaps> w{};
+  float total = 0;
+  for (int64_t x = 0; x < n; ++x) {
+    w[static_cast<size_t>(x)] = antialias_filter(p, (static_cast<float>(x + from) - center + 0.5f) * inv_scale);
+    total += w[static_cast<size_t>(x)];
+  }
+  if (!p.exclude_outside && lo_cut < hi_cut) {  // taps past the edges onto the edges
+    const int64_t before = std::clamp<int64_t>(-from, 0, n - 1), after = std::clamp<int64_t>(n + from - a.in, 0, n - 1);
+    for (int64_t x = 0; x < before; ++x) w[static_cast<size_t>(before)] += w[static_cast<size_t>(x)];
+    for (int64_t x = n - after; x < n; ++x) w[static_cast<size_t>(n - after - 1)] += w[static_cast<size_t>(x)];
+    for (int64_t x = 0; (before | after) > 0 && x < hi_cut - lo_cut; ++x) w[static_cast<size_t>(x)] = w[static_cast<size_t>(x + before)];
+  }
+  const float inv_total = total == 0.f ? 1.f : 1.f / total;
+  t.first = lo_cut;
+  t.n = static_cast<int>(hi_cut - lo_cut);
+  for (int x = 0; x < t.n; ++x) t.w[static_cast<size_t>(x)] = w[static_cast<size_t>(x)] * inv_total;
 }
 
 // A float list (scales, roi) fixed at load or read from an input at run time.
@@ -287,7 +351,7 @@ class ResizeKernel final : public Kernel {
   // column taps, computed once here and kept with the kernel (read-only, like weights), so the
   // arena holds no table and no run computes one. A geometry this refuses is left to the runs.
   void fix_taps(const Shape& in) {
-    if (rq_.on || columns_ <= 0 || scales_.runtime() || sizes_.runtime() || roi_.runtime()) return;
+    if (p_.antialias || rq_.on || columns_ <= 0 || scales_.runtime() || sizes_.runtime() || roi_.runtime()) return;
     try {
       std::array<Axis, kMaxRank> axes;
       const Shape out = geometry(KernelArgs{}, in, axes);
@@ -328,6 +392,7 @@ class ResizeKernel final : public Kernel {
     if (out.count() == 0) return;
     if (Shape::of(x).count() == 0) fail(where_ + ": cannot resize an empty input to shape " + out.str());
     if (rq_.on) return resample_quantized(x, Shape::of(x), y, out, axes, args.scratchpad);
+    if (p_.antialias) return resample_antialias(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
     if (!resample_planes(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes, args.scratchpad))
       resample(x.as<const float>(), Shape::of(x), y.as<float>(), out, axes);
   }
@@ -391,6 +456,11 @@ class ResizeKernel final : public Kernel {
         a.resized = static_cast<double>(a.in) * extent * a.scale;
         if (!(a.resized < 4e18)) fail(where_ + ": scale " + std::to_string(a.scale) + " makes the output too large");
         a.out = static_cast<int64_t>(std::max(0.0, std::floor(a.resized)));
+        if (!p_.output_shape.empty()) {  // a keep_aspect_ratio_policy's rounding
+          if (p_.output_shape.size() != static_cast<size_t>(in.rank) || std::llabs(p_.output_shape[d] - a.out) > 1)
+            fail(where_ + ": its output shape does not follow from its scales");
+          a.out = p_.output_shape[d];
+        }
       } else {
         a.out = (*sizes)[d];
         if (a.out < 0) fail(where_ + ": sizes must not be negative, got " + std::to_string(a.out));
@@ -420,6 +490,40 @@ class ResizeKernel final : public Kernel {
     auto moved = [&](int d, int64_t) { taps[d] = taps_for(p_, axes[d], idx[d]); };
     for (uint64_t i = 0;; ++i) {
       dst[i] = element(src, st, taps, r);
+      if (!next_index(idx, out.dims, r, moved)) return;
+    }
+  }
+
+  // resample()'s walk over the output, with wide_taps_for's windows; the weights sum in float, as
+  // ONNX Runtime's do.
+  void resample_antialias(const float* src, const Shape& in, float* dst, const Shape& out,
+                          const std::array<Axis, kMaxRank>& axes) const {
+    const auto st = row_major_strides(in);
+    const int r = in.rank;
+    if (r == 0) {
+      dst[0] = src[0];
+      return;
+    }
+    std::array<int64_t, kMaxRank> idx{};
+    std::array<WideTaps, kMaxRank> taps;
+    for (int d = 0; d < r; ++d) wide_taps_for(p_, axes[d], 0, taps[d], where_);
+    auto moved = [&](int d, int64_t) { wide_taps_for(p_, axes[d], idx[d], taps[d], where_); };
+    for (uint64_t i = 0;; ++i) {
+      std::array<int, kMaxRank> k{}, n{};
+      bool empty = false;
+      for (int d = 0; d < r; ++d) empty = empty || (n[d] = taps[d].n) == 0;
+      float sum = 0;
+      while (!empty) {
+        float w = 1;
+        int64_t off = 0;
+        for (int d = 0; d < r; ++d) {
+          w *= taps[d].w[static_cast<size_t>(k[d])];
+          off += (taps[d].first + k[d]) * st[d];
+        }
+        sum += w * src[off];
+        if (!next_index(k, n, r)) break;
+      }
+      dst[i] = sum;
       if (!next_index(idx, out.dims, r, moved)) return;
     }
   }
@@ -630,8 +734,12 @@ Params read_params(const Node& n, const std::string& at, bool v11) {
   p.cubic_a = n.attr_float("cubic_coeff_a", -0.75f);
   p.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
   p.extrapolation = n.attr_float("extrapolation_value", 0.f);
-  // Opset 18's additions change the result: refuse them rather than ignore them.
-  if (n.attr_int("antialias", 0) != 0) fail_unsupported(at + ": antialias is not supported");
+  // Opset 18's additions change the result: refuse them rather than ignore them (the opset
+  // adapter spreads axes and keep_aspect_ratio_policy over the scales; antialias stays).
+  p.antialias = n.attr_int("antialias", 0) != 0 && p.mode != Mode::Nearest;
+  p.output_shape = n.attr_ints(kResizeOutputShapeAttr);
+  if (p.antialias && p.coord == Coord::TfCropAndResize)
+    fail_unsupported(at + ": antialias with tf_crop_and_resize is not supported");
   if (n.attr("axes")) fail_unsupported(at + ": the axes attribute is not supported");
   if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
     fail_unsupported(at + ": keep_aspect_ratio_policy '" + n.attr_string("keep_aspect_ratio_policy", "") +
@@ -681,6 +789,7 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
   const Requantize rq = quantized ? requantize_of(n, at, plane_floats) : Requantize{};
   const bool v11 = !upsample && n.opset >= 11;
   const Params p = read_params(n, at, v11);
+  if (p.antialias && quantized) fail_unsupported(at + ": an antialiased resize of 8-bit values is not supported");
 
   // Inputs: Upsample-7 none (scales attribute); Upsample-9 and Resize-10 X, scales; Resize-11+
   // X, roi, scales, sizes.
