@@ -313,7 +313,7 @@ py::array aligned_empty(const py::object& shape, const py::object& dtype) {
 
 }  // namespace
 
-PYBIND11_MODULE(memplan, m) {
+PYBIND11_MODULE(_memplan, m) {
   m.doc() =
       "memplan: compile an ONNX model into one preallocated arena and run it on numpy arrays.\n\n"
       "    m = memplan.compile('model.onnx', shapes={'x': [1, 64]})\n"
@@ -343,10 +343,13 @@ PYBIND11_MODULE(memplan, m) {
 
   py::class_<memplan::TensorInfo>(m, "TensorInfo", "A model input or output as compiled.")
       .def_readonly("name", &memplan::TensorInfo::name)
+      .def_readonly("elem_type", &memplan::TensorInfo::dtype, "ONNX's TensorProto.DataType number")
       .def_property_readonly("dtype", [](const memplan::TensorInfo& t) { return numpy_dtype_or_none(t.dtype); },
                              "numpy dtype (None for a type numpy lacks, such as bfloat16)")
       .def_property_readonly("shape", [](const memplan::TensorInfo& t) { return to_tuple(t.shape); },
                              "compile-time shape (the largest where it varies; -1 for an unknown dim)")
+      .def_property_readonly("dim_names", [](const memplan::TensorInfo& t) { return py::tuple(py::cast(t.dim_names)); },
+                             "as declared: each symbolic dim's name ('' for a dim with none)")
       .def_readonly("ranked", &memplan::TensorInfo::ranked)
       .def_readonly("capacity_bytes", &memplan::TensorInfo::capacity_bytes)
       .def("__repr__", [](const memplan::TensorInfo& t) {
@@ -444,6 +447,27 @@ PYBIND11_MODULE(memplan, m) {
         return tensor_infos(infos);
       },
       py::arg("model_path"), "the inputs a model declares (symbolic dims are -1)");
+  py::class_<memplan::ModelMetadata>(m, "ModelMetadata", "A model file's names and descriptions.")
+      .def_readonly("producer_name", &memplan::ModelMetadata::producer_name)
+      .def_readonly("producer_version", &memplan::ModelMetadata::producer_version)
+      .def_readonly("domain", &memplan::ModelMetadata::domain)
+      .def_readonly("description", &memplan::ModelMetadata::description)
+      .def_readonly("graph_name", &memplan::ModelMetadata::graph_name)
+      .def_readonly("graph_description", &memplan::ModelMetadata::graph_description)
+      .def_readonly("version", &memplan::ModelMetadata::version)
+      .def_readonly("custom_metadata_map", &memplan::ModelMetadata::custom);
+  m.def(
+      "declared_model",
+      [](const std::string& path) {
+        memplan::ModelDeclaration d;
+        {
+          py::gil_scoped_release nogil;
+          d = memplan::declared_model(path);
+        }
+        return py::make_tuple(tensor_infos(d.inputs), tensor_infos(d.outputs), d.metadata);
+      },
+      py::arg("model_path"),
+      "(inputs, outputs, metadata) as the model file declares them, before any compile (symbolic dims are -1)");
   m.def("aligned_empty", &aligned_empty, py::arg("shape"), py::arg("dtype") = "float32",
         "an uninitialised C-contiguous array whose data is 64-byte aligned: runs read it without a copy");
 }

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libspdlog-dev catch2
   python3-onnx python3-numpy
   python3-dev pybind11-dev python3-pybind11
+  python3-venv python3-pip python3-setuptools python3-wheel
   clang libclang-rt-14-dev
 )
 

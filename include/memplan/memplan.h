@@ -64,6 +64,7 @@ struct TensorInfo {
   std::string name;
   int32_t dtype = 0;
   std::vector<int64_t> shape;  // compile-time shape (the largest, where it varies); -1 for an unknown dim
+  std::vector<std::string> dim_names;  // as declared: a symbolic dim's name ("" for a dim with none)
   bool ranked = true;          // false: the model declares no shape at all
   uint64_t capacity_bytes = 0;
 };
@@ -123,6 +124,21 @@ class CompiledModel {
 
 // The main-graph inputs a model declares (shapes as declared: symbolic dims are -1).
 std::vector<TensorInfo> model_inputs(const std::string& model_path);
+
+// The metadata of a model file (ModelProto's and its graph's names and descriptions).
+struct ModelMetadata {
+  std::string producer_name, producer_version, domain, description, graph_name, graph_description;
+  int64_t version = 0;
+  std::map<std::string, std::string> custom;  // metadata_props
+};
+
+// What a model file declares before any compile: the main graph's inputs and outputs (shapes as
+// declared: symbolic dims are -1, their names in dim_names) and its metadata.
+struct ModelDeclaration {
+  std::vector<TensorInfo> inputs, outputs;
+  ModelMetadata metadata;
+};
+ModelDeclaration declared_model(const std::string& model_path);
 
 struct SessionOptions {
   // Guard mode: poison dead buffers, checksum every buffer when its producer finishes and check it

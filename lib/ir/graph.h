@@ -149,11 +149,19 @@ struct Graph {
   std::unordered_map<std::string, Value*> by_name_;
 };
 
+// A model file's names and descriptions (ModelProto's and its graph's), kept for the API.
+struct FileMetadata {
+  std::string producer_name, producer_version, domain, description, graph_name, graph_description;
+  int64_t version = 0;
+  std::map<std::string, std::string> custom;  // metadata_props
+};
+
 struct Model {
   std::string path;  // the file it came from
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opsets;  // domain -> version
   std::string producer;
+  FileMetadata metadata;
   std::string sha256;  // of the file's bytes
   std::unique_ptr<Graph> main;
 };

@@ -302,6 +302,9 @@ Model import_parsed(onnx::ModelProto& mp, std::string sha256, const std::string&
   model.path = path;
   model.ir_version = mp.ir_version();
   model.producer = mp.producer_name();
+  model.metadata = {mp.producer_name(), mp.producer_version(), mp.domain(), mp.doc_string(), mp.graph().name(),
+                    mp.graph().doc_string(), mp.model_version(), {}};
+  for (const auto& p : mp.metadata_props()) model.metadata.custom[p.key()] = p.value();
   model.sha256 = std::move(sha256);
   for (const auto& op : mp.opset_import()) model.opsets[canonical_domain(op.domain())] = op.version();
   if (!model.opsets.count("")) {

@@ -28,7 +28,10 @@ TensorInfo info_of(const Value* v) {
   TensorInfo t;
   t.name = v->name;
   t.dtype = static_cast<int32_t>(v->type.dtype);
-  for (const Dim& d : v->type.dims) t.shape.push_back(d.value);
+  for (const Dim& d : v->type.dims) {
+    t.shape.push_back(d.value);
+    t.dim_names.push_back(d.known() ? std::string() : d.symbol);
+  }
   t.ranked = v->type.has_rank;
   t.capacity_bytes = v->constant ? v->constant->byte_size() : v->capacity_bytes;
   return t;
@@ -253,10 +256,16 @@ std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& mode
   return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
 }
 
-std::vector<TensorInfo> model_inputs(const std::string& model_path) {
+std::vector<TensorInfo> model_inputs(const std::string& model_path) { return declared_model(model_path).inputs; }
+
+ModelDeclaration declared_model(const std::string& model_path) {
   Model model = import_model(model_path);
-  std::vector<TensorInfo> out;
-  for (const Value* v : model.main->inputs) out.push_back(info_of(v));
+  ModelDeclaration out;
+  for (const Value* v : model.main->inputs) out.inputs.push_back(info_of(v));
+  for (const Value* v : model.main->outputs) out.outputs.push_back(info_of(v));
+  const FileMetadata& m = model.metadata;
+  out.metadata = {m.producer_name, m.producer_version, m.domain, m.description, m.graph_name, m.graph_description,
+                  m.version, m.custom};
   return out;
 }
 

@@ -288,3 +288,35 @@ TEST_CASE("runtime: two nodes of one name each get their own scratchpad (names n
     for (int j = 0; j < 3; ++j) CHECK(cols[j] == Approx(std::log(std::exp(float(j)) + std::exp(float(j + 3)))));
   }
 }
+
+TEST_CASE("declared_model gives the inputs and outputs a file declares, symbolic dims by name, and its metadata",
+          "[runtime]") {
+  using namespace memplan::test;
+  ModelBuilder mb("declared");
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 4});
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  add_node(g, "Relu", {"x"}, {"y"}, "relu");
+  add_output(g, "y", elem::kFloat, {1, 4});
+  g.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  mb.proto().set_doc_string("what it does");
+  mb.proto().set_model_version(7);
+  auto* prop = mb.proto().add_metadata_props();
+  prop->set_key("license");
+  prop->set_value("MIT");
+  const std::string path = (fs::temp_directory_path() / "memplan_declared.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  const ModelDeclaration d = declared_model(path);
+  REQUIRE(d.inputs.size() == 1);
+  CHECK(d.inputs[0].name == "x");
+  CHECK(d.inputs[0].shape == std::vector<int64_t>{-1, 4});
+  CHECK(d.inputs[0].dim_names == std::vector<std::string>{"batch", ""});
+  REQUIRE(d.outputs.size() == 1);
+  CHECK(d.outputs[0].dim_names == std::vector<std::string>{"batch", ""});
+  CHECK(d.metadata.producer_name == "memplan-tests");
+  CHECK(d.metadata.graph_name == "declared");
+  CHECK(d.metadata.description == "what it does");
+  CHECK(d.metadata.version == 7);
+  CHECK(d.metadata.custom == std::map<std::string, std::string>{{"license", "MIT"}});
+  CHECK(model_inputs(path)[0].dim_names == d.inputs[0].dim_names);
+}
