@@ -475,8 +475,12 @@ class ResizeKernel final : public Kernel {
     return out;
   }
 
-  void resample(const float* src, const Shape& in, float* dst, const Shape& out,
-                const std::array<Axis, kMaxRank>& axes) const {
+  // The walk over the output both resamplings take: each output element from its taps per
+  // dimension (taps_at(d, o, taps) sets dimension d's for output index o); a digit of the output
+  // index that steps takes its next taps, one that wraps starts them again.
+  template <typename TapsT, typename TapsAt, typename Element>
+  static void walk_output(const float* src, const Shape& in, float* dst, const Shape& out, const TapsAt& taps_at,
+                          const Element& element_at) {
     const auto st = row_major_strides(in);
     const int r = in.rank;
     if (r == 0) {
@@ -484,48 +488,43 @@ class ResizeKernel final : public Kernel {
       return;
     }
     std::array<int64_t, kMaxRank> idx{};
-    std::array<Taps, kMaxRank> taps;
-    for (int d = 0; d < r; ++d) taps[d] = taps_for(p_, axes[d], 0);
-    // A digit that steps takes its next taps; one that wraps starts its taps again.
-    auto moved = [&](int d, int64_t) { taps[d] = taps_for(p_, axes[d], idx[d]); };
+    std::array<TapsT, kMaxRank> taps;
+    for (int d = 0; d < r; ++d) taps_at(d, 0, taps[d]);
+    auto moved = [&](int d, int64_t) { taps_at(d, idx[d], taps[d]); };
     for (uint64_t i = 0;; ++i) {
-      dst[i] = element(src, st, taps, r);
+      dst[i] = element_at(src, st, taps, r);
       if (!next_index(idx, out.dims, r, moved)) return;
     }
   }
 
-  // resample()'s walk over the output, with wide_taps_for's windows; the weights sum in float, as
-  // ONNX Runtime's do.
+  void resample(const float* src, const Shape& in, float* dst, const Shape& out,
+                const std::array<Axis, kMaxRank>& axes) const {
+    walk_output<Taps>(
+        src, in, dst, out, [&](int d, int64_t o, Taps& t) { t = taps_for(p_, axes[d], o); },
+        [&](const float* s, const auto& st, const std::array<Taps, kMaxRank>& taps, int r) { return element(s, st, taps, r); });
+  }
+
+  // With wide_taps_for's windows; the weights sum in float, as ONNX Runtime's do.
   void resample_antialias(const float* src, const Shape& in, float* dst, const Shape& out,
                           const std::array<Axis, kMaxRank>& axes) const {
-    const auto st = row_major_strides(in);
-    const int r = in.rank;
-    if (r == 0) {
-      dst[0] = src[0];
-      return;
-    }
-    std::array<int64_t, kMaxRank> idx{};
-    std::array<WideTaps, kMaxRank> taps;
-    for (int d = 0; d < r; ++d) wide_taps_for(p_, axes[d], 0, taps[d], where_);
-    auto moved = [&](int d, int64_t) { wide_taps_for(p_, axes[d], idx[d], taps[d], where_); };
-    for (uint64_t i = 0;; ++i) {
-      std::array<int, kMaxRank> k{}, n{};
-      bool empty = false;
-      for (int d = 0; d < r; ++d) empty = empty || (n[d] = taps[d].n) == 0;
-      float sum = 0;
-      while (!empty) {
-        float w = 1;
-        int64_t off = 0;
-        for (int d = 0; d < r; ++d) {
-          w *= taps[d].w[static_cast<size_t>(k[d])];
-          off += (taps[d].first + k[d]) * st[d];
-        }
-        sum += w * src[off];
-        if (!next_index(k, n, r)) break;
-      }
-      dst[i] = sum;
-      if (!next_index(idx, out.dims, r, moved)) return;
-    }
+    walk_output<WideTaps>(
+        src, in, dst, out, [&](int d, int64_t o, WideTaps& t) { wide_taps_for(p_, axes[d], o, t, where_); },
+        [](const float* s, const auto& st, const std::array<WideTaps, kMaxRank>& taps, int r) {
+          std::array<int, kMaxRank> k{}, n{};
+          for (int d = 0; d < r; ++d)
+            if ((n[d] = taps[d].n) == 0) return 0.f;
+          float sum = 0;
+          do {
+            float w = 1;
+            int64_t off = 0;
+            for (int d = 0; d < r; ++d) {
+              w *= taps[d].w[static_cast<size_t>(k[d])];
+              off += (taps[d].first + k[d]) * st[d];
+            }
+            sum += w * s[off];
+          } while (next_index(k, n, r));
+          return sum;
+        });
   }
 
   // Linear upsampling by exactly 2 (the decoders of segmentation nets): output columns 2k + 1 and
