@@ -383,7 +383,10 @@ void adapt_blocked_quantize(Adapting& a, int64_t block) {
   }
   DType out = DType::Float32;
   if (quantize) {
-    out = zero ? zero->type.dtype : static_cast<DType>(n.attr_int("output_dtype", static_cast<int64_t>(DType::Uint8)));
+    const int64_t asked = n.attr_int("output_dtype", 0);
+    if (zero && asked != 0 && asked != static_cast<int64_t>(zero->type.dtype))
+      a.refuse("output_dtype differs from its zero point's type");
+    out = zero ? zero->type.dtype : static_cast<DType>(asked != 0 ? asked : static_cast<int64_t>(DType::Uint8));
     if (out != DType::Uint8 && out != DType::Int8)
       a.refuse("blocked quantization to " + dtype_name(out) + " is not supported (uint8 and int8 only)");
   } else if (n.attr_int("output_dtype", 1) != 1) {
