@@ -19,6 +19,7 @@ const KernelRegistry& KernelRegistry::instance() {
     register_detection_kernels(r);
     register_quantized_kernels(r);
     register_signal_kernels(r);
+    register_text_kernels(r);
     return r;
   }();
   return registry;

@@ -49,5 +49,6 @@ void register_resize_kernels(KernelRegistry& r);       // kernels/resize/: Resiz
 void register_detection_kernels(KernelRegistry& r);    // kernels/detection/: NonMaxSuppression, RoiAlign
 void register_quantized_kernels(KernelRegistry& r);    // kernels/quantized/
 void register_signal_kernels(KernelRegistry& r);       // kernels/signal/: windows, DFT, STFT, MelWeightMatrix
+void register_text_kernels(KernelRegistry& r);         // kernels/text/: TfIdfVectorizer
 
 }  // namespace memplan::rt
