@@ -44,12 +44,13 @@ NODE_TESTS = ["test_conv_with_strides_padding", "test_convinteger_with_padding",
               "test_constantofshape_int_zeros", "test_where_example", "test_reduce_sum_keepdims_example",
               "test_cast_FLOAT_to_FLOAT16", "test_tile", "test_einsum_batch_matmul", "test_lrn",
               "test_instancenorm_example", "test_argmax_default_axis_example", "test_squeeze",
-              "test_unsqueeze_axis_0", "test_scan_sum"]
+              "test_unsqueeze_axis_0", "test_scan_sum", "test_tfidfvectorizer_tf_uniandbigrams_skip5"]
 # Models fuzz_plan verifies plans against (test/fuzz/fuzz_plan.cpp lists the same).
 # ai.onnx 18-23 models of models/opsets: the opset adapter's rewrites (axes inputs, num_outputs,
 # Pad axes, Resize policies) and memplan's own ops, in graphs and subgraphs.
 OPSET_MODELS = ["reduce_axes_forms_18", "split_num_outputs_18", "pad_axes_18", "resize_18", "dft_20",
-                "control_flow_21", "transformer_block_20", "bitwise_18", "groupnorm_21", "qdq_21"]
+                "control_flow_21", "transformer_block_20", "bitwise_18", "groupnorm_21", "qdq_21", "deformconv_19",
+                "attention_kv_23", "lppool_18", "averagepool_19", "resize_antialias_18"]
 PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
                "loop_growing_state"]
 
