@@ -23,7 +23,7 @@
 #include "ir/window_pool.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
-#include "runtime/kernels/common/simd_clones.h"
+#include "runtime/kernels/common/line_ops.h"
 #include "runtime/kernels/dnnl/factories.h"
 
 namespace memplan::rt::dnnl_kernels {
@@ -53,31 +53,6 @@ AxisTaps axis_taps(int64_t in, int64_t out, int64_t kernel, int64_t stride, int6
     t.padded_count.push_back(padded_end > start ? 1 + (padded_end - start - 1) / dilation : 0);
   }
   return t;
-}
-
-// One input line into an output line, element by element, vectorized for each instruction set.
-enum class LineOp { None, Max, Add, AddAbs, AddSquare };
-
-MEMPLAN_SIMD_CLONES void float_line(LineOp op, float* __restrict line, const float* __restrict in, int64_t n) {
-  switch (op) {
-    case LineOp::Max:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) line[i] = in[i] > line[i] ? in[i] : line[i];
-      return;
-    case LineOp::Add:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) line[i] += in[i];
-      return;
-    case LineOp::AddAbs:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) line[i] += std::fabs(in[i]);
-      return;
-    case LineOp::AddSquare:
-#pragma omp simd
-      for (int64_t i = 0; i < n; ++i) line[i] += in[i] * in[i];
-      return;
-    case LineOp::None: return;
-  }
 }
 
 template <typename T>
@@ -156,13 +131,12 @@ class WindowPoolKernel final : public Kernel {
   void add_line(T* line, const T* in, int64_t from, int64_t to) const {
     const int64_t s = out_stride_;
     if constexpr (std::is_same_v<T, float>) {
-      if (s == 1) {
+      if (s == 1 && (kind_ != PoolKind::Lp || p_ <= 2)) {
         const LineOp op = kind_ == PoolKind::Max       ? LineOp::Max
                           : kind_ == PoolKind::Average ? LineOp::Add
                           : p_ == 1                    ? LineOp::AddAbs
-                          : p_ == 2                    ? LineOp::AddSquare
-                                                       : LineOp::None;
-        if (op != LineOp::None) return float_line(op, line + from, in + from, to - from);
+                                                       : LineOp::AddSquare;
+        return fold_line(op, line + from, in + from, to - from);
       }
     }
     if (kind_ == PoolKind::Max) {

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "runtime/kernels/common/elementwise_common.h"
+#include "runtime/kernels/common/line_ops.h"
 #include "runtime/kernels/reduce/factories.h"
 
 namespace memplan::rt::elt {
@@ -176,8 +177,21 @@ class ReduceKernel final : public Kernel {
       init = 1;
     std::fill(out, out + n_out, init);
     const auto st_in = row_major_strides(in), st_out = broadcast_strides(kept, in);
+    // Where the last axis is kept, each run of the input folds into a run of the output of its
+    // own length, which float32 sums, maxima and minima do vectorized (common/line_ops.h).
+    std::optional<LineOp> line;
+    if constexpr (std::is_same_v<T, float>) {
+      if (op_ == Red::Sum || op_ == Red::Mean || op_ == Red::LogSum) line = LineOp::Add;
+      if (op_ == Red::Max || op_ == Red::LogSumExp) line = LineOp::Max;
+      if (op_ == Red::Min) line = LineOp::Min;
+      if (op_ == Red::L1) line = LineOp::AddAbs;
+      if (op_ == Red::L2 || op_ == Red::SumSquare) line = LineOp::AddSquare;
+    }
     auto accumulate = [&](auto f) {
       for_each_run(in, st_in, st_out, [&](int64_t, int64_t oi, int64_t oo, int64_t n, int64_t di, int64_t dout) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (line && di == 1 && dout == 1) return fold_line(*line, out + oo, src + oi, n);
+        }
         for (int64_t i = 0; i < n; ++i) f(out[oo + i * dout], src[oi + i * di]);
       });
     };
