@@ -112,13 +112,20 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
         fail(plan_path + ": the plan writes '" + g.outputs[static_cast<size_t>(b.bound_output)]->name +
              "' over the bytes of an input, which its kernel on this machine cannot do; compile it again");
     }
-    // Loop state in place (the verifier has checked steps, slots and readers against the IR).
+    // Loop state in place (the verifier has checked steps, slots and readers against the IR, and
+    // the writer of every slot in the arena; a dynamic value's slot it does not check, so the
+    // indices of the plan file are checked here before they are used).
     for (const Region& r : gp.regions)
       for (const CarriedSlots& cs : r.carried) {
         if (cs.writer < 0) continue;
-        const Graph& body = *g.nodes[static_cast<size_t>(r.step)]->subgraph("body");
-        const Node& w = *body.nodes[static_cast<size_t>(cs.writer)];
-        const Value* in = body.inputs[ControlFlowPorts(*body.owner).body_input_of_slot(cs.slot)];
+        const Graph* body = r.step >= 0 && static_cast<size_t>(r.step) < g.nodes.size()
+                                ? g.nodes[static_cast<size_t>(r.step)]->subgraph("body")
+                                : nullptr;
+        if (!body || static_cast<size_t>(cs.writer) >= body->nodes.size())
+          fail(plan_path + ": the plan names a loop-state writer (step " + std::to_string(cs.writer) +
+               ") that the model's Loop at step " + std::to_string(r.step) + " does not have; compile it again");
+        const Node& w = *body->nodes[static_cast<size_t>(cs.writer)];
+        const Value* in = body->inputs[ControlFlowPorts(*body->owner).body_input_of_slot(cs.slot)];
         if (!c.kernels.aliasing(w).may_write_over(w, in))
           fail(plan_path + ": the plan updates loop state '" + in->name + "' in place in " + w.describe() +
                ", which its kernel on this machine cannot do; compile it again");

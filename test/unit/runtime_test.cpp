@@ -8,6 +8,8 @@
 
 #include "memplan/memplan.h"
 #include "onnx/onnx_pb.h"
+#include "plan/plan.h"
+#include "plan/plan_file.h"
 #include "onnx/tensor_proto.h"
 #include "support/model_builder.h"
 #include "support/numeric.h"
@@ -319,4 +321,25 @@ TEST_CASE("declared_model gives the inputs and outputs a file declares, symbolic
   CHECK(d.metadata.version == 7);
   CHECK(d.metadata.custom == std::map<std::string, std::string>{{"license", "MIT"}});
   CHECK(model_inputs(path)[0].dim_names == d.inputs[0].dim_names);
+}
+
+TEST_CASE("a plan whose dynamic loop state names a writer past the Loop body's nodes is refused on load, naming the "
+          "plan (found by fuzz_plan: an out-of-bounds read)", "[runtime][loop][plan-file]") {
+  const fs::path dir = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "loop_growing_state";
+  auto model = CompiledModel::compile((dir / "model.onnx").string(), {});
+  const fs::path plan_path = fs::temp_directory_path() / "memplan_dynamic_writer.mplan";
+  model->save_plan(plan_path.string());
+  MemoryPlan plan = read_plan_file(plan_path.string());
+  bool planted = false;
+  for (GraphPlan& g : plan.graphs)
+    for (Region& r : g.regions)
+      for (CarriedSlots& cs : r.carried)
+        if (cs.home == SlotHome::Dynamic) {
+          cs.writer = 1000;  // the body has a handful of nodes
+          planted = true;
+        }
+  REQUIRE(planted);
+  write_plan_file(plan, plan_path.string());
+  CHECK_THROWS_WITH(CompiledModel::load((dir / "model.onnx").string(), plan_path.string()),
+                    Catch::Contains(plan_path.string()) && Catch::Contains("loop-state writer"));
 }
