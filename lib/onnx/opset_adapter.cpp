@@ -322,6 +322,9 @@ void adapt_resize(Adapting& a) {
   // One scale for every axis given (the smallest or the largest ratio), which the resampling uses
   // too: version 13's scales. The policy rounds the output size where version 13 floors it; where
   // they differ, the rounded shape goes with the node (ir/resize_sizes.h).
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (given[k] <= 0 || in[static_cast<size_t>(axes[k])] <= 0)
+      a.refuse("keep_aspect_ratio_policy needs positive sizes and input dims along its axes");
   float scale = 0;
   for (size_t k = 0; k < axes.size(); ++k) {
     const float r = static_cast<float>(given[k]) / static_cast<float>(in[static_cast<size_t>(axes[k])]);
@@ -332,6 +335,9 @@ void adapt_resize(Adapting& a) {
   bool rounded = false;
   for (int64_t ax : axes) {
     const double exact = static_cast<double>(in[static_cast<size_t>(ax)]) * static_cast<double>(scale);
+    // The sizes come from the file: a ratio far from 1 on another axis must not overflow this one.
+    constexpr double kLargestExactInteger = 9007199254740992.0;  // 2^53
+    if (!(exact < kLargestExactInteger)) a.refuse("keep_aspect_ratio_policy makes axis " + std::to_string(ax) + " too large");
     shape[static_cast<size_t>(ax)] = static_cast<int64_t>(std::floor(exact + 0.5));
     rounded = rounded || std::floor(exact) != std::floor(exact + 0.5);
     full[static_cast<size_t>(ax)] = scale;

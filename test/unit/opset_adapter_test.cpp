@@ -284,3 +284,23 @@ TEST_CASE("opset adapter: Resize-18's keep_aspect_ratio_policy rounds the output
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 5; ++j) CHECK(p[i * 5 + j] == x[static_cast<size_t>(rows[i] * 6 + cols[j])]);
 }
+
+TEST_CASE("opset adapter: Resize-18's keep_aspect_ratio_policy refuses sizes that are not positive or overflow a dim",
+          "[opsets]") {
+  // Found by fuzz_onnx: a size far larger than the input made the other axis's rounded size
+  // overflow int64 (undefined behaviour) instead of being refused.
+  auto refused_with = [](const Shape& in, std::vector<int64_t> sizes, const char* policy) {
+    ModelBuilder mb("policy", 18, 8);
+    auto& g = mb.graph();
+    add_input(g, "x", elem::kFloat, in);
+    add_initializer(g, tensor_i64("sizes", {2}, sizes));
+    auto* r = add_node(g, "Resize", {"x", "", "", "sizes"}, {"y"}, "resize");
+    attr_ints(r, "axes", {2, 3});
+    add_attr(r, "keep_aspect_ratio_policy", onnx::AttributeProto::STRING)->set_s(policy);
+    g.add_output()->set_name("y");
+    return refusal(mb);
+  };
+  CHECK_THAT(refused_with({1, 1, 4, 6}, {3, 0}, "not_larger"), Catch::Contains("positive sizes"));
+  CHECK_THAT(refused_with({1, 1, 4, 6}, {-3, 5}, "not_smaller"), Catch::Contains("positive sizes"));
+  CHECK_THAT(refused_with({1, 1, 1, 6}, {1, 4611686018427387904}, "not_smaller"), Catch::Contains("too large"));
+}
