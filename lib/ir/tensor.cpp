@@ -65,7 +65,7 @@ int64_t Tensor::int_at(uint64_t i) const {
     if (bytes.size() < at + 8) fail_internal("tensor data shorter than its shape");
     return load<int64_t>(bytes.data() + at);
   }
-  return static_cast<int64_t>(float_at(i));
+  return float_to_int<int64_t>(float_at(i));  // a float constant read as an index or size: defined for any value
 }
 
 std::vector<int64_t> Tensor::to_ints() const {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <string>
 #include <tuple>
@@ -1019,4 +1020,19 @@ TEST_CASE("error messages stay on one line when names hold control characters", 
     INFO(msg);
     CHECK(std::none_of(msg.begin(), msg.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }));
   }
+}
+
+TEST_CASE("a float constant read as an integer is defined for NaN and values past int64, as a Cast gives", "[import]") {
+  // Sizes and indices are read from constants of any dtype; a float far out of range must not be
+  // undefined behaviour (a UBSan finding in a fuzzer), and reads as x86's Cast does.
+  Tensor t;
+  t.dtype = DType::Float32;
+  t.dims = {4};
+  const float values[] = {-2.75f, 1e30f, -1e30f, std::numeric_limits<float>::quiet_NaN()};
+  t.bytes.resize(sizeof values);
+  std::memcpy(t.bytes.data(), values, sizeof values);
+  CHECK(t.int_at(0) == -2);
+  CHECK(t.int_at(1) == std::numeric_limits<int64_t>::min());
+  CHECK(t.int_at(2) == std::numeric_limits<int64_t>::min());
+  CHECK(t.int_at(3) == std::numeric_limits<int64_t>::min());
 }
