@@ -60,7 +60,13 @@ struct CompileOptions {
   int threads = 0;
 };
 
+// What a model input or output holds, as ONNX types it: a tensor, a sequence of tensors (a list
+// whose length and element shapes the run decides), an optional tensor or an optional sequence
+// (which may hold nothing). TensorInfo's dtype and shape describe a container's elements.
+enum class ValueKind : uint8_t { Tensor, Sequence, Optional, OptionalSequence };
+
 struct TensorInfo {
+  ValueKind kind = ValueKind::Tensor;
   std::string name;
   int32_t dtype = 0;
   std::vector<int64_t> shape;  // compile-time shape (the largest, where it varies); -1 for an unknown dim
@@ -200,8 +206,19 @@ class Session {
   // Runs one inference. After the first run, memplan allocates no heap memory (oneDNN 2.6 still
   // allocates a few small blocks inside each primitive execution). Sessions of one model run
   // concurrently; one session runs one call at a time.
+  // A sequence input (or an optional sequence holding one): copies each tensor in. Their dtype must
+  // be the input's; their shapes may differ. An optional tensor holding a value is set with set_input.
+  void set_input_sequence(const std::string& name, std::span<const TensorRef> tensors);
+  // An optional input that holds no value.
+  void set_input_none(const std::string& name);
+
   void run();
+  // A tensor output, or the tensor an optional output holds (output_has_value() first).
   TensorRef output(const std::string& name) const;
+  // A sequence output's tensors, or those of the sequence an optional output holds; valid until the next run.
+  std::vector<TensorRef> output_sequence(const std::string& name) const;
+  // False only for an optional output that holds no value.
+  bool output_has_value(const std::string& name) const;
   // Per compiled node (subgraph nodes included); empty unless SessionOptions::profile was set.
   std::vector<NodeProfile> profile() const;
   void reset_profile();  // start counting again (after warm-up runs)

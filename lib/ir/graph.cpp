@@ -9,7 +9,7 @@
 namespace memplan {
 
 bool TensorType::is_static() const {
-  return has_rank && std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.known(); });
+  return !is_container() && has_rank && std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.known(); });
 }
 
 std::vector<int64_t> TensorType::static_dims() const {
@@ -19,7 +19,22 @@ std::vector<int64_t> TensorType::static_dims() const {
   return out;
 }
 
+std::string container_name(Container c) {
+  switch (c) {
+    case Container::None: return "tensor";
+    case Container::Sequence: return "sequence";
+    case Container::Optional: return "optional";
+    case Container::OptionalSequence: return "optional sequence";
+  }
+  return "tensor";
+}
+
 std::string TensorType::shape_string() const {
+  if (is_container()) {
+    TensorType element = *this;
+    element.container = Container::None;
+    return container_name(container) + " of " + element.shape_string();
+  }
   if (!has_rank) return "unranked";
   std::string s = "[";
   for (size_t i = 0; i < dims.size(); ++i) {

@@ -28,16 +28,27 @@ struct Dim {
   bool known() const { return value >= 0; }
 };
 
+// What a value holds: a tensor, or one of ONNX's containers of tensors. A sequence is a list of
+// tensors of one element type (their shapes may differ); an optional holds one tensor, or one
+// sequence, or nothing. A container's dtype and dims describe its elements (dims: what they share).
+enum class Container : uint8_t { None, Sequence, Optional, OptionalSequence };
+
 struct TensorType {
   DType dtype = DType::Undefined;
   bool has_rank = false;   // false: nothing is known of the shape
   std::vector<Dim> dims;
+  Container container = Container::None;
+  bool is_container() const { return container != Container::None; }
+  // Holds a sequence: a sequence, or an optional sequence.
+  bool holds_sequence() const { return container == Container::Sequence || container == Container::OptionalSequence; }
 
   static TensorType of(const Tensor& t);    // a constant's type: its dtype and static dims
-  bool is_static() const;                   // rank and every dim known
+  bool is_static() const;                   // a tensor, its rank and every dim known
   std::vector<int64_t> static_dims() const; // requires is_static()
-  std::string shape_string() const;         // "[1, 3, N, ?]", "[?]" ... or "unranked"
+  std::string shape_string() const;         // "[1, 3, N, ?]", "[?]" ... or "unranked"; "sequence of [2, ?]"
 };
+
+std::string container_name(Container c);  // "sequence", "optional", ...
 
 struct Value {
   std::string name;

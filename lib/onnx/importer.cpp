@@ -173,10 +173,22 @@ class Importer {
   TensorType type_from_proto(const onnx::TypeProto& tp, const Graph& g, const std::string& name) {
     TensorType t;
     if (tp.value_case() == onnx::TypeProto::VALUE_NOT_SET) return t;  // untyped: inferred later
-    if (!tp.has_tensor_type())
+    // Containers of dense tensors: a sequence, an optional tensor, an optional sequence.
+    const onnx::TypeProto* element = &tp;
+    if (element->has_optional_type()) {
+      t.container = Container::Optional;
+      element = &element->optional_type().elem_type();
+    }
+    if (element->has_sequence_type()) {
+      t.container = t.container == Container::Optional ? Container::OptionalSequence : Container::Sequence;
+      element = &element->sequence_type().elem_type();
+    }
+    if (t.is_container() && element->value_case() == onnx::TypeProto::VALUE_NOT_SET) return t;
+    if (!element->has_tensor_type())
       fail_unsupported(where(g) + ": tensor '" + name +
-                       "' is a sequence, map, optional or sparse value; only dense tensors are supported");
-    const auto& tt = tp.tensor_type();
+                       "' is a map, a sparse tensor or a container of them; memplan runs dense tensors, "
+                       "sequences of them and optionals");
+    const auto& tt = element->tensor_type();
     if (dtype_is_newer_than_onnx_1_12(tt.elem_type()))
       fail_unsupported(where(g) + ": tensor '" + name + "' has element type " +
                        dtype_name(static_cast<DType>(tt.elem_type())) + ", which no memplan kernel takes");
@@ -202,6 +214,7 @@ class Importer {
   // Declared types (outputs, value_info) fill what the value does not know yet.
   void merge_declared(Value* v, const onnx::TypeProto& tp, const Graph& g) {
     TensorType declared = type_from_proto(tp, g, v->name);
+    if (declared.is_container()) v->type.container = declared.container;
     if (v->type.dtype == DType::Undefined) v->type.dtype = declared.dtype;
     if (!v->type.has_rank && declared.has_rank) {
       v->type.has_rank = true;

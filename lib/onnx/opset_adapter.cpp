@@ -48,7 +48,9 @@ std::vector<OpsetRule> make_rules() {
       "new: a Pad of version 13 whose pads are negative where it crops (centred: the smaller half first), for "
       "a constant shape and an input shape known at compile time");
   add({"Col2Im"}, 18, H::Own, "new: memplan's kernel (float32, 2-D images, constant image and block shapes)");
-  add({"OptionalGetElement", "OptionalHasElement"}, 18, H::Refuse, "optional values are not supported");
+  add({"OptionalGetElement", "OptionalHasElement"}, 18, H::Own,
+      "a tensor or a sequence input added (its own element, always present): the session runs both on its "
+      "containers (runtime/container_exec.cpp), as every sequence and optional op");
   // Opset 19.
   add({"AveragePool"}, 19, H::Downgrade,
       "dilations added: dilated windows run on memplan's window loop (oneDNN 2.6 has only its reference kernel for "

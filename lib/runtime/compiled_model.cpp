@@ -6,6 +6,7 @@
 #include <malloc.h>
 #endif
 
+#include "ir/container_ops.h"
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "pipeline/compile_pipeline.h"
@@ -24,8 +25,11 @@ namespace {
 
 ShapeOptions shape_options(const CompileOptions& o) { return {o.input_shapes, o.dims, o.bounds, o.static_only}; }
 
+static_assert(static_cast<int>(ValueKind::OptionalSequence) == static_cast<int>(Container::OptionalSequence));
+
 TensorInfo info_of(const Value* v) {
   TensorInfo t;
+  t.kind = static_cast<ValueKind>(v->type.container);  // the same four, in the same order
   t.name = v->name;
   t.dtype = static_cast<int32_t>(v->type.dtype);
   for (const Dim& d : v->type.dims) {
@@ -77,6 +81,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
         m.capacities.back() = v->constant->byte_size();
       }
       if (v->dynamic) m.homes.back() = CompiledModel::Impl::Home::Dynamic;
+      if (v->type.is_container()) m.homes.back() = CompiledModel::Impl::Home::Container;
     }
   });
 
@@ -87,6 +92,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       NodeExec ne;
       ne.node = n.get();
       ne.dynamic = n->touches_dynamic();
+      ne.container_op = is_container_op(*n);
       if (n->is_control_flow()) ne.ports.emplace(*n);
       for (const Value* v : n->inputs) ne.inputs.push_back(m.id(v));
       for (const Value* v : n->outputs) ne.outputs.push_back(m.id(v));

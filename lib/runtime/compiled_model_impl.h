@@ -31,6 +31,7 @@ struct NodeExec {
   std::vector<LoopSlots> slots;            // by ControlFlowPorts slot: Loop counter, condition, carried...; Scan states
   std::optional<ControlFlowPorts> ports;   // If/Loop/Scan
   bool dynamic = false;                    // touches a dynamic tensor: its kernel is made at run time
+  bool container_op = false;               // a sequence or optional op: the session runs it (ir/container_ops.h)
 };
 
 struct GraphExec {
@@ -56,7 +57,8 @@ struct CompiledModel::Impl {
   std::vector<const Value*> values;
   // Dynamic: a buffer the session allocates when the value's producer runs (outside the arena).
   // External: a main-graph input (or a view of one) in the caller's bytes (external inputs).
-  enum class Home : uint8_t { None, Arena, Weight, Dynamic, External };
+  // Container: a sequence or optional, the session's rt::ContainerValue.
+  enum class Home : uint8_t { None, Arena, Weight, Dynamic, External, Container };
   std::vector<Home> homes;
   std::vector<uint64_t> offsets;     // Arena: absolute offset; External: from the input's start
   std::vector<uint64_t> capacities;  // bytes the memory holds

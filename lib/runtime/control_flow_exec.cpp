@@ -82,6 +82,17 @@ class BodyRun {
   bool dynamic_slot(int32_t slot) const {
     return slot >= 0 && s_.m.homes[static_cast<size_t>(carried_input(slot))] == Home::Dynamic;
   }
+  // A carried sequence or optional: the session's container, handed on like a dynamic value.
+  bool container_slot(int32_t slot) const {
+    return slot >= 0 && s_.m.homes[static_cast<size_t>(carried_input(slot))] == Home::Container;
+  }
+  void hand_over_container(size_t o, int32_t slot) {
+    const Value* out = body_.outputs[o];
+    const int32_t in_id = carried_input(slot), out_id = s_.m.id(out);
+    if (out_id == in_id) return;
+    if (out->graph == &body_ && out->producer) s_.container(in_id).swap(s_.container(out_id));
+    else s_.container(in_id).assign(s_.container(out_id));
+  }
 
   // Iteration k's value of a growing carried value becomes what iteration k + 1 reads. The
   // buffer its producer wrote is handed over, swapped with the one the body input held (which the
@@ -134,6 +145,10 @@ class BodyRun {
     for (size_t o = 0; o < body_.outputs.size(); ++o) {
       if (bound(o)) continue;
       const Port p = ports_.body_output(o);
+      if (container_slot(p.slot)) {
+        hand_over_container(o, p.slot);
+        continue;
+      }
       if (dynamic_slot(p.slot)) {
         hand_over(o, p.slot);
         continue;
@@ -205,6 +220,10 @@ class LoopRun : BodyRun {
         continue;
       }
       const rt::TensorView& init = node_input(p.node_port);
+      if (container_slot(p.slot)) {
+        if (k == 0) s_.container(s_.m.id(body_.inputs[b])).assign(s_.container(ne_.inputs[static_cast<size_t>(p.node_port)]));
+        continue;
+      }
       if (dynamic_slot(p.slot)) {
         if (k == 0) in = init;  // later iterations read what hand_over() left there
         continue;
@@ -251,10 +270,14 @@ class LoopRun : BodyRun {
       const int32_t slot = ports_.slot_of_carried(j);
       const rt::TensorView& init = node_input(static_cast<int32_t>(ports_.first_carried_input() + j));
       const int32_t out_id = node_output(static_cast<int32_t>(j));
+      if (container_slot(slot)) {
+        const int32_t in_id = ne_.inputs[ports_.first_carried_input() + j];
+        s_.container(out_id).assign(s_.container(k == 0 ? in_id : carried_input(slot)));
+        continue;
+      }
       if (dynamic_slot(slot)) {
         const rt::TensorView src = k == 0 ? init : s_.view(carried_input(slot));
-        if (s_.m.homes[static_cast<size_t>(out_id)] == Home::Dynamic) s_.reserve_dynamic(out_id, src.byte_size(), false);
-        s_.copy_into(s_.view(out_id), src, n_, "final carried value");
+        s_.write_tensor(out_id, src, n_, "final carried value");
         continue;
       }
       rt::TensorView src = k == 0 ? init : slot_view(slot, static_cast<int>((k - 1) % 2), init);
@@ -263,8 +286,7 @@ class LoopRun : BodyRun {
         src.rank = last.rank;
         src.dims = last.dims;
       }
-      if (s_.m.homes[static_cast<size_t>(out_id)] == Home::Dynamic) s_.reserve_dynamic(out_id, src.byte_size(), false);
-      s_.copy_into(s_.view(out_id), src, n_, "final carried value");
+      s_.write_tensor(out_id, src, n_, "final carried value");
     }
     for (size_t i = 0; i < ports_.scan_outputs(body_.outputs.size()); ++i) {
       const int32_t id = node_output_of_scan(i);
@@ -412,9 +434,11 @@ void Session::Impl::run_if(const NodeExec& ne) {
   run_graph(g);
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     if (ne.outputs[k] < 0) continue;
-    const rt::TensorView& inner = view(m.id(g.outputs[k]));
-    if (m.homes[static_cast<size_t>(ne.outputs[k])] == Home::Dynamic) reserve_dynamic(ne.outputs[k], inner.byte_size(), false);
-    copy_into(view(ne.outputs[k]), inner, n, "branch output");
+    if (m.homes[static_cast<size_t>(ne.outputs[k])] == Home::Container) {
+      container(ne.outputs[k]).assign(container(m.id(g.outputs[k])));
+      continue;
+    }
+    write_tensor(ne.outputs[k], view(m.id(g.outputs[k])), n, "branch output");
   }
 }
 

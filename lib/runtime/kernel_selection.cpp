@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ir/container_ops.h"
 #include "ir/unreachable_branch.h"
 #include "memplan/error.h"
 #include "runtime/dnnl_context.h"
@@ -141,6 +142,15 @@ KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   for_each_graph(*model.main, [&](Graph& g) {
     if (inside_dropped(g)) return;
     for (const auto& n : g.nodes) {
+      if (is_container_op(*n)) {
+        release.after(*n, nullptr);  // the session runs it (runtime/container_exec.cpp)
+        continue;
+      }
+      if (misuses_container(*n)) {
+        sel.unsupported.push_back(n->describe() + ": it reads or writes a sequence or optional, which only the " +
+                                  "sequence and optional ops, If and Loop take");
+        continue;
+      }
       if (n->domain.empty() && (n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan")) {
         release.after(*n, nullptr);  // its subgraphs read what it passes them
         // The executor scans axis 0 only: say so when the model is compiled, not at its first run.

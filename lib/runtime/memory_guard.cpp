@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::byte kPoison{0xA5};
 
-// Arena buffers, dynamic tensors, an If branch's values in an If output's bytes and external
+// (A sequence or optional is the session's own copies, written by its op only.) Arena buffers, dynamic tensors, an If branch's values in an If output's bytes and external
 // inputs (and their views) are checksummed; only arena buffers are poisoned when dead (a dynamic
 // tensor's memory is its own until the session grows it; a value in an If output shares its bytes
 // with that output; an external input is the caller's).
@@ -35,6 +35,7 @@ void Session::Impl::guard_before(const NodeExec& ne) {
   if (ne.node->graph == m.model.main.get() && &ne == &m.nodes[static_cast<size_t>(m.graphs.at(m.model.main.get()).nodes.front())])
     for (const Value* v : m.model.main->inputs) {  // the caller wrote these before run()
       const int32_t id = m.id(v);
+      if (!guarded(m, static_cast<size_t>(id))) continue;
       checksums[static_cast<size_t>(id)] = checksum(view(id));
       written[static_cast<size_t>(id)] = 1;
     }

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "memplan/error.h"
+#include "ir/tensor.h"
 #include "report/plan_report.h"
+#include "util/checked.h"
 #include "runtime/free_cores.h"
 #include "runtime/session_impl.h"
 
@@ -36,10 +38,39 @@ size_t input_index(const CompiledModel::Impl& m, const Value* v) {
   return static_cast<size_t>(std::find(inputs.begin(), inputs.end(), v) - inputs.begin());
 }
 
+// The container input `v` holds, after checking that it is one of `kinds`.
+rt::ContainerValue& container_input(Session::Impl& s, const Value* v, std::initializer_list<Container> kinds,
+                                    const char* use) {
+  if (std::find(kinds.begin(), kinds.end(), v->type.container) == kinds.end())
+    fail(s.m.model.path + ": input '" + v->name + "' is a " + container_name(v->type.container) + "; " + use);
+  s.mark_input(v, false);
+  return s.container(s.m.id(v));
+}
+
+// An element of a container input: any shape, the input's element type.
+rt::TensorView element_view(const CompiledModel::Impl& m, const Value* v, const TensorRef& t) {
+  if (t.dtype != static_cast<int32_t>(v->type.dtype) && v->type.dtype != DType::Undefined)
+    fail(m.model.path + ": input '" + v->name + "' holds " + dtype_name(v->type.dtype) + " tensors, got " +
+         dtype_name(static_cast<DType>(t.dtype)));
+  if (t.shape.size() > static_cast<size_t>(rt::kMaxRank))
+    fail(m.model.path + ": input '" + v->name + "': a tensor of rank " + std::to_string(t.shape.size()));
+  rt::TensorView view;
+  view.data = static_cast<std::byte*>(const_cast<void*>(t.data));
+  view.dtype = static_cast<DType>(t.dtype);
+  view.rank = static_cast<int>(t.shape.size());
+  std::copy(t.shape.begin(), t.shape.end(), view.dims.begin());
+  const std::string what = m.model.path + ": input '" + v->name + "'";
+  const uint64_t need = checked_mul(checked_element_count(t.shape, what), dtype_size(view.dtype), what);
+  if (t.bytes != need) fail(what + ": a tensor of its shape has " + std::to_string(need) + " bytes, got " + std::to_string(t.bytes));
+  view.capacity = t.bytes;
+  return view;
+}
+
 // Allocation-free unless it fails: inputs are set before every run.
 void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, std::span<const int64_t> shape,
                  uint64_t bytes) {
   auto what = [&] { return m.model.path + ": input '" + v->name + "'"; };
+  if (v->type.is_container()) fail(what() + " is a " + container_name(v->type.container) + "; it is copied in, not bound");
   if (dtype != static_cast<int32_t>(v->type.dtype))
     fail(what() + " is " + dtype_name(v->type.dtype) + ", got " + dtype_name(static_cast<DType>(dtype)));
   // A one-element array stands for a scalar input, as ONNX Runtime accepts it.
@@ -102,9 +133,11 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
     dynamic_nodes.resize(m.nodes.size());
     dynamic_dnnl = std::make_unique<rt::DnnlContext>();
     for (size_t i = 0; i < m.nodes.size(); ++i)
-      if (m.nodes[i].dynamic && !m.nodes[i].node->is_control_flow())
+      if (m.nodes[i].dynamic && !m.nodes[i].node->is_control_flow() && !m.nodes[i].container_op)
         dynamic_nodes[i] = std::make_unique<rt::DynamicNode>(*m.nodes[i].node);
   }
+  if (std::find(m.homes.begin(), m.homes.end(), CompiledModel::Impl::Home::Container) != m.homes.end())
+    containers.resize(m.values.size());
   input_ready.assign(m.model.main->inputs.size(), 0);
   input_bound.assign(m.model.main->inputs.size(), 0);
   input_copies.assign(m.model.main->inputs.size(), nullptr);
@@ -261,7 +294,9 @@ void Session::Impl::run_node_timed(const NodeExec& ne) {
 
 void Session::Impl::run_node_untimed(const NodeExec& ne) {
   if (options.check_memory) guard_before(ne);
-  if (ne.dynamic && !ne.node->is_control_flow()) {
+  if (ne.container_op) {
+    run_container_op(ne);
+  } else if (ne.dynamic && !ne.node->is_control_flow()) {
     run_dynamic(ne);
   } else if (!ne.kernel) {
     const std::string& op = ne.node->op_type;
@@ -293,6 +328,12 @@ Session::~Session() = default;
 void Session::set_input(const std::string& name, int32_t dtype, std::span<const int64_t> shape, const void* data,
                         uint64_t bytes) {
   const Value* v = main_input(impl_->m, name);
+  if (v->type.is_container()) {  // an optional tensor that holds this one
+    rt::ContainerValue& c = container_input(*impl_, v, {Container::Optional}, "set it with set_input_sequence");
+    c.clear();
+    c.push_back(element_view(impl_->m, v, TensorRef{dtype, shape, data, bytes}));
+    return;
+  }
   check_input(impl_->m, v, dtype, shape, bytes);
   std::byte* slot = impl_->input_slot(v);
   if (bytes) std::memcpy(slot, data, bytes);
@@ -314,15 +355,61 @@ void Session::bind_input(const std::string& name, int32_t dtype, std::span<const
   impl_->mark_input(v, true);
 }
 
+void Session::set_input_sequence(const std::string& name, std::span<const TensorRef> tensors) {
+  const Value* v = main_input(impl_->m, name);
+  rt::ContainerValue& c = container_input(*impl_, v, {Container::Sequence, Container::OptionalSequence},
+                                          "set it with set_input");
+  c.clear();
+  for (const TensorRef& t : tensors) c.push_back(element_view(impl_->m, v, t));
+}
+
+void Session::set_input_none(const std::string& name) {
+  const Value* v = main_input(impl_->m, name);
+  rt::ContainerValue& c = container_input(*impl_, v, {Container::Optional, Container::OptionalSequence},
+                                          "only an optional input may hold no value");
+  c.clear();
+  c.present = false;
+}
+
 void Session::run() { impl_->run(); }
 
+namespace {
+
+const Value* main_output(const CompiledModel::Impl& m, const std::string& name) {
+  for (const Value* v : m.model.main->outputs)
+    if (v->name == name) return v;
+  fail(m.model.path + ": the model has no output named '" + name + "'");
+}
+
+TensorRef ref_of(const rt::TensorView& tv) { return {static_cast<int32_t>(tv.dtype), tv.shape(), tv.data, tv.byte_size()}; }
+
+}  // namespace
+
 TensorRef Session::output(const std::string& name) const {
-  for (const Value* v : impl_->m.model.main->outputs)
-    if (v->name == name) {
-      const rt::TensorView& tv = impl_->views[static_cast<size_t>(impl_->m.id(v))];
-      return {static_cast<int32_t>(tv.dtype), tv.shape(), tv.data, tv.byte_size()};
-    }
-  fail(impl_->m.model.path + ": the model has no output named '" + name + "'");
+  const Value* v = main_output(impl_->m, name);
+  const int32_t id = impl_->m.id(v);
+  if (!v->type.is_container()) return ref_of(impl_->views[static_cast<size_t>(id)]);
+  if (v->type.holds_sequence())
+    fail(impl_->m.model.path + ": output '" + name + "' is a " + container_name(v->type.container) + "; read it with output_sequence");
+  const rt::ContainerValue& c = impl_->container(id);
+  if (!c.present || c.size() == 0) fail(impl_->m.model.path + ": optional output '" + name + "' holds no value");
+  return ref_of(c.at(0));
+}
+
+std::vector<TensorRef> Session::output_sequence(const std::string& name) const {
+  const Value* v = main_output(impl_->m, name);
+  if (!v->type.holds_sequence())
+    fail(impl_->m.model.path + ": output '" + name + "' is a " + container_name(v->type.container) + ", not a sequence");
+  const rt::ContainerValue& c = impl_->container(impl_->m.id(v));
+  if (!c.present) fail(impl_->m.model.path + ": optional output '" + name + "' holds no value");
+  std::vector<TensorRef> out;
+  for (size_t i = 0; i < c.size(); ++i) out.push_back(ref_of(c.at(i)));
+  return out;
+}
+
+bool Session::output_has_value(const std::string& name) const {
+  const Value* v = main_output(impl_->m, name);
+  return !v->type.is_container() || impl_->container(impl_->m.id(v)).present;
 }
 
 std::vector<DynamicTensorUse> Session::dynamic_tensors() const {

@@ -8,6 +8,7 @@
 
 #include "memplan/memplan.h"
 #include "runtime/compiled_model_impl.h"
+#include "runtime/container_value.h"
 #include "runtime/dnnl_context.h"
 #include "runtime/dynamic_exec.h"
 #include "runtime/kernel.h"
@@ -28,6 +29,9 @@ struct Session::Impl {
   void run_loop(const NodeExec& ne);
   void run_scan(const NodeExec& ne);
   void run_dynamic(const NodeExec& ne);
+  void run_container_op(const NodeExec& ne);  // runtime/container_exec.cpp
+  // Copies a tensor into value `id`: a dynamic tensor's buffer grown to fit, or its planned bytes.
+  void write_tensor(int32_t id, const rt::TensorView& src, const Node& node, const char* what);
   // Makes a dynamic value's buffer hold `bytes` (growing it, keeping its contents when `keep`).
   void reserve_dynamic(int32_t id, uint64_t bytes, bool keep);
 
@@ -81,6 +85,9 @@ struct Session::Impl {
   std::vector<DynamicBuffer> dynamic_buffers;              // per value id (empty when none)
   std::vector<std::unique_ptr<rt::DynamicNode>> dynamic_nodes;  // per NodeExec index
   std::unique_ptr<rt::DnnlContext> dynamic_dnnl;          // for kernels made at run time
+  // Sequences and optionals (Home::Container), per value id; empty for a model without them.
+  std::vector<rt::ContainerValue> containers;
+  rt::ContainerValue& container(int32_t id) { return containers[static_cast<size_t>(id)]; }
 };
 
 }  // namespace memplan

@@ -18,6 +18,7 @@ std::string where(const Node& n, const std::string& file) { return file + ": " +
 
 // A subgraph input takes the parent's type where the model left it untyped or unshaped.
 void type_input(Value* inner, const TensorType& outer) {
+  if (outer.is_container()) inner->type.container = outer.container;
   if (inner->type.dtype == DType::Undefined) inner->type.dtype = outer.dtype;
   if (outer.has_rank) {
     inner->type.has_rank = true;
@@ -79,7 +80,11 @@ void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)
     if (a->type.dtype != b->type.dtype)
       fail(where(n, file) + ": output '" + out->name + "' is " + dtype_name(a->type.dtype) + " in one branch and " +
            dtype_name(b->type.dtype) + " in the other");
+    if (a->type.container != b->type.container)
+      fail(where(n, file) + ": output '" + out->name + "' is a " + container_name(a->type.container) +
+           " in one branch and a " + container_name(b->type.container) + " in the other");
     out->type.dtype = a->type.dtype;
+    out->type.container = a->type.container;
     const bool same = a->type.is_static() && b->type.is_static() && a->type.static_dims() == b->type.static_dims() &&
                       !a->shape_varies && !b->shape_varies;
     if (same) {
@@ -117,6 +122,9 @@ std::optional<int64_t> constant_trip_count(const Node& n) {
 // Marks `out` as a stack of `count` (or at most `count`) copies of the per-iteration `elem`.
 void type_stacked(Value* out, const Value* elem, std::optional<int64_t> count, bool exact, size_t axis,
                   const std::string& what) {
+  if (elem->type.is_container())
+    fail_unsupported(what + ": the body returns a " + container_name(elem->type.container) +
+                     " there, and only tensors stack into a scan output");
   out->type.dtype = elem->type.dtype;
   if (!elem->type.has_rank) return;
   out->type.has_rank = true;

@@ -24,7 +24,11 @@ namespace {
 constexpr uint64_t kMaxConstantElementsForInference = 1 << 16;
 
 void type_to_proto(const TensorType& t, onnx::TypeProto& p) {
-  auto* tt = p.mutable_tensor_type();
+  onnx::TypeProto* element = &p;
+  if (t.container == Container::Optional || t.container == Container::OptionalSequence)
+    element = element->mutable_optional_type()->mutable_elem_type();
+  if (t.holds_sequence()) element = element->mutable_sequence_type()->mutable_elem_type();
+  auto* tt = element->mutable_tensor_type();
   tt->set_elem_type(static_cast<int32_t>(t.dtype));
   if (!t.has_rank) return;
   auto* shape = tt->mutable_shape();
@@ -35,10 +39,19 @@ void type_to_proto(const TensorType& t, onnx::TypeProto& p) {
   }
 }
 
-TensorType type_from_proto(const onnx::TypeProto& p) {
+TensorType type_from_proto(const onnx::TypeProto& proto) {
   TensorType t;
-  if (!p.has_tensor_type()) return t;
-  const auto& tt = p.tensor_type();
+  const onnx::TypeProto* p = &proto;
+  if (p->has_optional_type()) {
+    t.container = Container::Optional;
+    p = &p->optional_type().elem_type();
+  }
+  if (p->has_sequence_type()) {
+    t.container = t.container == Container::Optional ? Container::OptionalSequence : Container::Sequence;
+    p = &p->sequence_type().elem_type();
+  }
+  if (!p->has_tensor_type()) return t;
+  const auto& tt = p->tensor_type();
   t.dtype = static_cast<DType>(tt.elem_type());
   if (!tt.has_shape()) return t;
   t.has_rank = true;
@@ -196,6 +209,7 @@ void merge_outputs(Node& node, const NodeInferenceContext& ctx) {
     Value* out = node.outputs[i];
     if (!out) continue;
     TensorType inferred = type_from_proto(ctx.output(i));
+    if (inferred.is_container()) out->type.container = inferred.container;
     if (inferred.dtype != DType::Undefined) out->type.dtype = inferred.dtype;
     if (!inferred.has_rank) continue;
     if (!out->type.has_rank || out->type.dims.size() != inferred.dims.size()) {

@@ -153,6 +153,25 @@ void infer_deform_conv(Node& node, const std::string& where) {
   node.outputs[0]->type = y;
 }
 
+// Version 18 of OptionalHasElement and OptionalGetElement also take a tensor or a sequence, which
+// is its own element (and always present).
+void infer_optional_op(Node& node, const std::string& where) {
+  const bool has = node.op_type == "OptionalHasElement";
+  if (node.inputs.size() > 1 || (!has && (node.inputs.empty() || !node.inputs[0])) || node.outputs.size() != 1 ||
+      !node.outputs[0])
+    fail(where + ": takes " + (has ? "at most one input" : "one input") + " and gives one output");
+  TensorType& out = node.outputs[0]->type;
+  if (has) {
+    out = TensorType{};
+    out.dtype = DType::Bool;
+    out.has_rank = true;
+    return;
+  }
+  out = node.inputs[0]->type;
+  if (out.container == Container::Optional) out.container = Container::None;
+  if (out.container == Container::OptionalSequence) out.container = Container::Sequence;
+}
+
 }  // namespace
 
 bool is_own_op(const Node& node) {
@@ -162,7 +181,8 @@ bool is_own_op(const Node& node) {
                                                        {"GroupNormalization", 18}, {"RMSNormalization", 23},
                                                        {"RotaryEmbedding", 23}, {"Attention", 23},
                                                        {"Col2Im", 18},          {"AffineGrid", 20},
-                                                       {"DeformConv", 19}};
+                                                       {"DeformConv", 19},      {"OptionalHasElement", 18},
+                                                       {"OptionalGetElement", 18}};
   auto it = since.find(node.op_type);
   return node.domain.empty() && it != since.end() && node.opset >= it->second;
 }
@@ -171,6 +191,7 @@ void infer_own_op(Node& node, const std::string& file) {
   const std::string where = file + ": " + node.graph->path() + ": " + node.describe();
   if (node.op_type == "Attention") return infer_attention(node, where);
   if (node.op_type == "DeformConv") return infer_deform_conv(node, where);
+  if (node.op_type == "OptionalHasElement" || node.op_type == "OptionalGetElement") return infer_optional_op(node, where);
   if (node.op_type == "Col2Im" || node.op_type == "AffineGrid") return infer_from_shape_input(node, where);
   // Required inputs, then optional ones (RotaryEmbedding's position_ids).
   const size_t want = is_broadcasting(node.op_type)                ? 2

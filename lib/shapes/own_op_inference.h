@@ -1,7 +1,7 @@
 // Shape inference for the ops newer than ONNX 1.12's schemas that memplan runs on its own kernels
 // (onnx/opset_adapter.h lets them through at their own versions): Gelu, Mish, the Bitwise ops,
-// GroupNormalization, RMSNormalization, RotaryEmbedding, Attention, Col2Im, AffineGrid and
-// DeformConv. ONNX's
+// GroupNormalization, RMSNormalization, RotaryEmbedding, Attention, Col2Im, AffineGrid,
+// DeformConv, and OptionalHasElement/OptionalGetElement-18. ONNX's
 // inference, had 1.12 known them, would give the same types.
 #pragma once
 

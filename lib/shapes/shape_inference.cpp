@@ -45,6 +45,9 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
            names + ")");
     }
     TensorType& t = (*it)->type;
+    if (t.is_container())
+      fail(model.path + ": a shape is given for '" + name + "', a " + container_name(t.container) +
+           ": the shapes of its tensors are the run's");
     // As ONNX Runtime: a one-element shape stands for a declared scalar, symbolic dims take any
     // size, and a declared static dim must be met.
     const bool one_element = std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });
@@ -77,6 +80,7 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
     if (!used.count(name))
       fail(model.path + ": a value is given for dim '" + name + "', but no dimension of the model is named so");
   for (Value* in : main.inputs) {
+    if (in->type.is_container()) continue;  // its tensors' shapes are the run's
     const Remedy shape{Remedy::Option::InputShapes, in->name, "<dims>"};
     if (!in->type.has_rank) fail(model.path + ": input '" + in->name + "' has no shape; give it one", {shape});
     for (const Dim& d : in->type.dims)
@@ -163,6 +167,9 @@ class ShapeInference {
       infer_control_flow(n, model_.path, [this](Graph& sub) { infer_graph(sub); });
       return;
     }
+    if (n.is_control_flow())  // a function op whose body holds a subgraph: expand_functions keeps it whole
+      fail_unsupported(model_.path + ": " + n.describe() + ": an op with a subgraph attribute other than If, Loop " +
+                       "and Scan cannot run yet");
     if (!has_onnx_schema(n) && !is_own_op(n)) {
       ++unsupported_[n.op_type + " (domain '" + n.domain + "', opset " + std::to_string(n.opset) + ") at node '" +
                      n.name + "'"];
@@ -240,6 +247,15 @@ class ShapeInference {
       auto b = opts_.bounds.find(v->name);
       if (b != opts_.bounds.end()) used_bounds_.insert(v->name);  // a bound on a folded value is fine
       if (v->constant) continue;
+      if (v->type.is_container()) {
+        // A sequence or optional lives in the session (runtime/containers.h), never in the arena:
+        // its elements are tensors of sizes the run decides.
+        v->dynamic = true;
+        v->shape_varies = true;
+        v->capacity_known = true;
+        v->capacity_bytes = 0;
+        continue;
+      }
       const Value* state = carried_body_input(*v);
       if (b == opts_.bounds.end() && state) b = opts_.bounds.find(state->name);
       if (b == opts_.bounds.end() && state && state->capacity_known && state->shape_varies && !state->dynamic) {

@@ -37,7 +37,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "memplan/memplan.h"
-#include "onnx/onnx_pb.h"
+#include "onnx/onnx_pb.h"  // before onnx-data.pb.h: it defines ONNX_API
+#include "onnx/onnx-data.pb.h"
 #include "onnx/tensor_proto.h"
 
 namespace fs = std::filesystem;
@@ -119,6 +120,43 @@ std::pair<std::string, Tensor> read_tensor(const fs::path& path) {
   return {proto.name(), tensor_from_proto(proto, path.parent_path(), path.string())};
 }
 
+// A test's input or output: a tensor, or the tensors of a sequence, or an optional's (none when
+// it holds no value). Which proto the file holds follows from the model's declared kind: the
+// files are numbered in the order the model declares its inputs and outputs.
+struct TestValue {
+  std::string name;
+  bool present = true;
+  std::vector<Tensor> tensors;  // one for a tensor
+};
+
+TestValue read_value(const fs::path& path, ValueKind kind) {
+  if (kind == ValueKind::Tensor) {
+    auto [name, t] = read_tensor(path);
+    TestValue v{name, true, {}};
+    v.tensors.push_back(std::move(t));
+    return v;
+  }
+  std::ifstream in(path, std::ios::binary);
+  auto sequence = [&](const onnx::SequenceProto& seq, TestValue& v) {
+    if (seq.elem_type() != onnx::SequenceProto::TENSOR && seq.tensor_values_size() == 0 && seq.elem_type() != 0)
+      fail(path.string() + ": a sequence of other than tensors");
+    for (const auto& t : seq.tensor_values()) v.tensors.push_back(tensor_from_proto(t, path.parent_path(), path.string()));
+  };
+  if (kind == ValueKind::Sequence) {
+    onnx::SequenceProto seq;
+    if (!seq.ParseFromIstream(&in)) fail(path.string() + ": not a SequenceProto");
+    TestValue v{seq.name(), true, {}};
+    sequence(seq, v);
+    return v;
+  }
+  onnx::OptionalProto opt;
+  if (!opt.ParseFromIstream(&in)) fail(path.string() + ": not an OptionalProto");
+  TestValue v{opt.name(), opt.has_tensor_value() || opt.has_sequence_value(), {}};
+  if (opt.has_tensor_value()) v.tensors.push_back(tensor_from_proto(opt.tensor_value(), path.parent_path(), path.string()));
+  if (opt.has_sequence_value()) sequence(opt.sequence_value(), v);
+  return v;
+}
+
 // Compares like ONNX's runner: same dtype and shape, |got - want| <= atol + rtol * |want|, NaN == NaN.
 // ONNX 1.12 writes bfloat16 test data as uint16 bit patterns (numpy has no bfloat16) and its runner
 // compares those patterns as uint16 numbers, so a bfloat16 output against uint16 data is compared
@@ -174,7 +212,14 @@ Outcome run_test(const fs::path& dir, const Tolerance& tol, std::string& why) {
       std::vector<std::pair<std::string, Tensor>> feeds;
       const auto inputs = files_named(set, "input_");
       CompileOptions options;
+      std::vector<TestValue> container_feeds;
       for (size_t i = 0; i < inputs.size(); ++i) {
+        if (i < declared.size() && declared[i].kind != ValueKind::Tensor) {
+          TestValue v = read_value(inputs[i], declared[i].kind);
+          if (v.name.empty()) v.name = declared[i].name;
+          container_feeds.push_back(std::move(v));
+          continue;
+        }
         auto [name, t] = read_tensor(inputs[i]);
         if (name.empty() && i < declared.size()) name = declared[i].name;
         auto decl = std::find_if(declared.begin(), declared.end(), [&wanted = name](const TensorInfo& d) { return d.name == wanted; });
@@ -197,8 +242,11 @@ Outcome run_test(const fs::path& dir, const Tolerance& tol, std::string& why) {
       // Graph outputs whose size only the data decides (a Loop with a run-time trip count) are
       // bounded by the expected output's shape, as a user would with --bound.
       const auto outputs_pb = files_named(set, "output_");
-      for (const auto& path : outputs_pb) {
-        auto [name, t] = read_tensor(path);
+      const auto declared_outputs = declared_model(model_path).outputs;
+      auto output_kind = [&](size_t i) { return i < declared_outputs.size() ? declared_outputs[i].kind : ValueKind::Tensor; };
+      for (size_t i = 0; i < outputs_pb.size(); ++i) {
+        if (output_kind(i) != ValueKind::Tensor) continue;
+        auto [name, t] = read_tensor(outputs_pb[i]);
         if (!name.empty()) options.bounds[name] = t.dims;
       }
       auto model = CompiledModel::compile(model_path, options);
@@ -213,12 +261,37 @@ Outcome run_test(const fs::path& dir, const Tolerance& tol, std::string& why) {
         const auto bytes = t.materialize();
         session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
       }
+      for (const TestValue& v : container_feeds) {
+        const ValueKind kind = std::find_if(declared.begin(), declared.end(), [&](const TensorInfo& d) {
+                                 return d.name == v.name;
+                               })->kind;
+        std::vector<std::vector<std::byte>> bytes;
+        std::vector<TensorRef> refs;
+        for (const Tensor& t : v.tensors) bytes.push_back(t.materialize());
+        for (size_t k = 0; k < v.tensors.size(); ++k)
+          refs.push_back({static_cast<int32_t>(v.tensors[k].dtype), v.tensors[k].dims, bytes[k].data(), bytes[k].size()});
+        if (!v.present) session.set_input_none(v.name);
+        else if (kind == ValueKind::Optional) session.set_input(v.name, refs[0].dtype, refs[0].shape, refs[0].data, refs[0].bytes);
+        else session.set_input_sequence(v.name, refs);
+      }
       session.run();
-      const auto& outputs = outputs_pb;
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        auto [name, want] = read_tensor(outputs[i]);
+      for (size_t i = 0; i < outputs_pb.size(); ++i) {
+        TestValue want = read_value(outputs_pb[i], output_kind(i));
+        std::string& name = want.name;
         if (name.empty() && i < model->outputs().size()) name = model->outputs()[i].name;
-        const std::string diff = compare(session.output(name), want, tol);
+        std::string diff;
+        if (session.output_has_value(name) != want.present) {
+          diff = want.present ? "holds no value, expected one" : "holds a value, expected none";
+        } else if (want.present) {
+          const bool sequence = output_kind(i) == ValueKind::Sequence || output_kind(i) == ValueKind::OptionalSequence;
+          const std::vector<TensorRef> got = sequence ? session.output_sequence(name) : std::vector<TensorRef>{session.output(name)};
+          if (got.size() != want.tensors.size())
+            diff = "a sequence of " + std::to_string(got.size()) + " tensors, expected " + std::to_string(want.tensors.size());
+          for (size_t k = 0; diff.empty() && k < got.size(); ++k) {
+            diff = compare(got[k], want.tensors[k], tol);
+            if (!diff.empty() && sequence) diff = "tensor " + std::to_string(k) + ": " + diff;
+          }
+        }
         if (!diff.empty()) {
           why = "output '" + name + "': " + diff;
           return kFail;
