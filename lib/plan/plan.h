@@ -141,6 +141,7 @@ struct DynamicTensor {
   std::string producer;
   std::string shape;     // what is known at compile time, "[?, 4]"
   int32_t dtype = 0;     // ONNX element type
+  std::string container;  // a sequence's or optional's kind ("sequence", ...): "" for a tensor
 };
 
 // What runs a node on the machine that made (or loaded) the plan: Kernel::implementation().

@@ -213,6 +213,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
     pd.set_producer(d.producer);
     pd.set_shape(d.shape);
     pd.set_dtype(d.dtype);
+    pd.set_container(d.container);
   }
   return out;
 }
@@ -278,7 +279,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
     }
   }
   for (const planfile::DynamicTensor& pd : in.dynamic_tensors())
-    p.dynamic_tensors.push_back({pd.graph(), pd.value(), pd.name(), pd.producer(), pd.shape(), pd.dtype()});
+    p.dynamic_tensors.push_back({pd.graph(), pd.value(), pd.name(), pd.producer(), pd.shape(), pd.dtype(), pd.container()});
   for (const planfile::KernelImplementation& pk : in.kernels())
     p.kernels.push_back({pk.node(), pk.graph(), pk.implementation(), pk.scratchpad_bytes(), pk.fastest_scratchpad_bytes()});
   p.isa = in.isa();

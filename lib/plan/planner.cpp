@@ -433,7 +433,8 @@ void list_dynamic_tensors(const Model& model, MemoryPlan& plan) {
       const Value& v = *g.values[i];
       if (!v.dynamic) continue;
       plan.dynamic_tensors.push_back({graph_index, static_cast<int32_t>(i), v.name, v.producer ? v.producer->name : "",
-                                      v.type.shape_string(), static_cast<int32_t>(v.type.dtype)});
+                                      v.type.shape_string(), static_cast<int32_t>(v.type.dtype),
+                                      v.type.is_container() ? container_name(v.type.container) : ""});
     }
     ++graph_index;
   });

@@ -175,8 +175,10 @@ std::string plan_report_text(const MemoryPlan& p) {
     o << "dynamic tensors (size known only at run time; allocated by the session, outside the arena):\n";
     for (const auto& d : p.dynamic_tensors) {
       const bool known = d.graph > 0 && static_cast<size_t>(d.graph) < p.graphs.size();
-      o << "  '" << d.name << "' " << d.shape << " from " << d.producer << (known ? " in " + p.graphs[static_cast<size_t>(d.graph)].path : "")
-        << "; a bound for it would plan it in the arena\n";
+      o << "  '" << d.name << "' " << d.shape << (d.producer.empty() ? ", a graph input" : " from " + d.producer)
+        << (known ? " in " + p.graphs[static_cast<size_t>(d.graph)].path : "")
+        << (d.container.empty() ? "; a bound for it would plan it in the arena\n"
+                                : ": its tensors are the session's copies\n");
     }
   }
   size_t views = 0, in_place = 0, slices = 0, refused = 0;
@@ -237,7 +239,9 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   for (size_t i = 0; i < p.dynamic_tensors.size(); ++i) {
     const auto& d = p.dynamic_tensors[i];
     o << (i ? ", " : "") << "{\"name\": " << json_string(d.name) << ", \"producer\": " << json_string(d.producer)
-      << ", \"shape\": " << json_string(d.shape) << ", \"graph\": " << d.graph << "}";
+      << ", \"shape\": " << json_string(d.shape) << ", \"graph\": " << d.graph;
+    if (!d.container.empty()) o << ", \"container\": " << json_string(d.container);
+    o << "}";
   }
   const KernelTuning& t = p.tuning;
   o << "], \"isa\": " << json_string(p.isa) << ", \"kernel_tuning\": {\"budget_seconds\": " << t.budget_seconds

@@ -30,7 +30,7 @@ import time
 from collections import Counter
 
 import numpy as np
-from onnx import TensorProto, load, numpy_helper
+from onnx import TensorProto, load
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools"))
@@ -92,10 +92,10 @@ def npy_unfit_type(elem_type):
 def npy_unfit(values):
     """Why .npy cannot carry one of these declared graph inputs/outputs, or None."""
     for v in values:
-        kind = v.type.WhichOneof("value")
-        if kind != "tensor_type":
-            return f"{kind.replace('_type', '')} data (.npy holds tensors only)"
-        why = npy_unfit_type(v.type.tensor_type.elem_type)
+        elem = onnx_test_data.element_type(v)
+        if elem is None:
+            return f"{v.type.WhichOneof('value').replace('_type', '')} data (memplan run takes tensors, sequences and optionals of them)"
+        why = npy_unfit_type(elem)
         if why:
             return why
     return None
@@ -137,13 +137,12 @@ def run_data_set(args, model_path, data_dir, inputs, outputs, work, tol):
     in_dir, out_dir = os.path.join(work, "in"), os.path.join(work, "out")
     os.makedirs(in_dir)
     cmd = [args.memplan, "run", model_path]
-    for i, (name, proto) in enumerate(onnx_test_data.read_protos(data_dir, "input", [v.name for v in inputs])):
-        if npy_unfit_type(proto.data_type):
-            raise Skip(npy_unfit_type(proto.data_type))
+    for i, (name, value, elem) in enumerate(onnx_test_data.read_values(data_dir, "input", inputs)):
+        if npy_unfit_type(elem):
+            raise Skip(npy_unfit_type(elem))
         # Files are named by position: tensor names may hold characters no file name can.
-        path = os.path.join(in_dir, f"input_{i}.npy")
-        np.save(path, numpy_helper.to_array(proto))
-        cmd += ["--input", f"{name}={path}"]
+        path = onnx_test_data.save_value(os.path.join(in_dir, f"input_{i}"), value)
+        cmd += ["--input", f"{name}={path if path else 'none'}"]
     cmd += ["--output-dir", out_dir]
     # Its own session, so that a timeout kills whatever it started too.
     with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
@@ -160,13 +159,29 @@ def run_data_set(args, model_path, data_dir, inputs, outputs, work, tol):
         raise Fail(f"crash: signal {-proc.returncode}: {error_line(stderr)}")
     if proc.returncode != 0:
         raise Fail(f"exit code {proc.returncode}: {error_line(stderr)}")
-    for name, proto in onnx_test_data.read_protos(data_dir, "output", [v.name for v in outputs]):
-        if npy_unfit_type(proto.data_type):
-            raise Skip(npy_unfit_type(proto.data_type))
+    for name, want, elem in onnx_test_data.read_values(data_dir, "output", outputs):
+        if npy_unfit_type(elem):
+            raise Skip(npy_unfit_type(elem))
         path = os.path.join(out_dir, output_file(name))
+        folder = path[:-len(".npy")]
+        if want is None:
+            if os.path.exists(path) or os.path.exists(folder):
+                raise Fail(f"output '{name}': memplan wrote a value, expected none")
+            continue
+        if isinstance(want, list):
+            if not os.path.isdir(folder):
+                raise Fail(f"output '{name}': memplan wrote no folder {os.path.basename(folder)}")
+            got = [np.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder), key=lambda f: int(f[:-4]))]
+            if len(got) != len(want):
+                raise Fail(f"output '{name}': a sequence of {len(got)} tensors, expected {len(want)}")
+            for k, (g, w) in enumerate(zip(got, want)):
+                diff = compare(g, w, tol)
+                if diff:
+                    raise Fail(f"output '{name}': tensor {k}: {diff}")
+            continue
         if not os.path.exists(path):
             raise Fail(f"output '{name}': memplan wrote no {output_file(name)}")
-        diff = compare(np.load(path), numpy_helper.to_array(proto), tol)
+        diff = compare(np.load(path), want, tol)
         if diff:
             raise Fail(f"output '{name}': {diff}")
 

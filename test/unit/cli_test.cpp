@@ -384,3 +384,50 @@ TEST_CASE("cli: the report says which instruction set oneDNN ran at and what tim
   const auto leaner = [](const std::string& out) { return out.substr(out.find("leaner kernels:"), 200); };
   CHECK(leaner(inspected.out) == leaner(memory.out));
 }
+
+TEST_CASE("cli: a sequence input is a folder of numbered .npy files, a sequence output is written as one",
+          "[cli][containers]") {
+  const fs::path dir = kModels / "sequence_list";
+  const fs::path data = dir / "test_data_set_0";
+  memplan::test::TempDir tmp("cli_sequences");
+  const std::string out = tmp / "out";
+  // A stale tensor past the end of this run's list must not survive it.
+  fs::create_directories(fs::path(out) / "halves");
+  std::ofstream(fs::path(out) / "halves" / "7.npy") << "stale";
+  const std::vector<std::string> args{"run", (dir / "model.onnx").string(), "--input",
+                                      "parts=" + (data / "inputs" / "parts").string(), "--check-memory",
+                                      "--output-dir", out};
+  Run r = run_cli(args);
+  INFO(describe(args, r));
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("'parts' sequence of [?, 3], a graph input: its tensors are the session's copies"));
+  auto same = [](const fs::path& got, const fs::path& want) {
+    const memplan::io::NpyArray g = memplan::io::read_npy(got.string()), w = memplan::io::read_npy(want.string());
+    return g.info.dtype == w.info.dtype && g.info.shape == w.info.shape && g.data == w.data;
+  };
+  for (const char* name : {"count", "doubled", "last"})
+    CHECK(same(fs::path(out) / (std::string(name) + ".npy"), data / "expected" / (std::string(name) + ".npy")));
+  size_t pieces = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(out) / "halves")) {
+    ++pieces;
+    CHECK(same(e.path(), data / "expected" / "halves" / e.path().filename()));
+  }
+  CHECK(pieces == 3);
+
+  // Bad lists: a gap in the numbering, a file where a folder belongs, none for a sequence, a tensor
+  // of another element type.
+  const fs::path gap = tmp / "gap";
+  fs::create_directories(gap);
+  fs::copy_file(data / "inputs" / "parts" / "0.npy", gap / "0.npy");
+  fs::copy_file(data / "inputs" / "parts" / "1.npy", gap / "2.npy");
+  const std::string m = (dir / "model.onnx").string();
+  expect_error({"run", m, "--input", "parts=" + gap.string()}, 2, {"input 'parts'", "no 1.npy"});
+  expect_error({"run", m, "--input", "parts=" + (data / "inputs" / "parts" / "0.npy").string()}, 2,
+               {"input 'parts'", "a folder of 0.npy"});
+  expect_error({"run", m, "--input", "parts=none"}, 2, {"input 'parts'", "only an optional input may be none"});
+  const fs::path ints = tmp / "ints";
+  fs::create_directories(ints);
+  const int64_t one = 1;
+  memplan::io::write_npy((ints / "0.npy").string(), memplan::DType::Int64, std::vector<int64_t>{1}, &one, 8);
+  expect_error({"run", m, "--input", "parts=" + ints.string()}, 2, {"0.npy", "float32", "int64"});
+}

@@ -128,7 +128,7 @@ TEST_CASE("dynamic tensors: the verifier wants the plan to list exactly the dyna
   missing.dynamic_tensors.pop_back();
   CHECK_THROWS_WITH(verify_plan(c.model, missing), Catch::Contains("is not listed once"));
   MemoryPlan extra = c.plan;
-  extra.dynamic_tensors.push_back({0, -1, "x_final", "", "", 1});
+  extra.dynamic_tensors.push_back({0, -1, "x_final", "", "", 1, ""});
   CHECK_THROWS_WITH(verify_plan(c.model, extra), Catch::Contains("'x_final'"));
 }
 

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "concurrent_runs.h"
+#include "container_io.h"
 #include "io/npy.h"
 #include "memplan/memplan.h"
 #include "profile_table.h"
@@ -38,6 +40,7 @@ struct InputFile {
   std::string name, path;
   io::NpyInfo info;
   std::vector<int64_t> shape;  // as the model takes it: the file's, or [] for a one-element scalar
+  std::optional<ContainerInput> container;  // a sequence or optional input (container_io.h)
 };
 
 // Output file names keep [A-Za-z0-9._-]; everything else becomes '_'.
@@ -94,10 +97,15 @@ std::vector<InputFile> match_inputs(const RunArgs& a, const std::vector<TensorIn
     }
     if (std::any_of(files.begin(), files.end(), [&](const InputFile& x) { return x.name == f.name; }))
       fail(a.model + ": input '" + f.name + "' is given twice");
+    const auto t = std::find_if(declared.begin(), declared.end(), [&](const TensorInfo& d) { return d.name == f.name; });
+    if (t != declared.end() && t->kind != ValueKind::Tensor) {
+      f.container = read_container_input(a.model, *t, f.path);
+      files.push_back(std::move(f));
+      continue;
+    }
     f.info = io::read_npy_info(f.path);
     f.shape = f.info.shape;
-    for (const TensorInfo& t : declared)
-      if (t.name == f.name) check_against_declared(a.model, t, f);
+    if (t != declared.end()) check_against_declared(a.model, *t, f);
     files.push_back(std::move(f));
   }
   for (const TensorInfo& t : declared)
@@ -128,7 +136,7 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   if (model) {
     for (const InputFile& f : files)
       for (const TensorInfo& t : model->inputs())
-        if (t.name == f.name && t.shape != f.shape)
+        if (t.name == f.name && !f.container && t.shape != f.shape)
           fail(a.plan + ": the plan was made for other input shapes (input '" + f.name +
                "'); compile a plan for these inputs or run without --plan");
     return model;
@@ -146,7 +154,8 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
   options.external_inputs = a.external_inputs;
   options.fail_on_reference_kernels = a.fail_on_ref;
   options.threads = compile_threads(a);
-  for (const InputFile& f : files) options.input_shapes[f.name] = f.shape;
+  for (const InputFile& f : files)
+    if (!f.container) options.input_shapes[f.name] = f.shape;
   return CompiledModel::compile(a.model, options);
 }
 
@@ -155,6 +164,10 @@ std::shared_ptr<const CompiledModel> compiled_for(const RunArgs& a, std::vector<
 Timings run_timed(const RunArgs& a, Session& session, const std::vector<InputFile>& files) {
   auto load_inputs = [&] {
     for (const InputFile& f : files) {
+      if (f.container) {
+        set_container_input(session, *f.container);
+        continue;
+      }
       void* slot = session.input_buffer(f.name, static_cast<int32_t>(f.info.dtype), f.shape, f.info.data_bytes);
       io::read_npy_data(f.path, f.info, slot, f.info.data_bytes);
     }
@@ -184,6 +197,7 @@ int session_threads(const RunArgs& a, const CompiledModel& model) {
 std::vector<LoadedInput> load_inputs(const std::vector<InputFile>& files) {
   std::vector<LoadedInput> out;
   for (const InputFile& f : files) {
+    if (f.container) fail("input '" + f.name + "': a sequence or optional input runs in one session (no --sessions)");
     LoadedInput in{f.name, static_cast<int32_t>(f.info.dtype), f.shape, std::vector<unsigned char>(f.info.data_bytes)};
     io::read_npy_data(f.path, f.info, in.bytes.data(), f.info.data_bytes);
     out.push_back(std::move(in));
@@ -205,6 +219,11 @@ std::vector<std::string> write_outputs(const RunArgs& a, const CompiledModel& mo
   std::filesystem::create_directories(a.output_dir);
   std::vector<std::string> written;
   for (const TensorInfo& o : model.outputs()) {
+    if (o.kind != ValueKind::Tensor) {
+      for (std::string& p : write_container_output(a.output_dir, file_name_for(o.name), o, session))
+        written.push_back(std::move(p));
+      continue;
+    }
     TensorRef ref = session.output(o.name);
     const std::string path = (std::filesystem::path(a.output_dir) / (file_name_for(o.name) + ".npy")).string();
     io::write_npy(path, static_cast<DType>(ref.dtype), ref.shape, ref.data, ref.bytes);
@@ -289,10 +308,13 @@ void register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand("run", "Run a model on .npy inputs inside one planned arena");
   sub->add_option("model", a->model, "The .onnx file")->required();
-  sub->add_option("-i,--input", a->inputs, "An input: FILE.npy (in the model's input order) or NAME=FILE.npy")
+  sub->add_option("-i,--input", a->inputs,
+                  "An input: FILE.npy (in the model's input order) or NAME=FILE.npy; a sequence: a folder of 0.npy, "
+                  "1.npy, ...; an optional holding nothing: none")
       ->allow_extra_args(false);
   sub->add_option("--plan", a->plan, "Use this plan (from `memplan compile -o`) instead of planning again");
-  sub->add_option("--output-dir", a->output_dir, "Where to write <output name>.npy (default: .)");
+  sub->add_option("--output-dir", a->output_dir,
+                  "Where to write <output name>.npy, or a sequence's <output name>/0.npy, ... (default: .)");
   sub->add_option("--threads", a->threads,
                   "OpenMP threads per session (default: 1 for a model under 1 MFLOP, else the cores, shared "
                   "among --sessions)")
