@@ -50,17 +50,31 @@ void run_on_zeros(const std::shared_ptr<const CompiledModel>& model) {
   if (loop_iterations(*model->impl().model.main) == 0) return;
   Session session(model);
   for (const TensorInfo& in : model->inputs()) {
+    // A sequence starts empty, an optional holds nothing: the ops on them still run, and refuse.
+    if (in.kind == ValueKind::Sequence || in.kind == ValueKind::OptionalSequence) {
+      session.set_input_sequence(in.name, {});
+      continue;
+    }
+    if (in.kind == ValueKind::Optional) {
+      session.set_input_none(in.name);
+      continue;
+    }
     if (in.capacity_bytes > kMaxRunArena) return;
     void* slot = session.input_buffer(in.name, in.dtype, in.shape, in.capacity_bytes);
     if (in.capacity_bytes) std::memset(slot, 0, in.capacity_bytes);
   }
   session.run();
   for (const TensorInfo& out : model->outputs()) {
-    TensorRef r = session.output(out.name);
+    if (!session.output_has_value(out.name)) continue;
+    std::vector<TensorRef> refs;
+    if (out.kind == ValueKind::Sequence || out.kind == ValueKind::OptionalSequence) refs = session.output_sequence(out.name);
+    else refs.push_back(session.output(out.name));
+    for (const TensorRef& r : refs) {
     // Touch every byte the output claims, so a view past its memory is caught by ASan.
     volatile unsigned char sum = 0;
     for (uint64_t i = 0; i < r.bytes; ++i) sum = sum + static_cast<const unsigned char*>(r.data)[i];
     (void)sum;
+    }
   }
 }
 

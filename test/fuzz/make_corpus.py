@@ -30,11 +30,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CORPUS = os.path.join(HERE, "corpus")
 
 SMALL_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
-                "if_different_shapes", "loop_data_dependent_exit", "loop_data_dependent_scan", "loop_growing_state"]
+                "if_different_shapes", "loop_data_dependent_exit", "loop_data_dependent_scan", "loop_growing_state",
+                "sequence_list"]
 BAD_MODELS = ["cycle.onnx", "dangling_input.onnx", "negative_dim.onnx", "opset24.onnx", "float8.onnx", "reduce_runtime_axes.onnx", "reduce_float_axes.onnx", "overflow_dims.onnx",
               "random_bytes.onnx", "shadow_node_output.onnx", "symbolic_dim.onnx", "truncated.onnx",
               "unknown_domain.onnx", "external_outside/model.onnx"]
-NODE_TESTS = ["test_conv_with_strides_padding", "test_convinteger_with_padding", "test_convtranspose",
+NODE_TESTS = ["test_sequence_insert_at_back", "test_loop13_seq", "test_if_seq", "test_optional_get_element_sequence",
+              "test_optional_has_element_empty", "test_conv_with_strides_padding", "test_convinteger_with_padding", "test_convtranspose",
               "test_layer_normalization_4d_axis1", "test_scan9_sum", "test_loop11", "test_if", "test_gather_0",
               "test_reshape_reordered_all_dims", "test_slice", "test_resize_upsample_scales_nearest",
               "test_maxpool_2d_pads", "test_averagepool_2d_same_upper", "test_batchnorm_example",
