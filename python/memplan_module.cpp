@@ -90,11 +90,34 @@ struct Feed {
   int32_t dtype = 0;
   std::vector<int64_t> shape;
   bool zero_copy = false;
+  // A sequence input (a list or tuple of arrays: `elements`, copied in), or an optional input that
+  // holds nothing (None).
+  bool sequence = false, none = false;
+  std::vector<struct Feed> elements;
 };
 
 Feed make_feed(const std::string& name, const py::handle& value) {
   Feed f;
   f.name = name;
+  if (value.is_none()) {
+    f.none = true;
+    return f;
+  }
+  if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+    // A list of arrays is a sequence: a list of numbers (a 1-D tensor) is not.
+    const py::sequence items = py::reinterpret_borrow<py::sequence>(value);
+    const bool of_arrays = items.size() == 0 || py::isinstance<py::array>(items[0]);
+    if (of_arrays) {
+      f.sequence = true;
+      for (size_t k = 0; k < items.size(); ++k) {
+        Feed e = make_feed(name + "[" + std::to_string(k) + "]", items[k]);
+        if (e.sequence || e.none) throw Error(ErrorKind::InvalidInput, "input '" + name + "': a sequence holds tensors only");
+        e.zero_copy = false;  // copied into the session's list
+        f.elements.push_back(std::move(e));
+      }
+      return f;
+    }
+  }
   const std::string what = "input '" + name + "'";
   py::array a = py::array::ensure(value);
   if (!a) throw Error(ErrorKind::InvalidInput, what + ": not a numpy array (nor convertible to one)");
@@ -152,6 +175,19 @@ class PySession {
     try {
       for (size_t i = 0; i < feeds.size(); ++i) {
         const Feed& f = feeds[i];
+        if (f.none) {
+          session_->set_input_none(f.name);
+          applied[i] = 1;
+          continue;
+        }
+        if (f.sequence) {
+          std::vector<memplan::TensorRef> refs;
+          for (const Feed& e : f.elements)
+            refs.push_back({e.dtype, e.shape, e.array.data(), static_cast<uint64_t>(e.array.nbytes())});
+          session_->set_input_sequence(f.name, refs);
+          applied[i] = 1;
+          continue;
+        }
         const void* data = f.array.data();
         const auto bytes = static_cast<uint64_t>(f.array.nbytes());
         if (f.zero_copy) session_->bind_input(f.name, f.dtype, f.shape, data, bytes);
@@ -170,7 +206,7 @@ class PySession {
     for (const Feed& f : feeds)
       if (f.zero_copy) last_zero_copy_.push_back(f.name);
     for (const memplan::TensorInfo& info : model_->outputs())
-      result[py::str(info.name)] = output(self, info.name, copy);
+      result[py::str(info.name)] = output_value(self, info, copy);
     return result;
   }
 
@@ -233,9 +269,20 @@ class PySession {
     }
   }
 
-  // With the GIL and the session's mutex held.
-  py::array output(const std::shared_ptr<PySession>& self, const std::string& name, bool copy) {
-    const memplan::TensorRef ref = session_->output(name);
+  // With the GIL and the session's mutex held: an array, a list of arrays (a sequence), or None (an
+  // optional holding nothing).
+  py::object output_value(const std::shared_ptr<PySession>& self, const memplan::TensorInfo& info, bool copy) {
+    if (!session_->output_has_value(info.name)) return py::none();
+    if (info.kind != memplan::ValueKind::Sequence && info.kind != memplan::ValueKind::OptionalSequence)
+      return array_of(self, info.name, session_->output(info.name), copy);
+    py::list items;
+    for (const memplan::TensorRef& ref : session_->output_sequence(info.name))
+      items.append(array_of(self, info.name, ref, copy));
+    return items;
+  }
+
+  py::array array_of(const std::shared_ptr<PySession>& self, const std::string& name, const memplan::TensorRef& ref,
+                     bool copy) {
     const py::dtype dt = numpy_dtype(ref.dtype, "output '" + name + "'");
     std::vector<py::ssize_t> shape(ref.shape.begin(), ref.shape.end());
     if (copy || ref.bytes == 0) {
@@ -351,6 +398,17 @@ PYBIND11_MODULE(_memplan, m) {
       .def_property_readonly("dim_names", [](const memplan::TensorInfo& t) { return py::tuple(py::cast(t.dim_names)); },
                              "as declared: each symbolic dim's name ('' for a dim with none)")
       .def_readonly("ranked", &memplan::TensorInfo::ranked)
+      .def_property_readonly(
+          "kind",
+          [](const memplan::TensorInfo& t) {
+            switch (t.kind) {
+              case memplan::ValueKind::Sequence: return "sequence";
+              case memplan::ValueKind::Optional: return "optional";
+              case memplan::ValueKind::OptionalSequence: return "optional sequence";
+              default: return "tensor";
+            }
+          },
+          "'tensor', 'sequence' (a list of arrays), 'optional' or 'optional sequence' (None when empty)")
       .def_readonly("capacity_bytes", &memplan::TensorInfo::capacity_bytes)
       .def("__repr__", [](const memplan::TensorInfo& t) {
         return "TensorInfo(name=" + py::repr(py::str(t.name)).cast<std::string>() +

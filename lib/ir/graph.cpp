@@ -29,6 +29,11 @@ std::string container_name(Container c) {
   return "tensor";
 }
 
+std::string a_container(Container c) {
+  const std::string name = container_name(c);
+  return (name[0] == 'o' ? "an " : "a ") + name;
+}
+
 std::string TensorType::shape_string() const {
   if (is_container()) {
     TensorType element = *this;

@@ -49,6 +49,7 @@ struct TensorType {
 };
 
 std::string container_name(Container c);  // "sequence", "optional", ...
+std::string a_container(Container c);     // "a sequence", "an optional", ... (for messages)
 
 struct Value {
   std::string name;

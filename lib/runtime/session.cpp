@@ -42,7 +42,7 @@ size_t input_index(const CompiledModel::Impl& m, const Value* v) {
 rt::ContainerValue& container_input(Session::Impl& s, const Value* v, std::initializer_list<Container> kinds,
                                     const char* use) {
   if (std::find(kinds.begin(), kinds.end(), v->type.container) == kinds.end())
-    fail(s.m.model.path + ": input '" + v->name + "' is a " + container_name(v->type.container) + "; " + use);
+    fail(s.m.model.path + ": input '" + v->name + "' is " + a_container(v->type.container) + "; " + use);
   s.mark_input(v, false);
   return s.container(s.m.id(v));
 }
@@ -70,7 +70,7 @@ rt::TensorView element_view(const CompiledModel::Impl& m, const Value* v, const 
 void check_input(const CompiledModel::Impl& m, const Value* v, int32_t dtype, std::span<const int64_t> shape,
                  uint64_t bytes) {
   auto what = [&] { return m.model.path + ": input '" + v->name + "'"; };
-  if (v->type.is_container()) fail(what() + " is a " + container_name(v->type.container) + "; it is copied in, not bound");
+  if (v->type.is_container()) fail(what() + " is " + a_container(v->type.container) + "; it is copied in, not bound");
   if (dtype != static_cast<int32_t>(v->type.dtype))
     fail(what() + " is " + dtype_name(v->type.dtype) + ", got " + dtype_name(static_cast<DType>(dtype)));
   // A one-element array stands for a scalar input, as ONNX Runtime accepts it.
@@ -390,7 +390,7 @@ TensorRef Session::output(const std::string& name) const {
   const int32_t id = impl_->m.id(v);
   if (!v->type.is_container()) return ref_of(impl_->views[static_cast<size_t>(id)]);
   if (v->type.holds_sequence())
-    fail(impl_->m.model.path + ": output '" + name + "' is a " + container_name(v->type.container) + "; read it with output_sequence");
+    fail(impl_->m.model.path + ": output '" + name + "' is " + a_container(v->type.container) + "; read it with output_sequence");
   const rt::ContainerValue& c = impl_->container(id);
   if (!c.present || c.size() == 0) fail(impl_->m.model.path + ": optional output '" + name + "' holds no value");
   return ref_of(c.at(0));
@@ -399,7 +399,7 @@ TensorRef Session::output(const std::string& name) const {
 std::vector<TensorRef> Session::output_sequence(const std::string& name) const {
   const Value* v = main_output(impl_->m, name);
   if (!v->type.holds_sequence())
-    fail(impl_->m.model.path + ": output '" + name + "' is a " + container_name(v->type.container) + ", not a sequence");
+    fail(impl_->m.model.path + ": output '" + name + "' is " + a_container(v->type.container) + ", not a sequence");
   const rt::ContainerValue& c = impl_->container(impl_->m.id(v));
   if (!c.present) fail(impl_->m.model.path + ": optional output '" + name + "' holds no value");
   std::vector<TensorRef> out;

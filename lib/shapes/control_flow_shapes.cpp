@@ -81,8 +81,8 @@ void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)
       fail(where(n, file) + ": output '" + out->name + "' is " + dtype_name(a->type.dtype) + " in one branch and " +
            dtype_name(b->type.dtype) + " in the other");
     if (a->type.container != b->type.container)
-      fail(where(n, file) + ": output '" + out->name + "' is a " + container_name(a->type.container) +
-           " in one branch and a " + container_name(b->type.container) + " in the other");
+      fail(where(n, file) + ": output '" + out->name + "' is " + a_container(a->type.container) +
+           " in one branch and " + a_container(b->type.container) + " in the other");
     out->type.dtype = a->type.dtype;
     out->type.container = a->type.container;
     const bool same = a->type.is_static() && b->type.is_static() && a->type.static_dims() == b->type.static_dims() &&
@@ -123,7 +123,7 @@ std::optional<int64_t> constant_trip_count(const Node& n) {
 void type_stacked(Value* out, const Value* elem, std::optional<int64_t> count, bool exact, size_t axis,
                   const std::string& what) {
   if (elem->type.is_container())
-    fail_unsupported(what + ": the body returns a " + container_name(elem->type.container) +
+    fail_unsupported(what + ": the body returns " + a_container(elem->type.container) +
                      " there, and only tensors stack into a scan output");
   out->type.dtype = elem->type.dtype;
   if (!elem->type.has_rank) return;

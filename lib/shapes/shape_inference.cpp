@@ -46,8 +46,8 @@ void bind_user_shapes(Model& model, const ShapeOptions& opts) {
     }
     TensorType& t = (*it)->type;
     if (t.is_container())
-      fail(model.path + ": a shape is given for '" + name + "', a " + container_name(t.container) +
-           ": the shapes of its tensors are the run's");
+      fail(model.path + ": a shape is given for '" + name + "', which is " + a_container(t.container) +
+           " (the shapes of its tensors are the run's)");
     // As ONNX Runtime: a one-element shape stands for a declared scalar, symbolic dims take any
     // size, and a declared static dim must be met.
     const bool one_element = std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; });

@@ -110,7 +110,11 @@ def _node_arg(info):
     shape = None
     if info.ranked:
         shape = [d if d >= 0 else (n or None) for d, n in zip(info.shape, info.dim_names)]
-    return NodeArg(info.name, shape, "tensor(%s)" % _TYPE_NAMES.get(info.elem_type, "undefined"))
+    tensor = "tensor(%s)" % _TYPE_NAMES.get(info.elem_type, "undefined")
+    # As ONNX Runtime names them: seq(tensor(float)), optional(tensor(float)), optional(seq(...)).
+    kind = {"tensor": "%s", "sequence": "seq(%s)", "optional": "optional(%s)",
+            "optional sequence": "optional(seq(%s))"}[info.kind]
+    return NodeArg(info.name, shape if info.kind == "tensor" else None, kind % tensor)
 
 
 def _check_providers(providers):
@@ -151,6 +155,7 @@ class InferenceSession:
         self._inputs = [_node_arg(i) for i in inputs]
         self._outputs = [_node_arg(o) for o in outputs]
         self._input_dtypes = {i.name: i.dtype for i in inputs}
+        self._input_kinds = {i.name: i.kind for i in inputs}
         self._plans = collections.OrderedDict()  # input shapes -> _Compiled, most recent last
         self._lock = threading.Lock()
 
@@ -218,24 +223,36 @@ class InferenceSession:
             raise ValueError("%s: no value for input(s) %s" % (self._path, ", ".join(missing)))
         feed = {}
         for name, value in input_feed.items():
-            array = np.asarray(value)
-            want = self._input_dtypes[name]
-            if want is not None and array.dtype != want:
-                # As ONNX Runtime: no silent conversion (float64 data for a float input is refused).
-                raise TypeError("%s: input %r is %s, the model takes %s"
-                                % (self._path, name, array.dtype, np.dtype(want)))
-            feed[name] = array
+            kind = self._input_kinds[name]
+            if value is None and kind.startswith("optional"):
+                feed[name] = None  # an optional holding nothing
+            elif kind in ("sequence", "optional sequence"):
+                if not isinstance(value, (list, tuple)):
+                    raise TypeError("%s: input %r is a sequence: give a list of arrays" % (self._path, name))
+                feed[name] = [self._array(name, v) for v in value]
+            else:
+                feed[name] = self._array(name, value)
         return feed
 
+    def _array(self, name, value):
+        array = np.asarray(value)
+        want = self._input_dtypes[name]
+        if want is not None and array.dtype != want:
+            # As ONNX Runtime: no silent conversion (float64 data for a float input is refused).
+            raise TypeError("%s: input %r is %s, the model takes %s" % (self._path, name, array.dtype, np.dtype(want)))
+        return array
+
     def _compiled_for(self, feed):
-        key = tuple((name, feed[name].shape) for name in sorted(feed))
+        # A plan is made for the tensors' shapes; sequences and optionals are the session's, any size.
+        tensors = {name: a for name, a in feed.items() if self._input_kinds[name] == "tensor"}
+        key = tuple((name, tensors[name].shape) for name in sorted(tensors))
         with self._lock:
             compiled = self._plans.get(key)
             if compiled is not None:
                 self._plans.move_to_end(key)
                 return compiled
         o = self._options
-        model = _memplan.compile(self._path, shapes={name: tuple(a.shape) for name, a in feed.items()},
+        model = _memplan.compile(self._path, shapes={name: tuple(a.shape) for name, a in tensors.items()},
                                  bounds=o.memplan_bounds, threads=o.intra_op_num_threads, prefer=o.memplan_prefer)
         with self._lock:
             compiled = self._plans.setdefault(key, _Compiled(model))

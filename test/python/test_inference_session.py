@@ -138,5 +138,44 @@ class Api(unittest.TestCase):
             sess.run(None, {"x": np.ones((1, 5), np.float32)})
 
 
+class Containers(unittest.TestCase):
+    """Sequences are lists of arrays, an optional holding nothing is None, as in ONNX Runtime."""
+
+    def test_sequence_input_and_output(self):
+        folder = os.path.join(ROOT, "models", "sequence_list", "test_data_set_0")
+        sess = memplan.InferenceSession(os.path.join(ROOT, "models", "sequence_list", "model.onnx"))
+        self.assertEqual(sess.get_inputs()[0].type, "seq(tensor(float))")
+        self.assertEqual([o.type for o in sess.get_outputs()],
+                         ["tensor(int64)", "tensor(float)", "seq(tensor(float))", "tensor(float)"])
+        parts = [np.load(os.path.join(folder, "inputs", "parts", "%d.npy" % k)) for k in range(3)]
+        count, doubled, halves, last = sess.run(None, {"parts": parts})
+        self.assertEqual(int(count), 3)
+        np.testing.assert_array_equal(doubled, np.load(os.path.join(folder, "expected", "doubled.npy")))
+        self.assertIsInstance(halves, list)
+        self.assertEqual(len(halves), 3)
+        for k, h in enumerate(halves):
+            np.testing.assert_array_equal(h, np.load(os.path.join(folder, "expected", "halves", "%d.npy" % k)))
+        np.testing.assert_array_equal(last, parts[-1])
+        # Another length, then a bad element type and a tensor where a list belongs.
+        count, doubled, halves, _ = sess.run(None, {"parts": parts[:1]})
+        self.assertEqual((int(count), doubled.shape, len(halves)), (1, (1, 3), 1))
+        with self.assertRaisesRegex(TypeError, "float64"):
+            sess.run(None, {"parts": [np.ones((1, 3))]})
+        with self.assertRaisesRegex(TypeError, "give a list of arrays"):
+            sess.run(None, {"parts": parts[0]})
+
+    def test_optional_input_may_be_none(self):
+        value = helper.make_tensor_type_proto(TensorProto.FLOAT, [2])
+        maybe = helper.make_value_info("maybe", helper.make_optional_type_proto(value))
+        graph = helper.make_graph([helper.make_node("OptionalHasElement", ["maybe"], ["has"])], "optional", [maybe],
+                                  [helper.make_tensor_value_info("has", TensorProto.BOOL, [])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        sess = memplan.InferenceSession(model.SerializeToString())
+        self.assertEqual(sess.get_inputs()[0].type, "optional(tensor(float))")
+        self.assertTrue(bool(sess.run(None, {"maybe": np.ones(2, np.float32)})[0]))
+        self.assertFalse(bool(sess.run(None, {"maybe": None})[0]))
+
+
 if __name__ == "__main__":
     unittest.main()
