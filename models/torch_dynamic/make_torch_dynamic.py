@@ -5,6 +5,7 @@ outputs as expected.
     /usr/bin/python3 models/torch_dynamic/make_torch_dynamic.py           # (re)write everything
     /usr/bin/python3 models/torch_dynamic/make_torch_dynamic.py --memplan /tmp/memplan
                                                 # ... and also run that memplan binary on each set
+    /usr/bin/python3 models/torch_dynamic/make_torch_dynamic.py scripted_list_ops   # only those named
 
 Needs Debian's python3-torch (1.13), python3-torchvision (0.14), python3-torchaudio (0.13),
 python3-onnx (1.12) and python3-numpy, plus node with onnxruntime-node for the expected outputs:
@@ -42,6 +43,15 @@ torch.onnx.export at opset 17 (traced, unless said otherwise below).
       tensor of the right rank). Exports as SequenceEmpty, a Loop whose body does
       SequenceInsert, then SequenceLength/Greater/If with ConcatFromSequence (new_axis 1 for
       stack, 0 for cat) in the then-branch. Sets: n = 3 and n = 0.
+
+  scripted_list_ops       inputs  x [2,3] f32, n [] i64
+                          outputs total [k,3] f32, second [2,2] f32
+      torch.jit.script of a list used as a list: out = []; for i in range(n): out.append(x * i
+      + 1), and out.pop(0) once it holds three; then out.insert(0, x.sin()), torch.cat(out), and
+      torch.split(x, [1, 2], dim=1)[1] * 2. Exports as a Loop carrying a sequence (SequenceInsert,
+      and SequenceErase in an If), SequenceInsert at position 0, SplitToSequence with sizes,
+      ConcatFromSequence and SequenceAt: no scan output can stand for this list, so it runs as
+      an ONNX sequence. Sets: n = 4 (k = 6), n = 1 (k = 4), n = 0 (k = 2).
 
   stft_frontend           input   x [2,N] f32 (N dynamic)    output  mag [2,9,F] f32
       torch.stft(x, n_fft 16, hop 4, hann window, center False, return_complex False), then
@@ -223,6 +233,40 @@ def make_list_loop():
 
 
 # ----------------------------------------------------------------------------------------------
+# scripted_list_ops
+
+class ListOps(nn.Module):
+    def forward(self, x, n):
+        out: List[torch.Tensor] = []
+        for i in range(int(n)):
+            out.append(x * i + 1.0)
+            if len(out) > 2:
+                out.pop(0)
+        out.insert(0, x.sin())
+        pieces = torch.split(x, [1, 2], dim=1)
+        return torch.cat(out, 0), pieces[1] * 2.0
+
+
+def make_list_ops():
+    torch.manual_seed(SEED + 5)
+    model = ListOps()
+    x = torch.randn(2, 3)
+    sets = [{"x": x, "n": torch.tensor(n)} for n in (4, 1, 0)]
+    scripted = torch.jit.script(model)
+
+    def export():
+        return export_bytes(scripted, (x, torch.tensor(4)), ["x", "n"], ["total", "second"])
+
+    def torch_fn(x, n):
+        out = scripted(x, n)
+        for a, b in zip(model(x, n), out):
+            assert torch.equal(a, b), "eager and scripted differ"
+        return out
+
+    return export, torch_fn, ["x", "n"], ["total", "second"], sets
+
+
+# ----------------------------------------------------------------------------------------------
 # stft_frontend
 
 def stft_symbolic(g, input, n_fft, hop_length, win_length, window, normalized, onesided,
@@ -389,6 +433,7 @@ MODELS = [
     ("conformer_masks", make_conformer),
     ("swin_dropout0", make_swin),
     ("scripted_list_loop", make_list_loop),
+    ("scripted_list_ops", make_list_ops),
     ("stft_frontend", make_stft),
     ("keypoint_rcnn_small", make_keypoint_rcnn),
 ]
@@ -399,8 +444,10 @@ def main():
     if "--memplan" in sys.argv[1:]:
         memplan = sys.argv[sys.argv.index("--memplan") + 1]
     torch.set_num_threads(1)
+    only = [a for a in sys.argv[1:] if not a.startswith("--") and a != memplan]  # model names, or all
     for name, maker in MODELS:
-        build(name, maker, memplan)
+        if not only or name in only:
+            build(name, maker, memplan)
     print(f"{len(fx.changed)} file(s) written, the rest unchanged")
     return 0
 
