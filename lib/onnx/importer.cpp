@@ -17,6 +17,7 @@
 
 #include "memplan/error.h"
 #include "onnx/attributes.h"
+#include "onnx/container_type.h"
 #include "onnx/inline_weights.h"
 #include "onnx/loop_built_lists.h"
 #include "onnx/onnx_pb.h"
@@ -174,15 +175,7 @@ class Importer {
     TensorType t;
     if (tp.value_case() == onnx::TypeProto::VALUE_NOT_SET) return t;  // untyped: inferred later
     // Containers of dense tensors: a sequence, an optional tensor, an optional sequence.
-    const onnx::TypeProto* element = &tp;
-    if (element->has_optional_type()) {
-      t.container = Container::Optional;
-      element = &element->optional_type().elem_type();
-    }
-    if (element->has_sequence_type()) {
-      t.container = t.container == Container::Optional ? Container::OptionalSequence : Container::Sequence;
-      element = &element->sequence_type().elem_type();
-    }
+    const onnx::TypeProto* element = &container_element(tp, t.container);
     if (t.is_container() && element->value_case() == onnx::TypeProto::VALUE_NOT_SET) return t;
     if (!element->has_tensor_type())
       fail_unsupported(where(g) + ": tensor '" + name +

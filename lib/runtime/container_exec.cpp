@@ -15,17 +15,6 @@ namespace {
 
 using Home = CompiledModel::Impl::Home;
 
-int64_t read_index(const rt::TensorView& v) {
-  if (v.dtype == DType::Int32) {
-    int32_t x;
-    std::memcpy(&x, v.data, 4);
-    return x;
-  }
-  int64_t x;
-  std::memcpy(&x, v.data, 8);
-  return x;
-}
-
 uint64_t product(const rt::TensorView& v, int from, int to) {
   uint64_t n = 1;
   for (int d = from; d < to; ++d) n *= static_cast<uint64_t>(v.dims[d]);
@@ -73,7 +62,7 @@ class ContainerOp {
   size_t position(size_t i, size_t size, bool past_end) {
     const rt::TensorView& t = in_tensor(i);
     if (t.element_count() != 1) refuse("its position '" + n_.inputs[i]->name + "' is not a scalar");
-    const int64_t given = read_index(t);
+    const int64_t given = rt::scalar_int(t);
     const auto n = static_cast<int64_t>(size);
     const int64_t pos = given < 0 ? given + n : given;
     if (pos < 0 || pos > n || (pos == n && !past_end))
@@ -203,7 +192,7 @@ class ContainerOp {
         refuse("its split lengths add up to " + std::to_string(total) + ", not to " + std::to_string(length) +
                ", the size of axis " + std::to_string(ax));
     } else if (split) {
-      each = read_index(*split);
+      each = rt::scalar_int(*split);
       if (each <= 0) refuse("its split length " + std::to_string(each) + " is not positive");
       pieces = static_cast<uint64_t>((length + each - 1) / each);
     }

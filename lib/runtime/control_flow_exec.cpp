@@ -19,17 +19,6 @@ namespace {
 
 bool read_bool(const rt::TensorView& v) { return v.data && static_cast<uint8_t>(v.data[0]) != 0; }
 
-int64_t read_int(const rt::TensorView& v) {
-  if (v.dtype == DType::Int32) {
-    int32_t x;
-    std::memcpy(&x, v.data, 4);
-    return x;
-  }
-  int64_t x;
-  std::memcpy(&x, v.data, 8);
-  return x;
-}
-
 // A view of element `index` along axis 0 of `whole`.
 rt::TensorView slice0(const rt::TensorView& whole, int64_t index, uint64_t elem_bytes) {
   rt::TensorView s;
@@ -173,7 +162,7 @@ class LoopRun : BodyRun {
   using BodyRun::BodyRun;
 
   void run() {
-    const int64_t max_trips = ne_.inputs[0] >= 0 ? read_int(node_input(0)) : INT64_MAX;
+    const int64_t max_trips = ne_.inputs[0] >= 0 ? rt::scalar_int(node_input(0)) : INT64_MAX;
     bool cond = ne_.inputs[1] >= 0 ? read_bool(node_input(1)) : true;
     start(cond);
     int64_t k = 0;

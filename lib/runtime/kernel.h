@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
@@ -38,6 +39,18 @@ struct TensorView {
   T* as() const { return reinterpret_cast<T*>(data); }
   std::span<const int64_t> shape() const { return {dims.data(), static_cast<size_t>(rank)}; }
 };
+
+// A scalar int32 or int64 (a trip count, a position) as int64.
+inline int64_t scalar_int(const TensorView& v) {
+  if (v.dtype == DType::Int32) {
+    int32_t x;
+    std::memcpy(&x, v.data, 4);
+    return x;
+  }
+  int64_t x;
+  std::memcpy(&x, v.data, 8);
+  return x;
+}
 
 // What a kernel changes while it runs (oneDNN memory objects re-pointed at this run's tensors,
 // their argument arrays), one per kernel and session, made with the session. Kernels themselves

@@ -12,6 +12,7 @@
 #include "onnx/attributes.h"
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
+#include "onnx/container_type.h"
 #include "onnx/shape_inference/implementation.h"
 #include "onnx/tensor_proto.h"
 #include "shapes/inference_preconditions.h"
@@ -41,15 +42,7 @@ void type_to_proto(const TensorType& t, onnx::TypeProto& p) {
 
 TensorType type_from_proto(const onnx::TypeProto& proto) {
   TensorType t;
-  const onnx::TypeProto* p = &proto;
-  if (p->has_optional_type()) {
-    t.container = Container::Optional;
-    p = &p->optional_type().elem_type();
-  }
-  if (p->has_sequence_type()) {
-    t.container = t.container == Container::Optional ? Container::OptionalSequence : Container::Sequence;
-    p = &p->sequence_type().elem_type();
-  }
+  const onnx::TypeProto* p = &container_element(proto, t.container);
   if (!p->has_tensor_type()) return t;
   const auto& tt = p->tensor_type();
   t.dtype = static_cast<DType>(tt.elem_type());
