@@ -54,6 +54,19 @@ rt::TensorView element_view(const CompiledModel::Impl& m, const Value* v, const 
          dtype_name(static_cast<DType>(t.dtype)));
   if (t.shape.size() > static_cast<size_t>(rt::kMaxRank))
     fail(m.model.path + ": input '" + v->name + "': a tensor of rank " + std::to_string(t.shape.size()));
+  // The element shape the model declares (known dims) holds for every tensor: what reads them
+  // was planned for it.
+  bool fits = !v->type.has_rank || v->type.dims.size() == t.shape.size();
+  for (size_t d = 0; fits && v->type.has_rank && d < t.shape.size(); ++d)
+    fits = !v->type.dims[d].known() || v->type.dims[d].value == t.shape[d];
+  if (!fits) {
+    std::string given = "[";
+    for (size_t d = 0; d < t.shape.size(); ++d) given += (d ? ", " : "") + std::to_string(t.shape[d]);
+    TensorType element = v->type;
+    element.container = Container::None;
+    fail(m.model.path + ": input '" + v->name + "' holds tensors of shape " + element.shape_string() + ", got " +
+         given + "]");
+  }
   rt::TensorView view;
   view.data = static_cast<std::byte*>(const_cast<void*>(t.data));
   view.dtype = static_cast<DType>(t.dtype);

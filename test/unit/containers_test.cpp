@@ -56,7 +56,7 @@ std::vector<float> values(const TensorRef& t) {
   return out;
 }
 
-std::vector<int64_t> shape(const TensorRef& t) { return {t.shape.begin(), t.shape.end()}; }
+std::vector<int64_t> shape_of(const TensorRef& t) { return {t.shape.begin(), t.shape.end()}; }
 
 TensorRef ref(const std::vector<float>& data, const std::vector<int64_t>& dims) {
   return {static_cast<int32_t>(DType::Float32), dims, data.data(), data.size() * sizeof(float)};
@@ -126,13 +126,13 @@ TEST_CASE("sequence ops: construct, insert, at, length, concat, split give ONNX'
   s.set_input("y", kFloat32, std::vector<int64_t>{1, 3}, y.data(), y.size() * 4);
   s.run();
   CHECK(*static_cast<const int64_t*>(s.output("n").data) == 3);
-  CHECK(shape(s.output("last")) == std::vector<int64_t>{1, 3});
+  CHECK(shape_of(s.output("last")) == std::vector<int64_t>{1, 3});
   CHECK(values(s.output("last")) == y);
-  CHECK(shape(s.output("rows")) == std::vector<int64_t>{4, 3});
+  CHECK(shape_of(s.output("rows")) == std::vector<int64_t>{4, 3});
   CHECK(values(s.output("rows")) == std::vector<float>{7, 8, 9, 0, 1, 2, 3, 4, 5, 7, 8, 9});
   const std::vector<TensorRef> rest = s.output_sequence("rest");
   REQUIRE(rest.size() == 1);
-  CHECK(shape(rest[0]) == std::vector<int64_t>{2, 2});
+  CHECK(shape_of(rest[0]) == std::vector<int64_t>{2, 2});
   CHECK(values(rest[0]) == std::vector<float>{1, 2, 4, 5});
   CHECK_THROWS_WITH(s.output("rest"), Catch::Contains("output_sequence"));
 }
@@ -160,7 +160,7 @@ TEST_CASE("sequence input: tensors of different shapes, a different count each r
   std::vector<TensorRef> three{ref(a, row), ref(c, row), ref(a, row)};
   s.set_input_sequence("parts", three);
   s.run();
-  CHECK(shape(s.output("whole")) == std::vector<int64_t>{3, 2});
+  CHECK(shape_of(s.output("whole")) == std::vector<int64_t>{3, 2});
   CHECK(values(s.output("whole")) == std::vector<float>{1, 2, 7, 8, 1, 2});
 
   const std::vector<int64_t> wrong_dims{1, 2};
@@ -168,6 +168,28 @@ TEST_CASE("sequence input: tensors of different shapes, a different count each r
   const std::vector<int32_t> ints{1, 2};
   std::vector<TensorRef> wrong_type{{static_cast<int32_t>(DType::Int32), wrong_dims, ints.data(), 8}};
   CHECK_THROWS_WITH(s.set_input_sequence("parts", wrong_type), Catch::Contains("holds float32 tensors"));
+}
+
+TEST_CASE("sequence input: tensors must have the element shape the model declares", "[containers]") {
+  ModelBuilder mb("declared_elements", 17, 8);
+  auto& g = mb.graph();
+  onnx::ValueInfoProto parts = sequence_info("parts", elem::kFloat);
+  auto* shape = parts.mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("k");
+  shape->add_dim()->set_dim_value(2);
+  *g.add_input() = parts;
+  add_initializer(g, tensor_i64("zero", {}, {0}));
+  add_node(g, "SequenceAt", {"parts", "zero"}, {"first"}, "first");
+  g.add_output()->set_name("first");
+  Session s(compile(mb, "memplan_declared_elements.onnx"), SessionOptions{true});
+  const std::vector<float> v{1, 2, 3, 4, 5, 6};
+  const std::vector<int64_t> k3{3, 2}, wrong{2, 3};
+  std::vector<TensorRef> good{ref(v, k3)}, bad{ref(v, wrong)};
+  s.set_input_sequence("parts", good);
+  s.run();
+  CHECK(shape_of(s.output("first")) == k3);
+  CHECK_THROWS_WITH(s.set_input_sequence("parts", bad),
+                    Catch::Contains("input 'parts' holds tensors of shape [k, 2], got [2, 3]"));
 }
 
 TEST_CASE("sequence ops refuse positions out of range and splits that do not add up, naming the node",

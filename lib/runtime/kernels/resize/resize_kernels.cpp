@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/fused_dequantize.h"
+#include "ir/tensor.h"
 #include "ir/resize_sizes.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
@@ -341,8 +342,9 @@ class ResizeKernel final : public Kernel {
   // row of floats.
   uint64_t scratchpad_bytes() const override {
     const auto columns = static_cast<uint64_t>(columns_);
-    if (!rq_.on) return fixed_ ? 0 : columns * sizeof(Taps);
-    return checked_add(align64(columns * sizeof(Taps)),
+    const uint64_t table = checked_mul(columns, sizeof(Taps), "a Resize's column table");
+    if (!rq_.on) return fixed_ ? 0 : table;
+    return checked_add(align64(table),
                        checked_mul(static_cast<uint64_t>(threads_), thread_floats() * sizeof(float), "a Resize's scratchpad"),
                        "a Resize's scratchpad");
   }
@@ -351,7 +353,12 @@ class ResizeKernel final : public Kernel {
   // column taps, computed once here and kept with the kernel (read-only, like weights), so the
   // arena holds no table and no run computes one. A geometry this refuses is left to the runs.
   void fix_taps(const Shape& in) {
-    if (p_.antialias || rq_.on || columns_ <= 0 || scales_.runtime() || sizes_.runtime() || roi_.runtime()) return;
+    // Sizes come from the file: a table for a million columns or more is left to the runs (in the
+    // arena, which the plan sizes and the session allocates or refuses), never allocated here.
+    constexpr int64_t kMostFixedColumns = int64_t{1} << 20;
+    if (p_.antialias || rq_.on || columns_ <= 0 || columns_ >= kMostFixedColumns || scales_.runtime() ||
+        sizes_.runtime() || roi_.runtime())
+      return;
     try {
       std::array<Axis, kMaxRank> axes;
       const Shape out = geometry(KernelArgs{}, in, axes);
@@ -806,7 +813,10 @@ std::unique_ptr<Kernel> make_resize(const Node& n, const KernelEnv& env) {
     }
   }
   const Value* y = n.outputs[0];
-  const int64_t columns = y->type.is_static() && !y->shape_varies && !y->type.dims.empty() ? y->type.dims.back().value : 0;
+  // (An empty output has no columns to tabulate: its last dim may be anything a file says.)
+  const bool has_columns = y->type.is_static() && !y->shape_varies && !y->type.dims.empty() &&
+                           checked_element_count(y->type.static_dims(), at) > 0;
+  const int64_t columns = has_columns ? y->type.dims.back().value : 0;
   auto k = std::make_unique<ResizeKernel>(at, p, std::move(scales), std::move(sizes), std::move(roi),
                                           std::max<int64_t>(columns, 0), rq, plane_floats, omp_get_max_threads());
   if (fixed_shape(n.inputs[0])) k->fix_taps(static_shape(n.inputs[0]));
