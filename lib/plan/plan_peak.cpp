@@ -1,6 +1,7 @@
 #include "plan/plan_peak.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
 namespace memplan::plan {
@@ -26,19 +27,21 @@ std::vector<Storage> storages_of(const GraphPlan& g) {
 Peak peak_of(const GraphPlan& g) {
   Peak peak;
   const std::vector<Storage> storages = storages_of(g);
-  std::map<int32_t, int64_t> delta;
+  // Sizes come from files and may each be near 2^64: the sums are 128-bit, the peak saturates.
+  std::map<int32_t, __int128> delta;
   for (const auto& s : storages) {
-    delta[s.first] += static_cast<int64_t>(s.root->size);
-    delta[s.last + 1] -= static_cast<int64_t>(s.root->size);
+    delta[s.first] += static_cast<__int128>(s.root->size);
+    delta[s.last + 1] -= static_cast<__int128>(s.root->size);
   }
-  int64_t live = 0;
+  __int128 live = 0, most = 0;
   for (const auto& [step, d] : delta) {
     live += d;
-    if (live > static_cast<int64_t>(peak.bytes)) {
-      peak.bytes = static_cast<uint64_t>(live);
+    if (live > most) {
+      most = live;
       peak.step = step;
     }
   }
+  peak.bytes = most > static_cast<__int128>(UINT64_MAX) ? UINT64_MAX : static_cast<uint64_t>(most);
   for (const auto& s : storages)
     if (s.first <= peak.step && peak.step <= s.last) peak.live.push_back(s);
   std::sort(peak.live.begin(), peak.live.end(), [](auto& a, auto& b) { return a.root->size > b.root->size; });

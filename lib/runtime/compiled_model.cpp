@@ -63,6 +63,21 @@ void bind_weights(CompiledModel::Impl& m, const KernelSelection& sel) {
   for (size_t k = 0; k < splats.size(); ++k) m.weights[splats[k]] = m.materialized[k].data();
 }
 
+// Where each dynamic tensor made by a node of g dies: after its last reader in g (a node whose
+// subgraphs read it included), or after its producer when nothing reads it. Graph outputs and
+// subgraph inputs (a Loop's carried values, handed from iteration to iteration) never die here.
+void mark_dynamic_deaths(CompiledModel::Impl& m, const Graph& g, const GraphExec& ge) {
+  std::unordered_map<const Node*, size_t> step;
+  for (size_t s = 0; s < ge.nodes.size(); ++s) step[m.nodes[static_cast<size_t>(ge.nodes[s])].node] = s;
+  for (const auto& v : g.values) {
+    if (!v->dynamic || v->type.is_container() || !v->producer || v->is_graph_output) continue;
+    size_t last = step.at(v->producer);
+    for (const Node* c : v->consumers)
+      if (auto it = step.find(c); it != step.end()) last = std::max(last, it->second);
+    m.nodes[static_cast<size_t>(ge.nodes[last])].dynamic_dies.push_back(m.id(v.get()));
+  }
+}
+
 // Value ids, weights and per-node execution records; kernels from the selection.
 void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
   for_each_graph(*m.model.main, [&](Graph& g) {
@@ -105,6 +120,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       m.nodes.push_back(std::move(ne));
     }
     for (const Value* out : g.outputs) ge.outputs_bound.push_back(plan::is_bound_output(g, out) ? 1 : 0);
+    mark_dynamic_deaths(m, g, ge);
   });
   bind_weights(m, sel);
   for (const Value* v : m.model.main->inputs) m.inputs.push_back(info_of(v));

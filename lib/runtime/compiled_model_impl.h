@@ -32,6 +32,9 @@ struct NodeExec {
   std::optional<ControlFlowPorts> ports;   // If/Loop/Scan
   bool dynamic = false;                    // touches a dynamic tensor: its kernel is made at run time
   bool container_op = false;               // a sequence or optional op: the session runs it (ir/container_ops.h)
+  // Dynamic tensors of its graph whose last reader it is: once it has run, the session puts their
+  // buffers back in its pool for the dynamic tensors made after them.
+  std::vector<int32_t> dynamic_dies;
 };
 
 struct GraphExec {

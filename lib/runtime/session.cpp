@@ -181,6 +181,7 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
 
 Session::Impl::~Impl() {
   for (DynamicBuffer& b : dynamic_buffers) std::free(b.data);
+  for (PooledBuffer& b : dynamic_pool) std::free(b.data);
   for (std::byte* copy : input_copies) std::free(copy);
   std::free(arena);
 }
@@ -190,19 +191,51 @@ void Session::Impl::reserve_dynamic(int32_t id, uint64_t bytes, bool keep) {
   b.peak = std::max(b.peak, bytes);
   rt::TensorView& v = view(id);
   if (bytes > b.capacity) {
-    // Doubling keeps a growing scan output's copies linear in its final size.
-    const uint64_t want = std::max(bytes, b.capacity * 2);
-    auto* grown = allocate_aligned(want);
-    if (!grown)
-      fail(m.model.path + ": dynamic tensor '" + m.values[static_cast<size_t>(id)]->name + "' needs " +
-           std::to_string(bytes) + " bytes, which could not be allocated");
-    if (keep && b.data) std::memcpy(grown, b.data, b.capacity);
-    std::free(b.data);
-    b.data = grown;
-    b.capacity = want;
+    // The smallest pooled buffer that fits (a value growing in place keeps its own: its contents).
+    auto best = dynamic_pool.end();
+    if (!keep)
+      for (auto it = dynamic_pool.begin(); it != dynamic_pool.end(); ++it)
+        if (it->capacity >= bytes && (best == dynamic_pool.end() || it->capacity < best->capacity)) best = it;
+    if (best != dynamic_pool.end()) {
+      const PooledBuffer taken = *best;
+      if (b.data) *best = {b.data, b.capacity};
+      else dynamic_pool.erase(best);
+      b.data = taken.data;
+      b.capacity = taken.capacity;
+    } else {
+      // Doubling keeps a growing scan output's copies linear in its final size.
+      const uint64_t want = std::max(bytes, b.capacity * 2);
+      auto* grown = allocate_aligned(want);
+      if (!grown)
+        fail(m.model.path + ": dynamic tensor '" + m.values[static_cast<size_t>(id)]->name + "' needs " +
+             std::to_string(bytes) + " bytes, which could not be allocated");
+      if (keep && b.data) std::memcpy(grown, b.data, b.capacity);
+      std::free(b.data);
+      b.data = grown;
+      b.capacity = want;
+      // No pooled buffer fit: the largest of them (too small for this, and for what needs more)
+      // is freed, so the pool holds no more buffers than were ever live at once.
+      auto largest = std::max_element(dynamic_pool.begin(), dynamic_pool.end(),
+                                      [](const PooledBuffer& x, const PooledBuffer& y) { return x.capacity < y.capacity; });
+      if (largest != dynamic_pool.end()) {
+        std::free(largest->data);
+        dynamic_pool.erase(largest);
+      }
+    }
   }
   v.data = b.data;
   v.capacity = b.capacity;
+}
+
+void Session::Impl::release_dynamic(int32_t id) {
+  DynamicBuffer& b = dynamic_buffers[static_cast<size_t>(id)];
+  if (!b.data) return;
+  dynamic_pool.push_back({b.data, b.capacity});
+  b.data = nullptr;
+  b.capacity = 0;
+  rt::TensorView& v = view(id);
+  v.data = nullptr;
+  v.capacity = 0;
 }
 
 void Session::Impl::run_dynamic(const NodeExec& ne) {
@@ -332,6 +365,7 @@ void Session::Impl::run_node_untimed(const NodeExec& ne) {
       }
   }
   if (options.check_memory) guard_after(ne);
+  for (int32_t id : ne.dynamic_dies) release_dynamic(id);
 }
 
 Session::Session(std::shared_ptr<const CompiledModel> model, SessionOptions options)

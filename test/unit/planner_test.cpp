@@ -11,6 +11,7 @@
 #include "memplan/error.h"
 #include "pipeline/compile_pipeline.h"
 #include "plan/plan_file.h"
+#include "plan/plan_peak.h"
 #include "plan_file.pb.h"
 #include "util/sha256.h"
 #include "plan/verifier.h"
@@ -273,4 +274,24 @@ TEST_CASE("ONNX's control-flow conformance models compile and verify", "[planner
     CHECK(c.plan.aliased_bound_bytes <= c.plan.lower_bound_bytes);
     CHECK(c.plan.graphs.size() >= 2);
   }
+}
+
+TEST_CASE("the peak of a frame whose buffers are near 2^64 bytes each is counted without overflow (found by "
+          "fuzz_onnx: the live sum overflowed int64)", "[planner]") {
+  memplan::GraphPlan g;
+  memplan::PlannedBuffer a, b;
+  a.size = uint64_t{1} << 63;
+  a.first = 0;
+  a.last = 1;
+  b.size = (uint64_t{1} << 63) + 4096;
+  b.first = 1;
+  b.last = 2;
+  g.buffers = {a, b};
+  const memplan::plan::Peak peak = memplan::plan::peak_of(g);
+  CHECK(peak.step == 1);
+  CHECK(peak.bytes == UINT64_MAX);  // both live at step 1: more than 64 bits hold, so it saturates
+  CHECK(peak.live.size() == 2);
+  g.buffers[1].first = 2;  // one at a time: the larger is the peak
+  CHECK(memplan::plan::peak_of(g).bytes == b.size);
+  CHECK(memplan::plan::peak_of(g).step == 2);
 }
