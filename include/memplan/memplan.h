@@ -224,6 +224,10 @@ class Session {
   void reset_profile();  // start counting again (after warm-up runs)
   // The model's dynamic tensors (allocated outside the arena) and the largest size each took.
   std::vector<DynamicTensorUse> dynamic_tensors() const;
+  // Bytes the session holds outside the arena now: its dynamic tensors' buffers (tensors whose
+  // lifetimes do not overlap share one, so this is about what was live at once, not their sum) and
+  // the tensors of its sequences and optionals.
+  uint64_t dynamic_bytes() const;
   // [k]: how many runs so far used k threads. A session of several threads runs on fewer while
   // other processes hold the cores (SessionOptions::adapt_to_load), or where one is faster.
   std::vector<uint64_t> runs_by_threads() const;

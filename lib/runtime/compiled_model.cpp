@@ -63,19 +63,37 @@ void bind_weights(CompiledModel::Impl& m, const KernelSelection& sel) {
   for (size_t k = 0; k < splats.size(); ++k) m.weights[splats[k]] = m.materialized[k].data();
 }
 
-// Where each dynamic tensor made by a node of g dies: after its last reader in g (a node whose
-// subgraphs read it included), or after its producer when nothing reads it. Graph outputs and
-// subgraph inputs (a Loop's carried values, handed from iteration to iteration) never die here.
-void mark_dynamic_deaths(CompiledModel::Impl& m, const Graph& g, const GraphExec& ge) {
-  std::unordered_map<const Node*, size_t> step;
-  for (size_t s = 0; s < ge.nodes.size(); ++s) step[m.nodes[static_cast<size_t>(ge.nodes[s])].node] = s;
+// Slots for the dynamic tensors made by g's nodes, by lifetime (first fit, in the order they are
+// made): a value lives from its producer's step to its last reader's (a node whose subgraphs
+// read it included), and takes a slot whose last value died at an earlier step. Graph outputs and
+// subgraph inputs (a Loop's carried values, handed from iteration to iteration) keep buffers of
+// their own. The session grows a slot to the largest value it holds: a chain of run-time-sized
+// tensors (a detector's per-box ops) costs what is live at once, not the sum of them all.
+void assign_dynamic_slots(CompiledModel::Impl& m, const Graph& g, const GraphExec& ge) {
+  std::unordered_map<const Node*, int32_t> step;
+  for (size_t s = 0; s < ge.nodes.size(); ++s) step[m.nodes[static_cast<size_t>(ge.nodes[s])].node] = static_cast<int32_t>(s);
+  struct Life {
+    int32_t id, first, last;
+  };
+  std::vector<Life> lives;
   for (const auto& v : g.values) {
     if (!v->dynamic || v->type.is_container() || !v->producer || v->is_graph_output) continue;
-    size_t last = step.at(v->producer);
+    Life l{m.id(v.get()), step.at(v->producer), step.at(v->producer)};
     for (const Node* c : v->consumers)
-      if (auto it = step.find(c); it != step.end()) last = std::max(last, it->second);
-    m.nodes[static_cast<size_t>(ge.nodes[last])].dynamic_dies.push_back(m.id(v.get()));
+      if (auto it = step.find(c); it != step.end()) l.last = std::max(l.last, it->second);
+    lives.push_back(l);
   }
+  std::stable_sort(lives.begin(), lives.end(), [](const Life& a, const Life& b) { return a.first < b.first; });
+  std::vector<int32_t> busy_until;  // per slot of this graph: the last step of its latest value
+  const int32_t base = m.dynamic_slots;
+  for (const Life& l : lives) {
+    size_t k = 0;
+    while (k < busy_until.size() && busy_until[k] >= l.first) ++k;
+    if (k == busy_until.size()) busy_until.push_back(l.last);
+    else busy_until[k] = l.last;
+    m.dynamic_slot[static_cast<size_t>(l.id)] = base + static_cast<int32_t>(k);
+  }
+  m.dynamic_slots = base + static_cast<int32_t>(busy_until.size());
 }
 
 // Value ids, weights and per-node execution records; kernels from the selection.
@@ -88,6 +106,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       m.homes.push_back(CompiledModel::Impl::Home::None);
       m.offsets.push_back(0);
       m.capacities.push_back(v->capacity_bytes);
+      m.dynamic_slot.push_back(-1);
       m.in_if_output.push_back(0);
       m.sharing.emplace_back();
       m.weights.push_back(nullptr);
@@ -120,7 +139,7 @@ void build_exec(CompiledModel::Impl& m, KernelSelection& sel) {
       m.nodes.push_back(std::move(ne));
     }
     for (const Value* out : g.outputs) ge.outputs_bound.push_back(plan::is_bound_output(g, out) ? 1 : 0);
-    mark_dynamic_deaths(m, g, ge);
+    assign_dynamic_slots(m, g, ge);
   });
   bind_weights(m, sel);
   for (const Value* v : m.model.main->inputs) m.inputs.push_back(info_of(v));

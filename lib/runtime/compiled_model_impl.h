@@ -32,9 +32,6 @@ struct NodeExec {
   std::optional<ControlFlowPorts> ports;   // If/Loop/Scan
   bool dynamic = false;                    // touches a dynamic tensor: its kernel is made at run time
   bool container_op = false;               // a sequence or optional op: the session runs it (ir/container_ops.h)
-  // Dynamic tensors of its graph whose last reader it is: once it has run, the session puts their
-  // buffers back in its pool for the dynamic tensors made after them.
-  std::vector<int32_t> dynamic_dies;
 };
 
 struct GraphExec {
@@ -65,6 +62,11 @@ struct CompiledModel::Impl {
   std::vector<Home> homes;
   std::vector<uint64_t> offsets;     // Arena: absolute offset; External: from the input's start
   std::vector<uint64_t> capacities;  // bytes the memory holds
+  // Dynamic tensors whose lifetimes in their graph do not overlap share a buffer the session grows
+  // to the largest of them (their sizes are the run's, their lifetimes known now): the slot of each
+  // value id, -1 for one with a buffer of its own (a graph output, a Loop's carried value).
+  std::vector<int32_t> dynamic_slot;
+  int32_t dynamic_slots = 0;
   std::vector<uint8_t> in_if_output;  // 1: an If branch's value planned in an If output's bytes
   // Storage groups (guard mode): the values that share each value's bytes, itself included;
   // empty for a value with bytes of its own.

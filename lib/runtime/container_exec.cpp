@@ -46,13 +46,38 @@ class ContainerOp {
   [[noreturn]] void refuse(const std::string& why) const { fail(s_.m.model.path + ": " + n_.describe() + ": " + why); }
   bool has_input(size_t i) const { return i < ne_.inputs.size() && ne_.inputs[i] >= 0; }
   bool is_container(int32_t id) const { return s_.m.homes[static_cast<size_t>(id)] == Home::Container; }
-  const rt::TensorView& in_tensor(size_t i) { return s_.view(ne_.inputs[i]); }
-  const rt::ContainerValue& in_container(size_t i) { return s_.container(ne_.inputs[i]); }
-  rt::ContainerValue& out_container() { return s_.container(ne_.outputs[0]); }
-  void write_out(const rt::TensorView& t) { s_.write_tensor(ne_.outputs[0], t, n_, "output"); }
+  const rt::TensorView& in_tensor(size_t i) {
+    if (!has_input(i) || is_container(ne_.inputs[i])) refuse("its input " + std::to_string(i) + " is not a tensor");
+    return s_.view(ne_.inputs[i]);
+  }
+  rt::TensorView& out_tensor() {
+    if (ne_.outputs.empty() || ne_.outputs[0] < 0 || is_container(ne_.outputs[0])) refuse("its output is not a tensor");
+    return s_.view(ne_.outputs[0]);
+  }
+  // The scalar output of SequenceLength (int64) or OptionalHasElement (bool).
+  rt::TensorView& scalar_out(DType dtype) {
+    rt::TensorView& out = out_tensor();
+    if (out.dtype != dtype || out.capacity < dtype_size(dtype) || !out.data)
+      refuse("its output '" + n_.outputs[0]->name + "' is not a " + dtype_name(dtype) + " scalar");
+    return out;
+  }
+  // (A model whose types say otherwise, which inference let through, is refused here.)
+  const rt::ContainerValue& in_container(size_t i) {
+    if (!has_input(i) || !is_container(ne_.inputs[i])) refuse("its input " + std::to_string(i) + " is not a sequence or optional");
+    return s_.container(ne_.inputs[i]);
+  }
+  rt::ContainerValue& out_container() {
+    if (ne_.outputs.empty() || ne_.outputs[0] < 0 || !is_container(ne_.outputs[0]))
+      refuse("its output is not a sequence or optional");
+    return s_.container(ne_.outputs[0]);
+  }
+  void write_out(const rt::TensorView& t) {
+    out_tensor();
+    s_.write_tensor(ne_.outputs[0], t, n_, "output");
+  }
 
   void write_int64(int64_t x) {
-    rt::TensorView& out = s_.view(ne_.outputs[0]);
+    rt::TensorView& out = scalar_out(DType::Int64);
     std::memcpy(out.data, &x, 8);
     out.rank = 0;
   }
@@ -153,6 +178,7 @@ class ContainerOp {
 
   // The output's memory for a tensor of `shape` (grown where it is dynamic), shaped so.
   rt::TensorView& reserve_output(const rt::TensorView& shape) {
+    out_tensor();
     const int32_t id = ne_.outputs[0];
     const uint64_t bytes = shape.byte_size();
     if (s_.m.homes[static_cast<size_t>(id)] == Home::Dynamic) s_.reserve_dynamic(id, bytes, false);
@@ -231,7 +257,7 @@ class ContainerOp {
 
   void has_element() {
     bool has = has_input(0) && (!is_container(ne_.inputs[0]) || in_container(0).present);
-    rt::TensorView& out = s_.view(ne_.outputs[0]);
+    rt::TensorView& out = scalar_out(DType::Bool);
     *out.data = std::byte{has ? uint8_t{1} : uint8_t{0}};
     out.rank = 0;
   }

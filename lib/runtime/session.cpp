@@ -143,6 +143,7 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
   }
   if (std::find(m.homes.begin(), m.homes.end(), CompiledModel::Impl::Home::Dynamic) != m.homes.end()) {
     dynamic_buffers.resize(m.values.size());
+    slot_buffers.resize(static_cast<size_t>(m.dynamic_slots));
     dynamic_nodes.resize(m.nodes.size());
     dynamic_dnnl = std::make_unique<rt::DnnlContext>();
     for (size_t i = 0; i < m.nodes.size(); ++i)
@@ -181,61 +182,31 @@ Session::Impl::Impl(std::shared_ptr<const CompiledModel> model, SessionOptions o
 
 Session::Impl::~Impl() {
   for (DynamicBuffer& b : dynamic_buffers) std::free(b.data);
-  for (PooledBuffer& b : dynamic_pool) std::free(b.data);
+  for (DynamicBuffer& b : slot_buffers) std::free(b.data);
   for (std::byte* copy : input_copies) std::free(copy);
   std::free(arena);
 }
 
 void Session::Impl::reserve_dynamic(int32_t id, uint64_t bytes, bool keep) {
-  DynamicBuffer& b = dynamic_buffers[static_cast<size_t>(id)];
-  b.peak = std::max(b.peak, bytes);
+  DynamicBuffer& own = dynamic_buffers[static_cast<size_t>(id)];
+  own.peak = std::max(own.peak, bytes);
+  const int32_t slot = m.dynamic_slot[static_cast<size_t>(id)];
+  DynamicBuffer& b = slot >= 0 ? slot_buffers[static_cast<size_t>(slot)] : own;
   rt::TensorView& v = view(id);
   if (bytes > b.capacity) {
-    // The smallest pooled buffer that fits (a value growing in place keeps its own: its contents).
-    auto best = dynamic_pool.end();
-    if (!keep)
-      for (auto it = dynamic_pool.begin(); it != dynamic_pool.end(); ++it)
-        if (it->capacity >= bytes && (best == dynamic_pool.end() || it->capacity < best->capacity)) best = it;
-    if (best != dynamic_pool.end()) {
-      const PooledBuffer taken = *best;
-      if (b.data) *best = {b.data, b.capacity};
-      else dynamic_pool.erase(best);
-      b.data = taken.data;
-      b.capacity = taken.capacity;
-    } else {
-      // Doubling keeps a growing scan output's copies linear in its final size.
-      const uint64_t want = std::max(bytes, b.capacity * 2);
-      auto* grown = allocate_aligned(want);
-      if (!grown)
-        fail(m.model.path + ": dynamic tensor '" + m.values[static_cast<size_t>(id)]->name + "' needs " +
-             std::to_string(bytes) + " bytes, which could not be allocated");
-      if (keep && b.data) std::memcpy(grown, b.data, b.capacity);
-      std::free(b.data);
-      b.data = grown;
-      b.capacity = want;
-      // No pooled buffer fit: the largest of them (too small for this, and for what needs more)
-      // is freed, so the pool holds no more buffers than were ever live at once.
-      auto largest = std::max_element(dynamic_pool.begin(), dynamic_pool.end(),
-                                      [](const PooledBuffer& x, const PooledBuffer& y) { return x.capacity < y.capacity; });
-      if (largest != dynamic_pool.end()) {
-        std::free(largest->data);
-        dynamic_pool.erase(largest);
-      }
-    }
+    // Doubling keeps a growing scan output's copies linear in its final size.
+    const uint64_t want = std::max(bytes, b.capacity * 2);
+    auto* grown = allocate_aligned(want);
+    if (!grown)
+      fail(m.model.path + ": dynamic tensor '" + m.values[static_cast<size_t>(id)]->name + "' needs " +
+           std::to_string(bytes) + " bytes, which could not be allocated");
+    if (keep && b.data) std::memcpy(grown, b.data, b.capacity);
+    std::free(b.data);
+    b.data = grown;
+    b.capacity = want;
   }
   v.data = b.data;
   v.capacity = b.capacity;
-}
-
-void Session::Impl::release_dynamic(int32_t id) {
-  DynamicBuffer& b = dynamic_buffers[static_cast<size_t>(id)];
-  if (!b.data) return;
-  dynamic_pool.push_back({b.data, b.capacity});
-  b.data = nullptr;
-  b.capacity = 0;
-  rt::TensorView& v = view(id);
-  v.data = nullptr;
-  v.capacity = 0;
 }
 
 void Session::Impl::run_dynamic(const NodeExec& ne) {
@@ -365,7 +336,6 @@ void Session::Impl::run_node_untimed(const NodeExec& ne) {
       }
   }
   if (options.check_memory) guard_after(ne);
-  for (int32_t id : ne.dynamic_dies) release_dynamic(id);
 }
 
 Session::Session(std::shared_ptr<const CompiledModel> model, SessionOptions options)
@@ -457,6 +427,14 @@ std::vector<TensorRef> Session::output_sequence(const std::string& name) const {
 bool Session::output_has_value(const std::string& name) const {
   const Value* v = main_output(impl_->m, name);
   return !v->type.is_container() || impl_->container(impl_->m.id(v)).present;
+}
+
+uint64_t Session::dynamic_bytes() const {
+  uint64_t total = 0;
+  for (const auto& b : impl_->dynamic_buffers) total += b.capacity;
+  for (const auto& b : impl_->slot_buffers) total += b.capacity;
+  for (const auto& c : impl_->containers) total += c.bytes_held();
+  return total;
 }
 
 std::vector<DynamicTensorUse> Session::dynamic_tensors() const {

@@ -32,11 +32,9 @@ struct Session::Impl {
   void run_container_op(const NodeExec& ne);  // runtime/container_exec.cpp
   // Copies a tensor into value `id`: a dynamic tensor's buffer grown to fit, or its planned bytes.
   void write_tensor(int32_t id, const rt::TensorView& src, const Node& node, const char* what);
-  // Makes a dynamic value's buffer hold `bytes` (growing it, keeping its contents when `keep`):
-  // its own, or the smallest pooled buffer that fits, or a new one.
+  // Makes a dynamic value's buffer (its slot's, or its own) hold `bytes` (growing it, keeping its
+  // contents when `keep`).
   void reserve_dynamic(int32_t id, uint64_t bytes, bool keep);
-  // A dynamic value that has died gives its buffer back to the pool.
-  void release_dynamic(int32_t id);
 
   // Guard mode (SessionOptions::check_memory).
   void guard_before(const NodeExec& ne);
@@ -86,13 +84,7 @@ struct Session::Impl {
     uint64_t peak = 0;  // the most bytes any run needed
   };
   std::vector<DynamicBuffer> dynamic_buffers;              // per value id (empty when none)
-  // Buffers of dead dynamic tensors, for those made later in the run and in later runs: a chain
-  // of them (a detector's per-box ops) holds what is live at once, not the sum of them all.
-  struct PooledBuffer {
-    std::byte* data = nullptr;
-    uint64_t capacity = 0;
-  };
-  std::vector<PooledBuffer> dynamic_pool;
+  std::vector<DynamicBuffer> slot_buffers;  // per CompiledModel::Impl::dynamic_slot (their peak unused)
   std::vector<std::unique_ptr<rt::DynamicNode>> dynamic_nodes;  // per NodeExec index
   std::unique_ptr<rt::DnnlContext> dynamic_dnnl;          // for kernels made at run time
   // Sequences and optionals (Home::Container), per value id; empty for a model without them.

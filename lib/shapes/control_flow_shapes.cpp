@@ -59,6 +59,8 @@ void infer_if(Node& n, const std::string& file, const std::function<void(Graph&)
   if (!then_g || !else_g) fail(where(n, file) + ": If needs then_branch and else_branch");
   if (n.inputs.size() != 1 || !n.inputs[0])
     fail(where(n, file) + ": If takes one input, its condition; it has " + std::to_string(n.inputs.size()));
+  if (n.inputs[0]->type.is_container())
+    fail(where(n, file) + ": its condition '" + n.inputs[0]->name + "' is " + a_container(n.inputs[0]->type.container));
   // The condition is known only at run time (an If whose condition folds is inlined before this):
   // a branch that cannot run on these shapes is one its caller never takes with them. Both failing
   // is the model's error.
@@ -247,6 +249,32 @@ void bound_growth_by_trip_count(const Node& n, Graph& body, const Graph& pristin
   }
 }
 
+// A Loop's trip count and conditions are tensors; a carried value is a container (a sequence or
+// an optional) in every iteration or in none: the session keeps the two apart.
+void check_loop_containers(const Node& n, const Graph& body, const std::string& file) {
+  const ControlFlowPorts ports(n);
+  for (size_t i = 0; i < 2 && i < n.inputs.size(); ++i)
+    if (n.inputs[i] && n.inputs[i]->type.is_container())
+      fail(where(n, file) + ": its " + (i == 0 ? "trip count" : "condition") + " '" + n.inputs[i]->name + "' is " +
+           a_container(n.inputs[i]->type.container));
+  for (size_t i = 0; i < 2 && i < body.inputs.size(); ++i)
+    if (body.inputs[i]->type.is_container())
+      fail(where(n, file) + ": its body's " + (i == 0 ? "iteration number" : "condition") + " input '" +
+           body.inputs[i]->name + "' is " + a_container(body.inputs[i]->type.container));
+  if (body.outputs[0]->type.is_container())
+    fail(where(n, file) + ": its body's condition '" + body.outputs[0]->name + "' is " +
+         a_container(body.outputs[0]->type.container));
+  for (size_t j = 0; j < ports.carried(); ++j) {
+    const int32_t slot = ports.slot_of_carried(j);
+    const Value* init = n.inputs[ports.first_carried_input() + j];
+    const Value* out = body.outputs[static_cast<size_t>(ports.body_output_of_slot(slot))];
+    // (An optional sequence may start what the body carries on as a sequence: test_loop16_seq_none.)
+    if (init && init->type.is_container() != out->type.is_container())
+      fail(where(n, file) + ": carried value " + std::to_string(j) + " starts as " + a_container(init->type.container) +
+           " ('" + init->name + "') and the body returns " + a_container(out->type.container) + " ('" + out->name + "')");
+  }
+}
+
 void infer_loop(Node& n, const std::string& file, const std::function<void(Graph&)>& infer) {
   Graph* body = n.subgraph("body");
   if (!body) fail(where(n, file) + ": Loop needs a body");
@@ -307,6 +335,7 @@ void infer_loop(Node& n, const std::string& file, const std::function<void(Graph
     type_inputs(*body);
     infer(*body);
   }
+  check_loop_containers(n, *body, file);
   bound_growth_by_trip_count(n, *body, *pristine, widened, first_step, type_inputs, infer, file);
   for (size_t j = 0; j < ports.carried(); ++j) {
     const int32_t slot = ports.slot_of_carried(j);

@@ -321,3 +321,24 @@ TEST_CASE("optionals: an input that holds nothing, Optional, OptionalHasElement 
   h.run();
   CHECK(*static_cast<const uint8_t*>(h.output("has").data) == 0);
 }
+
+TEST_CASE("a Loop whose condition is an optional, or whose carried tensor comes back a sequence, is refused naming "
+          "it", "[containers]") {
+  // Found by fuzz_onnx: the body's condition was Optional(cond_in), read as a bool tensor.
+  const std::string finding = std::string(MEMPLAN_SOURCE_DIR) + "/test/fuzz/findings/fuzz_onnx/loop_condition_optional.onnx";
+  CHECK_THROWS_WITH(CompiledModel::compile(finding, {}),
+                    Catch::Contains("Loop node 'loop'") && Catch::Contains("its body's condition 'c_out' is an optional"));
+
+  ModelBuilder mb("carried_kinds", 17, 8);
+  auto& g = mb.graph();
+  add_input(g, "M", elem::kInt64, {});
+  add_input(g, "x", elem::kFloat, {2});
+  onnx::GraphProto body = loop_body_skeleton("body");
+  add_input(body, "x_in", elem::kFloat, {2});
+  add_node(body, "SequenceConstruct", {"x_in"}, {"x_out"}, "wrap");
+  *body.add_output() = sequence_info("x_out", elem::kFloat);
+  attr_graph(add_node(g, "Loop", {"M", "", "x"}, {"y"}, "loop"), "body", body);
+  *g.add_output() = sequence_info("y", elem::kFloat);
+  CHECK_THROWS_WITH(compile(mb, "memplan_carried_kinds.onnx"),
+                    Catch::Contains("carried value 0 starts as a tensor ('x') and the body returns a sequence ('x_out')"));
+}

@@ -216,3 +216,42 @@ TEST_CASE("dynamic tensors: an op ONNX infers only through its function body get
   const auto* m = static_cast<const uint8_t*>(mask.data);
   CHECK(std::vector<uint8_t>(m, m + 10) == std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1});
 }
+
+TEST_CASE("dynamic tensors: a dead one's buffer is reused by those made after it, in the run and the next",
+          "[dynamic]") {
+  // A Loop of a run-time trip count n stacks its counter ([n]) -> Relu -> Neg -> Neg -> Relu:
+  // five dynamic tensors in a chain, at most two of them live at once.
+  ModelBuilder b("chain", 13);
+  auto& g = b.graph();
+  add_input(g, "n", elem::kInt64, {});
+  onnx::GraphProto body = loop_body_skeleton("body");
+  attr_int(add_node(body, "Cast", {"iter"}, {"iter_f"}, "iter_f"), "to", elem::kFloat);
+  add_output(body, "iter_f", elem::kFloat, {});
+  attr_graph(add_node(g, "Loop", {"n", ""}, {"r"}, "loop"), "body", body);
+  add_node(g, "Relu", {"r"}, {"a"}, "relu1");
+  add_node(g, "Neg", {"a"}, {"b"}, "neg1");
+  add_node(g, "Neg", {"b"}, {"c"}, "neg2");
+  add_node(g, "Relu", {"c"}, {"y"}, "relu2");
+  add_output(g, "y", elem::kFloat, {"k"});
+  auto model = CompiledModel::compile(write(b, "memplan_dynamic_chain.onnx"), {});
+  Session s(model, SessionOptions{true});
+  auto run = [&](int64_t n) {
+    s.set_input("n", kInt64, std::vector<int64_t>{}, &n, 8);
+    s.run();
+  };
+  run(4096);
+  const TensorRef y = s.output("y");
+  REQUIRE(y.bytes == 4096 * 4);
+  CHECK(static_cast<const float*>(y.data)[4095] == 4095.f);
+  uint64_t sum = 0;
+  for (const DynamicTensorUse& d : s.dynamic_tensors()) sum += d.max_bytes;
+  CHECK(s.dynamic_tensors().size() == 5);
+  // Without reuse the session would hold every one of them (5 * 4096 * 4 bytes).
+  const uint64_t held = s.dynamic_bytes();
+  CHECK(held <= sum * 3 / 5);
+  run(4096);
+  CHECK(s.dynamic_bytes() == held);  // the next run takes the same buffers again
+  run(1000);
+  CHECK(s.dynamic_bytes() == held);  // and a shorter one too
+  CHECK(static_cast<const float*>(s.output("y").data)[999] == 999.f);
+}

@@ -280,6 +280,7 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
                                    ", \"throughput_per_s\": " + rate(tp.per_s) +
                                    (tp.sessions.empty() ? "" : ", \"session_run_ms\": [" + per_session + "]") +
                                    ", \"dynamic_tensor_max_bytes\": {" + dynamic_json + "}" +
+                                   ", \"dynamic_bytes_held\": " + std::to_string(session.dynamic_bytes()) +
                                    ", \"peak_rss_bytes\": " + std::to_string(process_peak_rss_bytes()) +
                                    (a.profile ? ", " + profile_json(session.profile(), a.repeat) : ""));
     return;
@@ -287,6 +288,9 @@ void print_report(const RunArgs& a, const CompiledModel& model, const Session& s
   std::cout << model.report_text();
   for (const DynamicTensorUse& d : dynamic)
     std::cout << "dynamic tensor '" << d.name << "': at most " << d.max_bytes << " bytes in these runs\n";
+  if (!dynamic.empty())
+    std::cout << "dynamic tensors, sequences and optionals: " << session.dynamic_bytes()
+              << " bytes held by the session (dynamic tensors whose lifetimes do not overlap share a buffer)\n";
   std::cout << "inference: min " << ms(t.min) << " ms, median " << ms(t.median) << " ms, max " << ms(t.max)
             << " ms over " << t.runs << " run(s), " << threads << " thread(s) per session\n";
   if (threads > 1)
