@@ -82,10 +82,18 @@ class ContainerOp {
     out.rank = 0;
   }
 
+  // Input i, a tensor of int32 or int64 (positions and split lengths).
+  const rt::TensorView& int_tensor(size_t i) {
+    const rt::TensorView& t = in_tensor(i);
+    if (t.dtype != DType::Int32 && t.dtype != DType::Int64)
+      refuse("its input '" + n_.inputs[i]->name + "' is " + dtype_name(t.dtype) + ", not int32 or int64");
+    return t;
+  }
+
   // The position input `i` names in a sequence of `size` elements: negative counts from the end;
   // `past_end` allows size itself (an insert at the end).
   size_t position(size_t i, size_t size, bool past_end) {
-    const rt::TensorView& t = in_tensor(i);
+    const rt::TensorView& t = int_tensor(i);
     if (t.element_count() != 1) refuse("its position '" + n_.inputs[i]->name + "' is not a scalar");
     const int64_t given = rt::scalar_int(t);
     const auto n = static_cast<int64_t>(size);
@@ -198,7 +206,7 @@ class ContainerOp {
     const int64_t length = x.dims[ax];
     // The pieces: one per index (each losing the axis unless keepdims), pieces of one length
     // (the last shorter), or of the lengths given.
-    const rt::TensorView* split = has_input(1) ? &in_tensor(1) : nullptr;
+    const rt::TensorView* split = has_input(1) ? &int_tensor(1) : nullptr;
     const bool listed = split && split->rank > 0;
     auto listed_length = [&](uint64_t k) {
       return split->dtype == DType::Int32 ? int64_t{split->as<int32_t>()[k]} : split->as<int64_t>()[k];

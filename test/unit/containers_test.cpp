@@ -342,3 +342,20 @@ TEST_CASE("a Loop whose condition is an optional, or whose carried tensor comes 
   CHECK_THROWS_WITH(compile(mb, "memplan_carried_kinds.onnx"),
                     Catch::Contains("carried value 0 starts as a tensor ('x') and the body returns a sequence ('x_out')"));
 }
+
+TEST_CASE("a sequence position that is not an integer is refused naming the node and the tensor", "[containers]") {
+  // ONNX 1.12's inference lets a float position through; read as int64 it would be garbage.
+  ModelBuilder mb("float_position", 17, 8);
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {2});
+  add_input(g, "p", elem::kFloat, {});
+  add_node(g, "SequenceConstruct", {"x"}, {"s"}, "construct");
+  add_node(g, "SequenceAt", {"s", "p"}, {"y"}, "at");
+  g.add_output()->set_name("y");
+  Session s(compile(mb, "memplan_float_position.onnx"), SessionOptions{true});
+  const std::vector<float> x{1, 2};
+  const float p = 0;
+  s.set_input("x", kFloat32, std::vector<int64_t>{2}, x.data(), 8);
+  s.set_input("p", kFloat32, std::vector<int64_t>{}, &p, 4);
+  CHECK_THROWS_WITH(s.run(), Catch::Contains("SequenceAt node 'at': its input 'p' is float32, not int32 or int64"));
+}
