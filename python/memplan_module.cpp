@@ -167,6 +167,9 @@ class PySession {
     for (const auto& [key, value] : inputs) {
       if (!py::isinstance<py::str>(key)) throw py::type_error("input names must be str");
       feeds.push_back(make_feed(key.cast<std::string>(), value));
+      // An optional tensor is copied into the session's container, never read in place.
+      for (const memplan::TensorInfo& info : model_->inputs())
+        if (info.name == feeds.back().name && info.kind != memplan::ValueKind::Tensor) feeds.back().zero_copy = false;
     }
     py::dict result;
     py::gil_scoped_release nogil;

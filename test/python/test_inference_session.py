@@ -174,6 +174,8 @@ class Containers(unittest.TestCase):
         sess = memplan.InferenceSession(model.SerializeToString())
         self.assertEqual(sess.get_inputs()[0].type, "optional(tensor(float))")
         self.assertTrue(bool(sess.run(None, {"maybe": np.ones(2, np.float32)})[0]))
+        # A 64-byte-aligned array, which a tensor input would read in place, is copied in too.
+        self.assertTrue(bool(sess.run(None, {"maybe": memplan.aligned_empty((2,), np.float32)})[0]))
         self.assertFalse(bool(sess.run(None, {"maybe": None})[0]))
 
 
