@@ -5,9 +5,7 @@
 #include <utility>
 
 #include "memplan/error.h"
-#include "ir/tensor.h"
 #include "report/plan_report.h"
-#include "util/checked.h"
 #include "runtime/free_cores.h"
 #include "runtime/session_impl.h"
 
@@ -72,9 +70,13 @@ rt::TensorView element_view(const CompiledModel::Impl& m, const Value* v, const 
   view.dtype = static_cast<DType>(t.dtype);
   view.rank = static_cast<int>(t.shape.size());
   std::copy(t.shape.begin(), t.shape.end(), view.dims.begin());
-  const std::string what = m.model.path + ": input '" + v->name + "'";
-  const uint64_t need = checked_mul(checked_element_count(t.shape, what), dtype_size(view.dtype), what);
-  if (t.bytes != need) fail(what + ": a tensor of its shape has " + std::to_string(need) + " bytes, got " + std::to_string(t.bytes));
+  // Inputs are set before every run: no message is built (allocated) unless it fails.
+  uint64_t need = dtype_size(view.dtype);
+  bool fits_bytes = true;
+  for (int64_t d : t.shape) fits_bytes = fits_bytes && d >= 0 && !__builtin_mul_overflow(need, static_cast<uint64_t>(d), &need);
+  if (!fits_bytes || t.bytes != need)
+    fail(m.model.path + ": input '" + v->name + "': a tensor of its shape has " +
+         (fits_bytes ? std::to_string(need) : std::string("more than 2^64")) + " bytes, got " + std::to_string(t.bytes));
   view.capacity = t.bytes;
   return view;
 }
@@ -346,9 +348,10 @@ void Session::set_input(const std::string& name, int32_t dtype, std::span<const 
                         uint64_t bytes) {
   const Value* v = main_input(impl_->m, name);
   if (v->type.is_container()) {  // an optional tensor that holds this one
+    const rt::TensorView element = element_view(impl_->m, v, TensorRef{dtype, shape, data, bytes});
     rt::ContainerValue& c = container_input(*impl_, v, {Container::Optional}, "set it with set_input_sequence");
     c.clear();
-    c.push_back(element_view(impl_->m, v, TensorRef{dtype, shape, data, bytes}));
+    c.push_back(element);
     return;
   }
   check_input(impl_->m, v, dtype, shape, bytes);
@@ -374,6 +377,8 @@ void Session::bind_input(const std::string& name, int32_t dtype, std::span<const
 
 void Session::set_input_sequence(const std::string& name, std::span<const TensorRef> tensors) {
   const Value* v = main_input(impl_->m, name);
+  // Every tensor is checked before the input changes: a refused list leaves no half-set input.
+  for (const TensorRef& t : tensors) element_view(impl_->m, v, t);
   rt::ContainerValue& c = container_input(*impl_, v, {Container::Sequence, Container::OptionalSequence},
                                           "set it with set_input");
   c.clear();

@@ -168,6 +168,12 @@ TEST_CASE("sequence input: tensors of different shapes, a different count each r
   const std::vector<int32_t> ints{1, 2};
   std::vector<TensorRef> wrong_type{{static_cast<int32_t>(DType::Int32), wrong_dims, ints.data(), 8}};
   CHECK_THROWS_WITH(s.set_input_sequence("parts", wrong_type), Catch::Contains("holds float32 tensors"));
+  // A refused list changes nothing: the last one set still runs.
+  std::vector<TensorRef> good_then_bad{ref(a, row), wrong_type[0]};
+  s.set_input_sequence("parts", three);
+  CHECK_THROWS(s.set_input_sequence("parts", good_then_bad));
+  s.run();
+  CHECK(shape_of(s.output("whole")) == std::vector<int64_t>{3, 2});
 }
 
 TEST_CASE("sequence input: tensors must have the element shape the model declares", "[containers]") {
