@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "ir/control_flow_ports.h"
 #include "memplan/error.h"
@@ -440,11 +441,14 @@ void list_dynamic_tensors(const Model& model, MemoryPlan& plan) {
   });
 }
 
+// Each constant once, however many values name it (an Identity of a weight shares its bytes).
 uint64_t weights_bytes(const Model& model) {
   uint64_t weights = 0;
+  std::unordered_set<const Tensor*> counted;
   for_each_graph(*model.main, [&](Graph& g) {
     for (const auto& v : g.values)
-      if (v->constant) weights = checked_add(weights, v->constant->byte_size(), "weights");
+      if (v->constant && counted.insert(v->constant.get()).second)
+        weights = checked_add(weights, v->constant->byte_size(), "weights");
   });
   return weights;
 }

@@ -178,6 +178,13 @@ class ShapeInference {
     for (const Value* in : n.inputs)
       if (in && in->type.dtype == DType::Undefined) return;  // downstream of an unknown op
     check_schema_arity(n, model_.path);
+    if (n.op_type == "Identity" && n.inputs.size() == 1 && n.outputs.size() == 1 && n.inputs[0] &&
+        n.inputs[0]->constant && n.outputs[0]) {
+      // The same bytes under a second name: shared, not copied. torch writes an Identity for each
+      // use of a shared weight (an RNN-T predictor's recurrent weights, once per unrolled step).
+      set_constant(*n.outputs[0], n.inputs[0]->constant);
+      return;
+    }
     if (auto folded = fold_node(n)) {
       make_constants(n, *folded);
       return;
@@ -193,19 +200,19 @@ class ShapeInference {
     if (folded.size() != n.outputs.size())
       fail_internal(n.describe() + ": folded to " + std::to_string(folded.size()) + " values for " +
                     std::to_string(n.outputs.size()) + " outputs");
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      Value* out = n.outputs[k];
-      if (!out) continue;
-      Tensor& t = folded[k];
-      out->type.dtype = t.dtype;
-      out->type.has_rank = true;
-      out->type.dims.clear();
-      for (int64_t d : t.dims) out->type.dims.push_back(Dim{d, {}});
-      out->capacity_known = false;
-      out->capacity_bytes = 0;
-      out->shape_varies = false;
-      out->constant = std::make_shared<Tensor>(std::move(t));
-    }
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (n.outputs[k]) set_constant(*n.outputs[k], std::make_shared<Tensor>(std::move(folded[k])));
+  }
+
+  static void set_constant(Value& out, std::shared_ptr<const Tensor> t) {
+    out.type.dtype = t->dtype;
+    out.type.has_rank = true;
+    out.type.dims.clear();
+    for (int64_t d : t->dims) out.type.dims.push_back(Dim{d, {}});
+    out.capacity_known = false;
+    out.capacity_bytes = 0;
+    out.shape_varies = false;
+    out.constant = std::move(t);
   }
 
   // Optional outputs nobody reads (Dropout's mask, ...) are dropped, as if the model omitted them,
