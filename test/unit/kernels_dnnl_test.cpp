@@ -235,6 +235,42 @@ TEST_CASE("Conv 1-D equals the 2-D convolution of a height-1 image", "[kernels][
   require_close(c.result_as<float>(0), naive_conv2d(x, {1, 2, 1, 9}, w, {4, 2, 1, 3}, b, p, 1, 5));
 }
 
+TEST_CASE("Conv 1-D runs on the kernel oneDNN has for the same window as one row of 2-D", "[kernels][dnnl]") {
+  // A Conformer's depthwise 31-tap convolution, 32 channels at 2x50, and one dilated and strided:
+  // oneDNN 2.6 has only its GEMM for them as 1-D (30x slower at a Conformer's sizes), a direct
+  // kernel as 2-D on AVX-512.
+  for (const int64_t stride : {1, 2}) {
+    const int64_t c_in = 32, width = 50, taps = 31, dilation = stride, pad = 15 * dilation;
+    const int64_t out = (width + 2 * pad - (taps - 1) * dilation - 1) / stride + 1;
+    Floats x = random_floats(static_cast<size_t>(2 * c_in * width), 11);
+    Floats w = random_floats(static_cast<size_t>(c_in * taps), 12), b = random_floats(static_cast<size_t>(c_in), 13);
+    auto run = [&](bool one_d) {
+      const auto dims = [&](int64_t n, int64_t c, int64_t wd) { return one_d ? Dims{n, c, wd} : Dims{n, c, 1, wd}; };
+      KernelCase c("Conv");
+      c.input("X", F32, dims(2, c_in, width), x);
+      c.input("W", F32, dims(c_in, 1, taps), w, true);
+      c.input("B", F32, {c_in}, b, true);
+      c.output("Y", F32, dims(2, c_in, out));
+      c.attr("group", c_in);
+      c.attr("pads", one_d ? Dims{pad, pad} : Dims{0, pad, 0, pad});
+      c.attr("strides", one_d ? Dims{stride} : Dims{1, stride});
+      c.attr("dilations", one_d ? Dims{dilation} : Dims{1, dilation});
+      REQUIRE(c.run());
+      return std::pair{c.result_as<float>(0), c.kernel()->implementation()};
+    };
+    const auto [y1, impl1] = run(true);
+    const auto [y2, impl2] = run(false);
+    Conv2d p;
+    p.group = c_in;
+    p.strides = {1, stride};
+    p.dilations = {1, dilation};
+    p.pads = {0, pad, 0, pad};
+    INFO("stride " << stride << ": 1-D on " << impl1 << ", 2-D on " << impl2);
+    require_close(y1, naive_conv2d(x, {2, c_in, 1, width}, w, {c_in, 1, 1, taps}, b, p, 1, out));
+    CHECK(impl1 == impl2);
+  }
+}
+
 TEST_CASE("Conv 3-D with a 1x1x1 kernel is a per-voxel channel mix", "[kernels][dnnl]") {
   KernelCase c("Conv");
   c.input("X", F32, {1, 2, 2, 1, 2}, Floats{1, 2, 3, 4, 10, 20, 30, 40});
