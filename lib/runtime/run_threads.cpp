@@ -102,6 +102,15 @@ int LoadAdaptiveThreads::choose() const {
   return probing() ? (best == 1 ? full_ : 1) : best;
 }
 
+uint64_t LoadAdaptiveThreads::cost_wait() const {
+  const double fast = std::min(average_ms_[0], average_ms_[1]), slow = std::max(average_ms_[0], average_ms_[1]);
+  if (fast <= 0) return 0;  // not both measured yet
+  // A probe's runs at the slower count: one, timed, for a long run; else two (the first untimed).
+  const double probe_runs = slow >= kLongRunMs ? 1 : 2;
+  const double wait = probe_runs * (slow - fast) / (kProbeCostShare * fast);
+  return wait >= static_cast<double>(kLongestCostWait) ? kLongestCostWait : static_cast<uint64_t>(wait);
+}
+
 void LoadAdaptiveThreads::begin(int threads) {
   used_ = threads;
   if (full_ > 1) started_ns_ = now_ns();
@@ -125,7 +134,7 @@ void LoadAdaptiveThreads::record(int threads, double ms) {
     // A probe's timed run ends it: the wait before the next doubles if the choice stands.
     if (!capped_ && probing()) {
       probe_wait_ = faster() == used_ ? kFirstProbeAfter : std::min(probe_wait_ * 2, kLongestProbeWait);
-      next_probe_ = runs_ + 1 + probe_wait_;
+      probe_from_ = runs_ + 1;
     }
   }
   last_ = used_;

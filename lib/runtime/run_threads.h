@@ -9,6 +9,7 @@
 // duration only, so sessions on different threads each get their own.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -62,11 +63,14 @@ class RequestedThreads {
 // faster. A probe that
 // confirms the choice doubles the wait before the next (8 runs, then 16, ... up to 64: a steady
 // load costs a probe's slower runs ever more rarely); one that changes it starts again from 8.
+// Where the other count is much slower, the wait is longer still: long enough that a probe's
+// extra time is at most kProbeCostShare of the runs' time between probes (a model twice as fast
+// on two threads probes one every 100 runs, not every 64 from the 8th), up to kLongestCostWait.
 // Two clock reads a run, no allocation.
 class LoadAdaptiveThreads {
  public:
-  static constexpr uint64_t kFirstProbeAfter = 8, kLongestProbeWait = 64;
-  static constexpr double kLongRunMs = 200;
+  static constexpr uint64_t kFirstProbeAfter = 8, kLongestProbeWait = 64, kLongestCostWait = 1024;
+  static constexpr double kLongRunMs = 200, kProbeCostShare = 0.02;
 
   // enabled = false: every run uses `threads`.
   LoadAdaptiveThreads(int threads, bool enabled) : full_(enabled ? threads : 1), fixed_(threads) {}
@@ -83,7 +87,8 @@ class LoadAdaptiveThreads {
  private:
   int choose() const;  // the count the timings choose, free cores aside
   int faster() const { return average_ms_[0] < average_ms_[1] ? 1 : full_; }
-  bool probing() const { return runs_ >= 4 && runs_ >= next_probe_; }
+  bool probing() const { return runs_ >= 4 && runs_ >= probe_from_ + std::max(probe_wait_, cost_wait()); }
+  uint64_t cost_wait() const;  // the runs between probes that keep them at kProbeCostShare
 
   int full_;   // the count to adapt from (1: no adapting)
   int fixed_;  // the count when not adapting
@@ -92,8 +97,8 @@ class LoadAdaptiveThreads {
   int last_ = 0;            // the count of the previous run
   bool last_timed_ = false;  // whether the previous run was timed
   uint64_t runs_ = 0;
-  uint64_t probe_wait_ = kFirstProbeAfter;  // runs between the last probe and the next
-  uint64_t next_probe_ = kFirstProbeAfter;  // the run the next probe starts at
+  uint64_t probe_wait_ = kFirstProbeAfter;  // runs between the last probe and the next, at least
+  uint64_t probe_from_ = 0;                 // the run after the last probe (0: none yet)
   double average_ms_[2] = {-1, -1};  // [0]: one thread, [1]: all; -1 until measured
   int64_t started_ns_ = 0;
 };

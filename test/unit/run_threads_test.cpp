@@ -29,7 +29,8 @@ std::vector<int> runs_on_all_threads(LoadAdaptiveThreads& adapt, int first, int 
   return all;
 }
 
-double busy(int threads, int) { return threads == 1 ? 10.0 : 15.0; }
+// A core busy: two threads 5% slower than one (a small margin: probes follow the doubling wait).
+double busy(int threads, int) { return threads == 1 ? 10.0 : 10.5; }
 
 }  // namespace
 
@@ -44,26 +45,40 @@ TEST_CASE("when the load goes, a probe finds two threads faster, switches back a
           "[threads]") {
   LoadAdaptiveThreads adapt(2, true);
   runs_on_all_threads(adapt, 0, 100, busy);
-  // The machine is idle from run 100: two threads take 4 ms. The probe at 126 finds it.
+  // The machine is idle from run 100: two threads take 4 ms. The probe at 126 finds it, and one
+  // thread, 2.5 times as slow now, is not probed again for well over a hundred runs.
   const auto idle = [](int threads, int) { return threads == 1 ? 10.0 : 4.0; };
-  const std::vector<int> all = runs_on_all_threads(adapt, 100, 40, idle);
-  std::vector<int> want{126, 127, 128, 129, 130, 131, 132, 133, 134, 135};  // then 136-137 probe one thread
-  want.insert(want.end(), {138, 139});
+  const std::vector<int> all = runs_on_all_threads(adapt, 100, 140, idle);
+  std::vector<int> want;
+  for (int r = 126; r < 240; ++r) want.push_back(r);
   CHECK(all == want);
+}
+
+TEST_CASE("a model twice as fast on two threads probes one as rarely as keeps the probes at 2% of its time",
+          "[threads]") {
+  // A probe costs two runs at 20 ms instead of 10: 100 runs of 10 ms between probes make it 2%.
+  LoadAdaptiveThreads adapt(2, true);
+  const auto twice = [](int threads, int) { return threads == 1 ? 20.0 : 10.0; };
+  const std::vector<int> all = runs_on_all_threads(adapt, 0, 310, twice);
+  std::vector<int> one;
+  for (int r = 0; r < 310; ++r)
+    if (!std::binary_search(all.begin(), all.end(), r)) one.push_back(r);
+  // Runs 2-3 measure one thread; probes at 100, then 102 + 100 and 204 + 100 (the doubling wait,
+  // 16 and 32, is shorter).
+  CHECK(one == std::vector<int>{2, 3, 100, 101, 202, 203, 304, 305});
 }
 
 TEST_CASE("a slow model probes one thread for a single run, its third first", "[threads]") {
   // Two threads 1 s, one thread 1.7 s: a run that long is timed right after a switch, so one
-  // thread takes runs 2 (the first measurement), 8 and 25 (probes of one run, the wait doubling).
+  // thread takes run 2 (the first measurement), then probes of one run: 700 ms extra each, at
+  // most 2% of the 35 runs between them (35 and 36 + 35).
   LoadAdaptiveThreads adapt(2, true);
   const auto slow = [](int threads, int) { return threads == 1 ? 1700.0 : 1000.0; };
-  const std::vector<int> all = runs_on_all_threads(adapt, 0, 31, slow);
+  const std::vector<int> all = runs_on_all_threads(adapt, 0, 80, slow);
   std::vector<int> one;
-  for (int r = 0, k = 0; r < 31; ++r) {
-    if (k < static_cast<int>(all.size()) && all[static_cast<size_t>(k)] == r) ++k;
-    else one.push_back(r);
-  }
-  CHECK(one == std::vector<int>{2, 8, 25});
+  for (int r = 0; r < 80; ++r)
+    if (!std::binary_search(all.begin(), all.end(), r)) one.push_back(r);
+  CHECK(one == std::vector<int>{2, 35, 71});
 }
 
 TEST_CASE("a session that does not adapt runs every run at its own count", "[threads]") {
@@ -90,14 +105,14 @@ TEST_CASE("while other processes hold a core of two, every run takes one thread 
 TEST_CASE("a session held to one thread from its first run takes two once a core is free, and probes one after 8 runs",
           "[threads]") {
   LoadAdaptiveThreads adapt(2, true);
-  for (int r = 0; r < 10; ++r) adapt.record(adapt.next(1), 12.0);
+  for (int r = 0; r < 10; ++r) adapt.record(adapt.next(1), 10.0);
   // Its first runs' schedule starts when the cap lifts: two threads (one is timed already, at
-  // 12 ms under the load), faster, until the probe of one thread at the 8th run.
+  // 10 ms under the load), faster by 5%, until the probe of one thread at the 8th run.
   std::vector<int> counts;
   for (int r = 0; r < 12; ++r) {
     const int threads = adapt.next(2);
     counts.push_back(threads);
-    adapt.record(threads, threads == 1 ? 10.0 : 4.0);
+    adapt.record(threads, threads == 1 ? 10.0 : 9.5);
   }
   CHECK(counts == std::vector<int>{2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 2});
 }
