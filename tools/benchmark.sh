@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The benchmark: memplan against ONNX Runtime on every model, written to docs/BENCHMARKS.md.
 # Sets up (apt, npm), builds memplan, exports the zoo (torchvision CNNs and torch.jit.script
-# control-flow models) into BUILD/zoo and the quantized zoo (int8 models in ONNX Runtime's dynamic
-# and QDQ layouts, expected outputs from ONNX Runtime) into BUILD/quant_zoo, then runs
-# tools/bench/bench.py on both zoos, ../shared/models and models/.
+# control-flow models) into BUILD/zoo, the transformer zoo into BUILD/transformer_zoo and the
+# quantized zoo (int8 models in ONNX Runtime's dynamic and QDQ layouts, expected outputs from ONNX
+# Runtime) into BUILD/quant_zoo, then runs tools/bench/bench.py on the three zoos,
+# ../shared/models and models/.
 #
 # Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
-#                          [--no-load] [--real]
+#                          [--no-load] [--real | --transformers]
 #   --repeat N      timed inferences per model and thread count (default 20)
 #   --filter REGEX  only models whose folder name matches; the table then goes to
 #                   BUILD/bench/BENCHMARKS.md unless --out is given
@@ -21,6 +22,10 @@
 #                   once at the machine's instruction set and once with oneDNN capped to AVX2
 #                   (DNNL_MAX_CPU_ISA=AVX2): their two sections of docs/BENCHMARKS.md are made
 #                   again, the rest is kept
+#   --transformers  the same for the transformer zoo (tools/bench/zoo_transformers.py: ViT-B/16,
+#                   Swin-T, ConvNeXt-T, wav2vec2 base, a Conformer encoder, a BERT-like encoder
+#                   with a padding mask, an RNN-T predictor and joiner), exported into
+#                   BUILD/transformer_zoo
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
@@ -31,6 +36,7 @@ out=""
 setup=1
 load=()
 real=0
+transformers=0
 command_line="tools/benchmark.sh${*:+ $*}"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -42,6 +48,7 @@ while [ $# -gt 0 ]; do
     --no-setup) setup=0; shift ;;
     --no-load) load=(--no-load); shift ;;
     --real) real=1; shift ;;
+    --transformers) transformers=1; shift ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 1 ;;
   esac
 done
@@ -52,25 +59,41 @@ if [ "$setup" = 1 ]; then
   "$here/tools/bench/setup_bench.sh" "$build"
   "$here/tools/build.sh" "$build"
 fi
-if [ "$real" = 1 ]; then
-  # oneDNN picks kernels, layouts and scratchpads by instruction set: a regression at either shows.
+# Sections SECTION (with SETS, "TITLE=DIR" each) of the markdown, made again at the machine's
+# instruction set and with oneDNN capped to AVX2: oneDNN picks kernels, layouts and scratchpads by
+# instruction set, so a regression at either shows. 1 and 2 threads, no load columns.
+sections_at_both_isas() {
+  local base=$1 work=$2 isa section
+  local -a isa_env
+  shift 2
   for isa in native AVX2; do
-    section="Real models and converter patterns against ONNX Runtime"
+    section=$base
     isa_env=()
     [ "$isa" = native ] || { section="$section, oneDNN capped to $isa"; isa_env=("DNNL_MAX_CPU_ISA=$isa"); }
     env "${isa_env[@]}" /usr/bin/python3 "$here/tools/bench/bench.py" \
       --memplan "$build/tools/memplan" --node-modules "$build/bench/node_modules" --repeat "$repeat" \
-      --filter "$filter" --out "$out" --work "$build/bench/work_$isa" --command "$command_line" --no-load \
-      --section "$section" \
-      "models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real" \
-      "models/patterns: what converters write (expected outputs: ONNX Runtime 1.30)=$here/models/patterns"
+      --filter "$filter" --out "$out" --work "$build/bench/${work}_$isa" --command "$command_line" --no-load \
+      --section "$section" "$@"
   done
+}
+if [ "$real" = 1 ]; then
+  sections_at_both_isas "Real models and converter patterns against ONNX Runtime" work \
+    "models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real" \
+    "models/patterns: what converters write (expected outputs: ONNX Runtime 1.30)=$here/models/patterns"
+  exit 0
+fi
+if [ "$transformers" = 1 ]; then
+  /usr/bin/python3 "$here/tools/bench/export_zoo.py" --transformers "$build/transformer_zoo"
+  sections_at_both_isas "Transformer zoo against ONNX Runtime" work_transformers \
+    "Transformer zoo: torchvision and torchaudio exports, random weights (expected outputs: torch)=$build/transformer_zoo"
   exit 0
 fi
 /usr/bin/python3 "$here/tools/bench/export_zoo.py" "$build/zoo"
+/usr/bin/python3 "$here/tools/bench/export_zoo.py" --transformers "$build/transformer_zoo"
 /usr/bin/python3 "$here/tools/bench/make_quant_zoo.py" "$build/quant_zoo" --node-modules "$build/bench/node_modules"
 
 sets=("Zoo: torchvision CNNs and torch.jit.script control flow (expected outputs: torch)=$build/zoo")
+sets+=("Transformer zoo: torchvision and torchaudio exports, random weights (expected outputs: torch)=$build/transformer_zoo")
 sets+=("Quantized zoo: int8 in ONNX Runtime's dynamic and QDQ layouts (expected outputs: ONNX Runtime 1.30)=$build/quant_zoo")
 if [ -d "$shared" ]; then
   sets+=("shared/models (expected outputs: ONNX Runtime 1.30, optimizations off)=$(cd "$shared" && pwd)")

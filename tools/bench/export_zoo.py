@@ -1,13 +1,16 @@
 #!/usr/bin/python3
-"""Exports the benchmark zoo: torchvision CNNs and four torch.jit.script control-flow models.
+"""Exports the benchmark zoos: torchvision CNNs and four torch.jit.script control-flow models, or
+with --transformers the transformer zoo (zoo_transformers.py: ViT, Swin, ConvNeXt, wav2vec2, a
+Conformer, a BERT-like encoder with a padding mask, an RNN-T predictor and joiner).
 
-Usage: export_zoo.py OUT_DIR [--only NAME,...]
+Usage: export_zoo.py OUT_DIR [--transformers] [--only NAME,...]
 
 Each model goes to OUT_DIR/<name>/model.onnx with test_data_set_0/input_N.pb and output_N.pb
 (torch's own outputs), the layout of ONNX's backend tests and of shared/models. Weights are random
 (fixed seed) and BatchNorm statistics are randomised, so a wrong fusion or a skipped BatchNorm shows
 as a large error. Idempotent: a model whose folder already has model.onnx and its data set is skipped
-(delete the folder to export it again). Debian's python3-torch and python3-torchvision only.
+(delete the folder to export it again). Debian's python3-torch, python3-torchvision and
+python3-torchaudio only.
 """
 import os
 import sys
@@ -72,11 +75,14 @@ def save(out_dir, name, module, inputs, input_names, output_names):
     data = os.path.join(folder, "test_data_set_0")
     os.makedirs(data, exist_ok=True)
     tmp = os.path.join(folder, "model.onnx.tmp")
-    with torch.no_grad(), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # Traced with gradients on: under no_grad, torch 1.13's attention layers take their fused
+        # inference kernel (aten::_native_multi_head_attention), which has no ONNX export.
         torch.onnx.export(module, tuple(inputs), tmp, opset_version=OPSET, input_names=input_names,
                           output_names=output_names, do_constant_folding=True)
-        outputs = module(*inputs)
+        with torch.no_grad():
+            outputs = module(*inputs)
     if isinstance(outputs, torch.Tensor):
         outputs = (outputs,)
     onnx.checker.check_model(onnx.load(tmp))
@@ -100,10 +106,17 @@ def main():
         i = args.index("--only")
         only = set(args[i + 1].split(","))
         del args[i:i + 2]
+    transformers = "--transformers" in args
+    if transformers:
+        args.remove("--transformers")
     if len(args) != 1:
         sys.exit(__doc__)
     out_dir = args[0]
     torch.set_num_threads(max(1, os.cpu_count() or 1))
+    if transformers:
+        from zoo_transformers import TRANSFORMER_MODELS  # imports torchaudio, which the CNNs do not need
+        export_makers(out_dir, TRANSFORMER_MODELS, only, lambda module: module.eval())
+        return
     for name, (make, side) in CNNS.items():
         if (only and name not in only) or done(out_dir, name):
             continue
@@ -114,13 +127,19 @@ def main():
         randomise_batchnorm(model, side, gen)
         x = torch.rand(1, 3, side, side, generator=gen) * 2 - 1
         save(out_dir, name, model, [x], ["input"], ["logits"])
-    for name, make in CONTROL_FLOW_MODELS.items():
+    export_makers(out_dir, CONTROL_FLOW_MODELS, only, lambda module: torch.jit.script(module.eval()))
+
+
+def export_makers(out_dir, makers, only, prepare):
+    """Exports each maker's (module, inputs, input names, output names), the module passed through
+    `prepare` (eval, or scripting for data-dependent control flow)."""
+    for name, make in makers.items():
         if (only and name not in only) or done(out_dir, name):
             continue
         print(f"export_zoo: {name}", flush=True)
         torch.manual_seed(0)
         module, inputs, input_names, output_names = make()
-        save(out_dir, name, torch.jit.script(module.eval()), inputs, input_names, output_names)
+        save(out_dir, name, prepare(module), inputs, input_names, output_names)
 
 
 if __name__ == "__main__":

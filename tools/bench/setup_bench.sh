@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the benchmark needs beyond tools/setup.sh. Idempotent. Usage: setup_bench.sh [BUILD_DIR]
-#  - apt: python3-torch and python3-torchvision (export the zoo), GNU time (peak RSS), and Node.js
+#  - apt: python3-torch, python3-torchvision and python3-torchaudio (export the zoos), GNU time (peak RSS), and Node.js
 #    with npm when no `node` is on the PATH (Debian 12 ships Node 18; onnxruntime-node 1.30 runs on
 #    it and on Node 20).
 #  - npm: onnxruntime-node, pinned by tools/bench/package-lock.json, into BUILD_DIR/bench/node_modules
@@ -10,7 +10,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}
 
-packages=(python3-torch python3-torchvision python3-onnx python3-numpy time)
+packages=(python3-torch python3-torchvision python3-torchaudio python3-onnx python3-numpy time)
 command -v node >/dev/null || packages+=(nodejs)
 command -v npm >/dev/null || packages+=(npm)
 missing=()
