@@ -133,6 +133,39 @@ TEST_CASE("InstanceNormalization normalizes each channel of each sample", "[norm
   require_close(c.result_as<float>(0), Floats{1 - 2 * kInv0, 1, 1 + 2 * kInv0, -2 * kInv1, -2 * kInv1, 4 * kInv1});
 }
 
+TEST_CASE("InstanceNormalization of two images of three channels, channel by channel or through broadcasts",
+          "[norm-loss]") {
+  // A static input takes the channel-by-channel rows (each its own scale and bias: row r is
+  // channel r % 3); a dynamic one the general broadcasting path. Both against the formula.
+  const int64_t n = 2, c = 3, len = 1000;
+  Floats x(static_cast<size_t>(n * c * len));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * (1 + i % 7));
+  const Floats scale{0.5f, -2.f, 3.f}, bias{1.f, 0.f, -4.f};
+  Floats want(x.size());
+  for (int64_t r = 0; r < n * c; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < len; ++j) mean += x[static_cast<size_t>(r * len + j)];
+    mean /= len;
+    for (int64_t j = 0; j < len; ++j) var += std::pow(x[static_cast<size_t>(r * len + j)] - mean, 2);
+    const double inv = 1 / std::sqrt(var / len + 1e-5);
+    for (int64_t j = 0; j < len; ++j) {
+      const size_t i = static_cast<size_t>(r * len + j);
+      want[i] = static_cast<float>((x[i] - mean) * inv * scale[static_cast<size_t>(r % c)] + bias[static_cast<size_t>(r % c)]);
+    }
+  }
+  for (bool varies : {false, true}) {
+    KernelCase k("InstanceNormalization", 6);
+    k.input<float>("x", F32, {n, c, len}, x)->shape_varies = varies;
+    k.input<float>("scale", F32, {c}, scale);
+    k.input<float>("bias", F32, {c}, bias);
+    k.output("y", F32, {n, c, len})->shape_varies = varies;
+    INFO("dynamic " << varies);
+    REQUIRE(k.run());
+    require_close(k.result_as<float>(0), want);
+    CHECK(k.kernel()->implementation() == (varies ? "memplan broadcast loop" : "memplan row loop"));
+  }
+}
+
 TEST_CASE("InstanceNormalization refuses a scale that is not one per channel", "[norm-loss]") {
   KernelCase c("InstanceNormalization", 6);
   c.input<float>("x", F32, {1, 2, 3}, kRows);

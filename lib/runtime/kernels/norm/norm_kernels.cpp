@@ -36,9 +36,12 @@ enum class Kind { Layer, Instance, MeanVariance, Batch };
 // One row of LayerNormalization: its mean and variance accumulated in double (vector lanes each
 // summing a share of the row, then added), y = (x - mean) * inv * scale + bias in one pass.
 // Inlined into normalize_row's clones, one per instruction set (target_clones takes no templates).
+struct RowMoments {
+  double mean, inv;  // inv = 1 / sqrt(variance + epsilon)
+};
+
 template <typename T>
-__attribute__((always_inline)) inline void normalize_row_of(const T* x, const T* scale, const T* bias, T* y, uint64_t n,
-                                                            double epsilon) {
+__attribute__((always_inline)) inline RowMoments row_moments(const T* x, uint64_t n, double epsilon) {
   double mean = 0, var = 0;
 #pragma omp simd reduction(+ : mean)
   for (uint64_t j = 0; j < n; ++j) mean += x[j];
@@ -49,7 +52,13 @@ __attribute__((always_inline)) inline void normalize_row_of(const T* x, const T*
     var += d * d;
   }
   var /= static_cast<double>(n);
-  const double inv = 1.0 / std::sqrt(var + epsilon);
+  return {mean, 1.0 / std::sqrt(var + epsilon)};
+}
+
+template <typename T>
+__attribute__((always_inline)) inline void normalize_row_of(const T* x, const T* scale, const T* bias, T* y, uint64_t n,
+                                                            double epsilon) {
+  const auto [mean, inv] = row_moments(x, n, epsilon);
   if (scale && bias) {
 #pragma omp simd
     for (uint64_t j = 0; j < n; ++j) y[j] = static_cast<T>((x[j] - mean) * inv * scale[j] + bias[j]);
@@ -68,6 +77,26 @@ MEMPLAN_SIMD_CLONES void normalize_row(const float* x, const float* scale, const
 MEMPLAN_SIMD_CLONES void normalize_row(const double* x, const double* scale, const double* bias, double* y, uint64_t n,
                                        double epsilon) {
   normalize_row_of(x, scale, bias, y, n, epsilon);
+}
+
+// One row of InstanceNormalization, a channel of one image: one scale and one bias for the row.
+template <typename T>
+__attribute__((always_inline)) inline void normalize_channel_of(const T* x, T scale, T bias, T* y, uint64_t n,
+                                                                double epsilon) {
+  const auto [mean, inv] = row_moments(x, n, epsilon);
+  const double a = inv * scale, b = bias - mean * a;
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) y[j] = static_cast<T>(x[j] * a + b);
+}
+
+MEMPLAN_SIMD_CLONES void normalize_channel(const float* x, float scale, float bias, float* y, uint64_t n,
+                                           double epsilon) {
+  normalize_channel_of(x, scale, bias, y, n, epsilon);
+}
+
+MEMPLAN_SIMD_CLONES void normalize_channel(const double* x, double scale, double bias, double* y, uint64_t n,
+                                           double epsilon) {
+  normalize_channel_of(x, scale, bias, y, n, epsilon);
 }
 
 struct NormSpec {
@@ -115,6 +144,9 @@ class NormKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return 2 * max_groups_ * sizeof(double); }
+  std::string implementation() const override {
+    return by_rows() ? "memplan row loop" : "memplan broadcast loop";
+  }
 
   void run(const KernelArgs& a) override {
     const TensorView& x = a.inputs[0];
@@ -139,9 +171,13 @@ class NormKernel final : public Kernel {
       fail_at(where_, std::to_string(p->groups) + " groups to normalize exceed the bound of " + std::to_string(max_groups_));
     double* mean = reinterpret_cast<double*>(a.scratchpad);
     double* inv = mean + max_groups_;
-    if (row_ > 0 && !has_stats_[0] && !has_stats_[1]) {
-      normalize_rows(x.as<const T>(), scale ? scale->as<const T>() : nullptr, bias ? bias->as<const T>() : nullptr, y.as<T>(),
-                     p->groups);
+    if (by_rows()) {
+      if (spec_.kind == Kind::Instance)
+        normalize_channels(x.as<const T>(), scale->as<const T>(), bias->as<const T>(), y.as<T>(), p->groups,
+                           static_cast<uint64_t>(x.dims[1]));
+      else
+        normalize_rows(x.as<const T>(), scale ? scale->as<const T>() : nullptr, bias ? bias->as<const T>() : nullptr,
+                       y.as<T>(), p->groups);
       return;
     }
     moments(x.as<const T>(), *p, mean, inv);  // inv holds the variances for now
@@ -156,6 +192,10 @@ class NormKernel final : public Kernel {
   }
 
  private:
+  // Whether run() takes contiguous rows one by one (vectorized, split across threads), not the
+  // general loops over broadcasts.
+  bool by_rows() const { return row_ > 0 && !has_stats_[0] && !has_stats_[1]; }
+
   // Which axes of a rank-`rank` input are normalized.
   std::array<bool, kMaxRank> normalized_axes(int rank) const {
     std::array<bool, kMaxRank> on{};
@@ -209,10 +249,12 @@ class NormKernel final : public Kernel {
     return p;
   }
 
-  // The length of the rows that LayerNormalization normalizes one by one, when they are
-  // contiguous (the axes from `axis` on) and scale and bias are one value per element of a row
-  // (ONNX's [x.shape[axis:]], perhaps with leading 1s) or absent; 0 otherwise.
+  // The length of the rows normalized one by one, when they are contiguous: InstanceNormalization's
+  // (a channel of an image; scale and bias are one value per channel), or LayerNormalization's
+  // (the axes from `axis` on) where scale and bias are one value per element of a row (ONNX's
+  // [x.shape[axis:]], perhaps with leading 1s) or absent; 0 otherwise.
   uint64_t contiguous_rows(const TensorView& x, const TensorView* scale, const TensorView* bias) const {
+    if (spec_.kind == Kind::Instance && plans_.groups > 0 && scale && bias) return x.element_count() / plans_.groups;
     if (spec_.kind != Kind::Layer || plans_.groups == 0) return 0;
     const int first = normalize_axis(spec_.axis, x.rank, where_);
     const int k = x.rank - first;
@@ -234,6 +276,17 @@ class NormKernel final : public Kernel {
     const uint64_t n = row_;
     parallel_chunks(rows, std::max<uint64_t>(kParallelChunkBytes / sizeof(T) / n, 1), [&](uint64_t begin, uint64_t end) {
       for (uint64_t r = begin; r < end; ++r) normalize_row(x + r * n, scale, bias, y + r * n, n, spec_.epsilon);
+    });
+  }
+
+  // InstanceNormalization channel by channel (the row of channel r % channels), the rows split
+  // across the run's threads: wav2vec2's GroupNorm of 512 groups over 3199 samples, 12.8 ms
+  // walked one element at a time by normalize(), is such rows.
+  void normalize_channels(const T* x, const T* scale, const T* bias, T* y, uint64_t rows, uint64_t channels) const {
+    const uint64_t n = row_;
+    parallel_chunks(rows, std::max<uint64_t>(kParallelChunkBytes / sizeof(T) / n, 1), [&](uint64_t begin, uint64_t end) {
+      for (uint64_t r = begin; r < end; ++r)
+        normalize_channel(x + r * n, scale[r % channels], bias[r % channels], y + r * n, n, spec_.epsilon);
     });
   }
 
