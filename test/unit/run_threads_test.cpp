@@ -30,6 +30,14 @@ std::vector<int> runs_on_all_threads(LoadAdaptiveThreads& adapt, int first, int 
 }
 
 // A core busy: two threads 5% slower than one (a small margin: probes follow the doubling wait).
+// The runs of 0..runs that runs_on_all_threads() did not list: those on one thread.
+std::vector<int> runs_on_one_thread(const std::vector<int>& all, int runs) {
+  std::vector<int> one;
+  for (int r = 0; r < runs; ++r)
+    if (!std::binary_search(all.begin(), all.end(), r)) one.push_back(r);
+  return one;
+}
+
 double busy(int threads, int) { return threads == 1 ? 10.0 : 10.5; }
 
 }  // namespace
@@ -59,10 +67,7 @@ TEST_CASE("a model twice as fast on two threads probes one as rarely as keeps th
   // A probe costs two runs at 20 ms instead of 10: 100 runs of 10 ms between probes make it 2%.
   LoadAdaptiveThreads adapt(2, true);
   const auto twice = [](int threads, int) { return threads == 1 ? 20.0 : 10.0; };
-  const std::vector<int> all = runs_on_all_threads(adapt, 0, 310, twice);
-  std::vector<int> one;
-  for (int r = 0; r < 310; ++r)
-    if (!std::binary_search(all.begin(), all.end(), r)) one.push_back(r);
+  const std::vector<int> one = runs_on_one_thread(runs_on_all_threads(adapt, 0, 310, twice), 310);
   // Runs 2-3 measure one thread; probes at 100, then 102 + 100 and 204 + 100 (the doubling wait,
   // 16 and 32, is shorter).
   CHECK(one == std::vector<int>{2, 3, 100, 101, 202, 203, 304, 305});
@@ -74,10 +79,7 @@ TEST_CASE("a slow model probes one thread for a single run, its third first", "[
   // most 2% of the 35 runs between them (35 and 36 + 35).
   LoadAdaptiveThreads adapt(2, true);
   const auto slow = [](int threads, int) { return threads == 1 ? 1700.0 : 1000.0; };
-  const std::vector<int> all = runs_on_all_threads(adapt, 0, 80, slow);
-  std::vector<int> one;
-  for (int r = 0; r < 80; ++r)
-    if (!std::binary_search(all.begin(), all.end(), r)) one.push_back(r);
+  const std::vector<int> one = runs_on_one_thread(runs_on_all_threads(adapt, 0, 80, slow), 80);
   CHECK(one == std::vector<int>{2, 35, 71});
 }
 
