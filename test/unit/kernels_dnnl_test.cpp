@@ -271,6 +271,53 @@ TEST_CASE("Conv 1-D runs on the kernel oneDNN has for the same window as one row
   }
 }
 
+TEST_CASE("a depthwise Conv never runs on oneDNN's GEMM: a wide, dilated or strided window runs memplan's loop, "
+          "its fused activation included",
+          "[kernels][dnnl]") {
+  // oneDNN 2.6 runs these on its GEMM at AVX2 (its depthwise kernel takes at most 7 taps a row)
+  // and the dilated, strided ones at AVX-512 too.
+  struct Case {
+    const char* name;
+    Dims xd, wd;
+    Conv2d p;
+    bool swish;  // memplan_fused_activation 3 (Swish), else 2 (Clip to [-0.5, 0.75])
+  };
+  const std::vector<Case> cases = {
+      {"31 taps of one row, dilated and strided, Swish", {2, 24, 1, 90}, {24, 1, 1, 31}, {24, {1, 2}, {1, 2}, {0, 30, 0, 29}}, true},
+      {"31 taps of one row, Swish", {1, 16, 1, 64}, {16, 1, 1, 31}, {16, {1, 1}, {1, 1}, {0, 15, 0, 15}}, true},
+      {"3x3 dilated and strided, multiplier 2, Clip", {1, 8, 13, 11}, {16, 1, 3, 3}, {8, {2, 2}, {2, 2}, {2, 1, 2, 2}}, false},
+  };
+  for (const Case& t : cases) {
+    SECTION(t.name) {
+      const auto out = [&](int axis) {
+        const int64_t span = t.xd[2 + axis] + t.p.pads[axis] + t.p.pads[2 + axis] - ((t.wd[2 + axis] - 1) * t.p.dilations[axis] + 1);
+        return span / t.p.strides[axis] + 1;
+      };
+      const int64_t oh = out(0), ow = out(1);
+      Floats x = random_floats(count(t.xd), 21), w = random_floats(count(t.wd), 22);
+      Floats b = random_floats(static_cast<size_t>(t.wd[0]), 23);
+      KernelCase c("Conv");
+      c.input("X", F32, t.xd, x);
+      c.input("W", F32, t.wd, w, true);
+      c.input("B", F32, {t.wd[0]}, b, true);
+      c.output("Y", F32, {t.xd[0], t.wd[0], oh, ow});
+      conv_attrs(c, t.p);
+      if (t.swish) {
+        c.attr("memplan_fused_activation", int64_t{3});
+      } else {
+        c.attr("memplan_fused_activation", int64_t{2});
+        c.attr("memplan_fused_clip", Floats{-0.5f, 0.75f});
+      }
+      REQUIRE(c.run());
+      Floats want = naive_conv2d(x, t.xd, w, t.wd, b, t.p, oh, ow);
+      for (float& v : want) v = t.swish ? v / (1 + std::exp(-v)) : std::clamp(v, -0.5f, 0.75f);
+      INFO(c.kernel()->implementation());
+      require_close(c.result_as<float>(0), want);
+      CHECK(c.kernel()->implementation().find("gemm") == std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("Conv 3-D with a 1x1x1 kernel is a per-voxel channel mix", "[kernels][dnnl]") {
   KernelCase c("Conv");
   c.input("X", F32, {1, 2, 2, 1, 2}, Floats{1, 2, 3, 4, 10, 20, 30, 40});

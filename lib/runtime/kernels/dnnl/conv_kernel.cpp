@@ -4,13 +4,11 @@
 #include <cstring>
 
 #include "runtime/kernels/common/parallel_chunks.h"
+#include "runtime/kernels/common/simd_exp.h"
 #include "runtime/kernels/common/simd_clones.h"
 
 namespace memplan::rt::dnnl_kernels {
 
-namespace {
-
-// One fused step over n floats in place, vectorized for the CPU at hand. NaN stays NaN.
 MEMPLAN_SIMD_CLONES void apply_step(const EltwiseStep& s, float* y, uint64_t n) {
   const float a = s.alpha, b = s.beta;
   switch (s.kind) {
@@ -34,9 +32,17 @@ MEMPLAN_SIMD_CLONES void apply_step(const EltwiseStep& s, float* y, uint64_t n) 
       }
       return;
     case EltwiseStep::Kind::Logistic:
-    case EltwiseStep::Kind::Swish: break;  // not taken after the primitive (after_primitive())
+#pragma omp simd
+      for (uint64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + simd_exp(-y[i]));
+      return;
+    case EltwiseStep::Kind::Swish:
+#pragma omp simd
+      for (uint64_t i = 0; i < n; ++i) y[i] = y[i] / (1.f + simd_exp(-a * y[i]));
+      return;
   }
 }
+
+namespace {
 
 // y[i] += bias[(first + i) % channels] for i in [0, n): a run of a channels-last tensor starting
 // at element `first`.

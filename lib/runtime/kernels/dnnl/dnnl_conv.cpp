@@ -10,6 +10,7 @@
 #include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
 #include "runtime/kernels/dnnl/conv_kernel.h"
+#include "runtime/kernels/dnnl/depthwise_loop.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/dnnl/grouped_pointwise_conv.h"
 #include "runtime/kernels/dnnl/row_bands.h"
@@ -91,6 +92,7 @@ class ConvBuilder {
       if (k->scratchpad_bytes() > 0) k->set_leaner(ConvBuilder(node_, env_).build(false));
       return k;
     }
+    if (std::unique_ptr<Kernel> k = depthwise_loop()) return k;
     try_block_diagonal();
     std::unique_ptr<Kernel> k = bind_clamped_gemm(addend_ != nullptr);
     if (!k) k = bind();
@@ -294,6 +296,21 @@ class ConvBuilder {
         !zeros(w_.pads_end) || std::string(pd_.impl_info_str()).find("1x1") != std::string::npos)
       return nullptr;
     return make_grouped_pointwise_conv(node_, env_, {s_.x, s_.y, s_.group, x_md_, y_md_, addend_ != nullptr});
+  }
+
+  // A depthwise convolution (each group one input channel) that oneDNN has only its GEMM or its
+  // reference kernel for, on plain activations, with constant weights and no fused Add: memplan's
+  // own loop (depthwise_loop.h).
+  std::unique_ptr<Kernel> depthwise_loop() const {
+    const Value* b = input_at(node_, 2);
+    const std::optional<std::vector<EltwiseStep>> steps = fused_steps(node_);
+    if (!is_slow(pd_) || s_.group <= 1 || s_.group != c_ || m_ % c_ != 0 || s_.spatial != 2 || addend_ || !steps ||
+        !wv_->is_constant() || (b && !b->is_constant()) || xv_->channel_block != 0 ||
+        output_at(node_, 0)->channel_block != 0)
+      return nullptr;
+    return make_depthwise_loop({s_.x, s_.y, w_, constant_floats(wv_, at_),
+                                b ? constant_floats(b, at_) : std::vector<float>{}, *steps},
+                               at_);
   }
 
   // A few groups with odd channel counts (ShuffleNet) as one dense convolution with block-diagonal
