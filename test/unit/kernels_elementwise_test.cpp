@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "memplan/error.h"
+#include "runtime/kernels/common/simd_exp.h"
 #include "support/kernel_harness.h"
 
 namespace {
@@ -678,4 +679,21 @@ TEST_CASE("Resize rejects what it does not implement", "[kernels][elementwise]")
   anti.input("scales", F32, {4}, Floats{1, 1, 2, 2}, true);
   anti.output("y", F32, {1, 1, 4, 4});
   require_error(anti, ErrorKind::Unsupported, {"Resize node", "antialias with tf_crop_and_resize"});
+}
+
+TEST_CASE("simd_exp is within 2 ulp of std::exp where e^x is a normal float, saturates beyond, keeps NaN",
+          "[kernels][elementwise]") {
+  using memplan::rt::simd_exp;
+  for (float x = -87.3f; x <= 88.3f; x += 0.01f) {
+    const float want = std::exp(x), got = simd_exp(x);
+    INFO("x = " << x);
+    REQUIRE(std::abs(got - want) <= 2 * (std::nextafter(want, INFINITY) - want));
+  }
+  CHECK(simd_exp(0.f) == 1.f);
+  CHECK(simd_exp(-1000.f) > 0.f);  // the bound's value, 1.2e-38: never 0 or a denormal
+  CHECK(simd_exp(-1000.f) < 1.3e-38f);
+  CHECK(std::isfinite(simd_exp(1000.f)));
+  CHECK(simd_exp(1000.f) > 2e38f);
+  CHECK(std::isnan(simd_exp(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(simd_exp(-std::numeric_limits<float>::infinity()) < 1.3e-38f);
 }

@@ -1,8 +1,8 @@
 // e^x for float32 in plain arithmetic, so that a `#pragma omp simd` loop vectorizes it: glibc
 // offers its vector expf only under -ffast-math, and a loop calling std::exp runs one element at a
 // time. Cephes' expf: x = n ln 2 + r with |r| <= ln 2 / 2, e^r by a degree-6 polynomial, 2^n put
-// into the exponent bits; within 2 ulp of std::exp. Inputs are clamped to [-87.34, 88.38], where
-// e^x stays a normal float (e^-87.34 is 1.2e-38, e^88.38 is 2.4e38); NaN stays NaN.
+// into the exponent bits; within 2 ulp of std::exp. Inputs are clamped to [-87.34, 88.37], where
+// e^x stays a normal float (e^-87.34 is 1.2e-38, e^88.37 is 2.4e38); NaN stays NaN.
 #pragma once
 
 #include <bit>
@@ -12,7 +12,7 @@
 namespace memplan::rt {
 
 __attribute__((always_inline)) inline float simd_exp(float x) {
-  constexpr float kLowest = -87.3365f, kHighest = 88.3763f;
+  constexpr float kLowest = -87.3365f, kHighest = 88.37f;  // 2^n then stays below 2^128
   // NaN takes the low bound here (no NaN reaches the integer conversion) and is returned below.
   const float c = !(x >= kLowest) ? kLowest : x > kHighest ? kHighest : x;
   const float n = std::floor(c * 1.44269504088896341f + 0.5f);
