@@ -20,7 +20,7 @@ namespace memplan {
 // Below this many floating-point operations per inference (tens of microseconds of one core's
 // work), a model runs on one thread: waking a second for each of its small primitives costs more
 // than it saves. MNIST's CNN (1.6 MFLOP) still gains from two; models/tiny_mlp, scan_sum and the
-// control-flow toys (a few thousand) lose. Measured in docs/BENCHMARKS.md.
+// control-flow toys (a few thousand) lose. Measured in docs/MEASUREMENTS.md.
 constexpr uint64_t kSmallModelFlops = 1'000'000;
 
 // A rough count of one inference's floating-point operations: 2·MACs for Conv, ConvTranspose,

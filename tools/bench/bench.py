@@ -19,7 +19,9 @@ reason. Options:
   --command TEXT        the command named in the markdown as the one that made it
   --no-load             skip the columns under load (2 threads with one core busy, 2 sessions)
   --section NAME        write the tables as the section NAME of the existing --out file (replacing
-                        it, or in front of the sections measured by hand), not the whole file
+                        it, or at the end), not the whole file
+  --overview FILE...    running nothing, write the page's overview (one row per table of these
+                        results files) into --out
 """
 import argparse
 import json
@@ -111,9 +113,14 @@ def bench_ort(ort, case, work, args, r, base_kb):
 def bench_case(folder, memplan, ort, bases, args):
     work = os.path.join(args.work, os.path.basename(folder))
     shutil.rmtree(work, ignore_errors=True)
-    case = bench_models.prepare(folder, os.path.join(work, "inputs"))
-    r = {"name": case.name, "nodes": case.nodes, "weights_bytes": case.weights_bytes, "notes": [],
-         "memplan_ms": {}, "ort_ms": {}, "memplan_per_s": {}, "ort_per_s": {}}
+    r = {"name": os.path.basename(folder), "nodes": 0, "weights_bytes": None, "notes": [], "memplan_ms": {},
+         "ort_ms": {}, "memplan_per_s": {}, "ort_per_s": {}}
+    try:
+        case = bench_models.prepare(folder, os.path.join(work, "inputs"))
+    except bench_models.NotTensors as e:
+        r["notes"].append(str(e))
+        return r
+    r.update(nodes=case.nodes, weights_bytes=case.weights_bytes)
     bench_memplan(memplan, case, work, args, r, bases["memplan"])
     bench_ort(ort, case, work, args, r, bases["ort"])
     if r["memplan_ms"].get("1") is not None and r["ort_ms"].get("1") is not None:
@@ -141,8 +148,9 @@ def parse_args():
     p.add_argument("--command", default="tools/benchmark.sh")
     p.add_argument("--no-load", action="store_true", help="skip the busy-core and 2-session columns")
     p.add_argument("--section", default="")
+    p.add_argument("--overview", nargs="+", default=[])
     a = p.parse_args()
-    if not a.from_results and not (a.memplan and a.node_modules and a.sets):
+    if not a.from_results and not a.overview and not (a.memplan and a.node_modules and a.sets):
         p.error("give --memplan, --node-modules and at least one TITLE=DIR (or --from-results)")
     return a
 
@@ -156,6 +164,9 @@ def write(args, info, groups, repeat):
 
 def main():
     args = parse_args()
+    if args.overview:
+        bench_report.replace_section(args.out, bench_report.OVERVIEW, bench_report.overview(args.overview))
+        return
     if args.from_results:
         with open(args.from_results) as f:
             saved = json.load(f)

@@ -58,8 +58,16 @@ def describe(model_path):
         for a in n.attribute:
             if n.op_type == "Constant" and a.type == onnx.AttributeProto.TENSOR:
                 weights += _tensor_bytes(a.t)
-    declared = [i.name for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
-    return len(nodes), weights, declared
+    inputs = [i for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}]
+    for i in inputs:
+        if i.type.WhichOneof("value") != "tensor_type":
+            raise NotTensors(f"input '{i.name}' is a {i.type.WhichOneof('value').replace('_type', '')}: "
+                             "the benchmark passes tensors only")
+    return len(nodes), weights, [i.name for i in inputs]
+
+
+class NotTensors(ValueError):
+    """A model with an input that is not a tensor (a sequence, an optional)."""
 
 
 def find_models(dirs):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Measures libgomp's wait policies side by side: memplan's median latency at 1 thread and at 2
 threads under each policy, on an idle machine and with one core kept busy, next to ONNX Runtime's.
-The figures behind memplan's default spin count (lib/runtime/omp_wait_policy.cpp, docs/BENCHMARKS.md).
+The figures behind memplan's default spin count (lib/runtime/omp_wait_policy.cpp, docs/MEASUREMENTS.md).
 
 Usage: wait_policies.py --memplan BIN [--node-modules DIR] [--repeat N] [--work DIR] MODEL_DIR...
 
