@@ -103,8 +103,9 @@ int LoadAdaptiveThreads::choose() const {
 }
 
 uint64_t LoadAdaptiveThreads::cost_wait() const {
+  if (samples_[0] < 2 || samples_[1] < 2) return 0;  // a single run may have been a slow one
   const double fast = std::min(average_ms_[0], average_ms_[1]), slow = std::max(average_ms_[0], average_ms_[1]);
-  if (fast <= 0) return 0;  // not both measured yet
+  if (fast <= 0) return 0;
   // A probe's runs at the slower count: one, timed, for a long run; else two (the first untimed).
   const double probe_runs = slow >= kLongRunMs ? 1 : 2;
   const double wait = probe_runs * (slow - fast) / (kProbeCostShare * fast);
@@ -128,11 +129,16 @@ void LoadAdaptiveThreads::record(int threads, double ms) {
   // threads right after one first wake workers that had gone to sleep. Neither matters to a long run.
   const bool timed = (runs_ > 0 || capped_) && (used_ == last_ || ms >= kLongRunMs);
   if (timed && (used_ == 1 || used_ == full_)) {
-    double& avg = average_ms_[used_ == 1 ? 0 : 1];
-    // Half of each new run: a couple of runs follow a change of load.
-    avg = avg < 0 ? ms : 0.5 * avg + 0.5 * ms;
+    // Whether this run is a probe, asked before its time moves the wait (cost_wait()).
+    const bool probe = !capped_ && probing();
+    const int k = used_ == 1 ? 0 : 1;
+    double& avg = average_ms_[k];
+    // The faster of the first two runs, then half of each new run: a couple of runs follow a
+    // change of load.
+    avg = samples_[k] == 0 ? ms : samples_[k] == 1 ? std::min(avg, ms) : 0.5 * avg + 0.5 * ms;
+    samples_[k] = std::min(samples_[k] + 1, 2);
     // A probe's timed run ends it: the wait before the next doubles if the choice stands.
-    if (!capped_ && probing()) {
+    if (probe) {
       probe_wait_ = faster() == used_ ? kFirstProbeAfter : std::min(probe_wait_ * 2, kLongestProbeWait);
       probe_from_ = runs_ + 1;
     }

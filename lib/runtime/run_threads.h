@@ -65,7 +65,10 @@ class RequestedThreads {
 // load costs a probe's slower runs ever more rarely); one that changes it starts again from 8.
 // Where the other count is much slower, the wait is longer still: long enough that a probe's
 // extra time is at most kProbeCostShare of the runs' time between probes (a model twice as fast
-// on two threads probes one every 100 runs, not every 64 from the 8th), up to kLongestCostWait.
+// on two threads probes one every 100 runs, not every 64), up to kLongestCostWait; only once
+// each count is timed twice, so the first probe still comes after 8 runs. A count's time is the
+// faster of its first two runs, then the moving average: a slow first run (a page fault, a core
+// busy for a moment) would otherwise hold the choice on the slower count.
 // Two clock reads a run, no allocation.
 class LoadAdaptiveThreads {
  public:
@@ -100,6 +103,7 @@ class LoadAdaptiveThreads {
   uint64_t probe_wait_ = kFirstProbeAfter;  // runs between the last probe and the next, at least
   uint64_t probe_from_ = 0;                 // the run after the last probe (0: none yet)
   double average_ms_[2] = {-1, -1};  // [0]: one thread, [1]: all; -1 until measured
+  int samples_[2] = {0, 0};          // timed runs behind each average, counted up to 2
   int64_t started_ns_ = 0;
 };
 

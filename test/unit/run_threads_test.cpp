@@ -68,19 +68,30 @@ TEST_CASE("a model twice as fast on two threads probes one as rarely as keeps th
   LoadAdaptiveThreads adapt(2, true);
   const auto twice = [](int threads, int) { return threads == 1 ? 20.0 : 10.0; };
   const std::vector<int> one = runs_on_one_thread(runs_on_all_threads(adapt, 0, 310, twice), 310);
-  // Runs 2-3 measure one thread; probes at 100, then 102 + 100 and 204 + 100 (the doubling wait,
-  // 16 and 32, is shorter).
-  CHECK(one == std::vector<int>{2, 3, 100, 101, 202, 203, 304, 305});
+  // Runs 2-3 measure one thread, the first probe comes at 8 (one run of a count is not trusted
+  // with a long wait), then at 10 + 100 and 112 + 100 (the doubling wait, 16 and 32, is shorter).
+  CHECK(one == std::vector<int>{2, 3, 8, 9, 110, 111, 212, 213});
+}
+
+TEST_CASE("a slow first run on two threads does not hold a model on one thread: the first probe corrects it",
+          "[threads]") {
+  // Two threads take 4 ms but their first timed run (run 1) 15; one thread 7 ms. The first probe
+  // of two (runs 8-9) takes the faster of their two runs, switches back, and one thread is then
+  // probed only as rarely as keeps the probes at 2% (75 runs after run 10).
+  LoadAdaptiveThreads adapt(2, true);
+  const auto outlier = [](int threads, int run) { return threads == 1 ? 7.0 : run == 1 ? 15.0 : 4.0; };
+  const std::vector<int> one = runs_on_one_thread(runs_on_all_threads(adapt, 0, 100, outlier), 100);
+  CHECK(one == std::vector<int>{2, 3, 4, 5, 6, 7, 85, 86});
 }
 
 TEST_CASE("a slow model probes one thread for a single run, its third first", "[threads]") {
   // Two threads 1 s, one thread 1.7 s: a run that long is timed right after a switch, so one
-  // thread takes run 2 (the first measurement), then probes of one run: 700 ms extra each, at
-  // most 2% of the 35 runs between them (35 and 36 + 35).
+  // thread takes run 2 (the first measurement), then probes of one run: at 8, then with 700 ms
+  // extra each at most 2% of the 35 runs between them (9 + 35).
   LoadAdaptiveThreads adapt(2, true);
   const auto slow = [](int threads, int) { return threads == 1 ? 1700.0 : 1000.0; };
   const std::vector<int> one = runs_on_one_thread(runs_on_all_threads(adapt, 0, 80, slow), 80);
-  CHECK(one == std::vector<int>{2, 35, 71});
+  CHECK(one == std::vector<int>{2, 8, 44});
 }
 
 TEST_CASE("a session that does not adapt runs every run at its own count", "[threads]") {
