@@ -233,9 +233,12 @@ def _worst(results, t):
 
 def overview(results_files):
     """The page's overview: one row per table of every results file (bench.py --results)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    commit = _cmd(["git", "-C", here, "rev-parse", "--short", "HEAD"]) or "?"
     out = [f"## {OVERVIEW}", "",
-           "One row per table below: geometric means over its models of memplan / ONNX Runtime (below 1: memplan",
-           "is smaller or faster), and the slowest model against ONNX Runtime.", "",
+           f"Every table of this page is from one run of memplan built at commit `{commit}` (the checkout's HEAD). One row per",
+           "table below: geometric means over its models of memplan / ONNX Runtime (below 1: memplan is",
+           "smaller or faster), and the slowest model against ONNX Runtime.", "",
            "| table | oneDNN ISA | models run | arena / lower bound | peak RSS memplan / ORT | latency 1T | "
            "latency 2T | slowest at 1T | slowest at 2T |", "|---|---|---|---|---|---|---|---|---|"]
     for path in results_files:
