@@ -9,7 +9,7 @@
 # models/torch_dynamic), with the columns under load; the real models (models/real,
 # models/patterns) and the transformer zoo, each at the machine's instruction set and with oneDNN
 # capped to AVX2 (DNNL_MAX_CPU_ISA=AVX2); then tools/bench/process_memory.py (the whole process's
-# peak memory over models/real); then the overview. About 45 minutes on 2 cores.
+# peak memory over models/real); then the overview. About 30 minutes on 2 cores.
 #
 # Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
 #                          [--no-load] [--real | --transformers]
