@@ -139,13 +139,17 @@ class NormKernel final : public Kernel {
       TensorView bias = has_bias_ ? static_view(n.inputs[2], where_) : TensorView{};
       plans_ = make_plans(x, scale, bias);
       max_groups_ = plans_.groups;  // exact for a static input
-      row_ = contiguous_rows(x, has_scale_ ? &scale : nullptr, has_bias_ ? &bias : nullptr);
+      row_ = contiguous_rows(x, has_scale_ ? &scale : nullptr, has_bias_ ? &bias : nullptr, plans_.groups);
     }
   }
 
   uint64_t scratchpad_bytes() const override { return 2 * max_groups_ * sizeof(double); }
   std::string implementation() const override {
-    return by_rows() ? "memplan row loop" : "memplan broadcast loop";
+    if (has_stats_[0] || has_stats_[1]) return "memplan broadcast loop";
+    if (!dynamic_) return row_ > 0 ? "memplan row loop" : "memplan broadcast loop";
+    return spec_.kind == Kind::Instance ? "memplan row loop"
+           : spec_.kind == Kind::Layer  ? "memplan row loop where each run's rows are contiguous, else broadcast loop"
+                                        : "memplan broadcast loop";
   }
 
   void run(const KernelArgs& a) override {
@@ -171,13 +175,15 @@ class NormKernel final : public Kernel {
       fail_at(where_, std::to_string(p->groups) + " groups to normalize exceed the bound of " + std::to_string(max_groups_));
     double* mean = reinterpret_cast<double*>(a.scratchpad);
     double* inv = mean + max_groups_;
-    if (by_rows()) {
+    // Contiguous rows, one by one: known at load for a static input, found each run for another.
+    const uint64_t row = has_stats_[0] || has_stats_[1] ? 0 : dynamic_ ? contiguous_rows(x, scale, bias, p->groups) : row_;
+    if (row > 0) {
       if (spec_.kind == Kind::Instance)
-        normalize_channels(x.as<const T>(), scale->as<const T>(), bias->as<const T>(), y.as<T>(), p->groups,
+        normalize_channels(x.as<const T>(), scale->as<const T>(), bias->as<const T>(), y.as<T>(), row, p->groups,
                            static_cast<uint64_t>(x.dims[1]));
       else
         normalize_rows(x.as<const T>(), scale ? scale->as<const T>() : nullptr, bias ? bias->as<const T>() : nullptr,
-                       y.as<T>(), p->groups);
+                       y.as<T>(), row, p->groups);
       return;
     }
     moments(x.as<const T>(), *p, mean, inv);  // inv holds the variances for now
@@ -192,10 +198,6 @@ class NormKernel final : public Kernel {
   }
 
  private:
-  // Whether run() takes contiguous rows one by one (vectorized, split across threads), not the
-  // general loops over broadcasts.
-  bool by_rows() const { return row_ > 0 && !has_stats_[0] && !has_stats_[1]; }
-
   // Which axes of a rank-`rank` input are normalized.
   std::array<bool, kMaxRank> normalized_axes(int rank) const {
     std::array<bool, kMaxRank> on{};
@@ -253,12 +255,13 @@ class NormKernel final : public Kernel {
   // (a channel of an image; scale and bias are one value per channel), or LayerNormalization's
   // (the axes from `axis` on) where scale and bias are one value per element of a row (ONNX's
   // [x.shape[axis:]], perhaps with leading 1s) or absent; 0 otherwise.
-  uint64_t contiguous_rows(const TensorView& x, const TensorView* scale, const TensorView* bias) const {
-    if (spec_.kind == Kind::Instance && plans_.groups > 0 && scale && bias) return x.element_count() / plans_.groups;
-    if (spec_.kind != Kind::Layer || plans_.groups == 0) return 0;
+  // `groups`: the number of rows (Plans::groups).
+  uint64_t contiguous_rows(const TensorView& x, const TensorView* scale, const TensorView* bias, uint64_t groups) const {
+    if (spec_.kind == Kind::Instance && groups > 0 && scale && bias) return x.element_count() / groups;
+    if (spec_.kind != Kind::Layer || groups == 0) return 0;
     const int first = normalize_axis(spec_.axis, x.rank, where_);
     const int k = x.rank - first;
-    const uint64_t row = x.element_count() / plans_.groups;
+    const uint64_t row = x.element_count() / groups;
     for (const TensorView* t : {scale, bias}) {
       if (!t) continue;
       if (t->rank < k || t->element_count() != row) return 0;
@@ -272,8 +275,7 @@ class NormKernel final : public Kernel {
   // same operations as moments() and normalize() but for the order of the sums (ConvNeXt-T's 23
   // layer norms of 96 to 768 channels: 8.7 ms at 1 and at 2 threads before, walked one element at
   // a time on one thread).
-  void normalize_rows(const T* x, const T* scale, const T* bias, T* y, uint64_t rows) const {
-    const uint64_t n = row_;
+  void normalize_rows(const T* x, const T* scale, const T* bias, T* y, uint64_t n, uint64_t rows) const {
     parallel_chunks(rows, std::max<uint64_t>(kParallelChunkBytes / sizeof(T) / n, 1), [&](uint64_t begin, uint64_t end) {
       for (uint64_t r = begin; r < end; ++r) normalize_row(x + r * n, scale, bias, y + r * n, n, spec_.epsilon);
     });
@@ -282,8 +284,8 @@ class NormKernel final : public Kernel {
   // InstanceNormalization channel by channel (the row of channel r % channels), the rows split
   // across the run's threads: wav2vec2's GroupNorm of 512 groups over 3199 samples, 12.8 ms
   // walked one element at a time by normalize(), is such rows.
-  void normalize_channels(const T* x, const T* scale, const T* bias, T* y, uint64_t rows, uint64_t channels) const {
-    const uint64_t n = row_;
+  void normalize_channels(const T* x, const T* scale, const T* bias, T* y, uint64_t n, uint64_t rows,
+                          uint64_t channels) const {
     parallel_chunks(rows, std::max<uint64_t>(kParallelChunkBytes / sizeof(T) / n, 1), [&](uint64_t begin, uint64_t end) {
       for (uint64_t r = begin; r < end; ++r)
         normalize_channel(x + r * n, scale[r % channels], bias[r % channels], y + r * n, n, spec_.epsilon);
@@ -345,7 +347,7 @@ class NormKernel final : public Kernel {
   bool dynamic_, has_scale_, has_bias_;
   std::array<bool, 2> has_stats_;  // outputs 1 and 2: Mean and InvStdDev, or running_mean and running_var
   Plans plans_;
-  uint64_t row_ = 0;  // contiguous_rows(), for a static input
+  uint64_t row_ = 0;  // contiguous_rows(), for a static input (a dynamic one finds its rows each run)
 };
 
 // Checks the types and makes the kernel.
