@@ -12,6 +12,7 @@ Usage: process_memory.py MEMPLAN NODE_MODULES [--out FILE [--command TEXT]] [MOD
 (default: every models/real model). MB = 10^6 bytes; 1 thread, one warm-up and one timed inference.
 With --out, the table also becomes the section SECTION of the markdown FILE (docs/BENCHMARKS.md).
 """
+import argparse
 import datetime
 import os
 import sys
@@ -43,25 +44,19 @@ def measure(memplan, ort, case, work):
     }, report
 
 
-def option(args, name, default=None):
-    """Removes `name VALUE` from args; returns VALUE (default when absent)."""
-    if name not in args:
-        return default
-    i = args.index(name)
-    value = args[i + 1]
-    del args[i:i + 2]
-    return value
-
-
 def main():
-    args = sys.argv[1:]
-    out, command = option(args, "--out"), option(args, "--command", "tools/bench/process_memory.py")
-    if len(args) < 2:
-        sys.exit(__doc__)
-    memplan, ort = Memplan(args[0]), OnnxRuntime(args[1])
+    p = argparse.ArgumentParser(usage=__doc__.replace("%", "%%"))  # the docstring names GNU time's %M
+    p.add_argument("memplan")
+    p.add_argument("node_modules")
+    p.add_argument("folders", nargs="*")
+    p.add_argument("--out")
+    p.add_argument("--command", default="tools/bench/process_memory.py")
+    args = p.parse_intermixed_args()  # model folders may follow the options
+    out, command = args.out, args.command
+    memplan, ort = Memplan(args.memplan), OnnxRuntime(args.node_modules)
     # The trivial model is the baseline itself: its row would be the noise around zero.
-    folders = args[2:] or [f for f in bench_models.find_models([os.path.join(ROOT, "models", "real")])
-                           if os.path.abspath(f) != TRIVIAL]
+    folders = args.folders or [f for f in bench_models.find_models([os.path.join(ROOT, "models", "real")])
+                               if os.path.abspath(f) != TRIVIAL]
     lines = ["| model | floor MB (weights + arena) | compile MB | run --plan MB | run MB | ONNX Runtime MB "
              "| run --plan / floor | run / floor | run / ONNX Runtime | within |", "|---|---|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines))
