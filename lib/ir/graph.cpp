@@ -227,6 +227,13 @@ void record_outer_use(Graph* user, Value* v) {
 
 }  // namespace
 
+void Value::release_constant_bytes() {
+  auto shape_only = std::make_shared<Tensor>();
+  shape_only->dtype = constant->dtype;
+  shape_only->dims = constant->dims;
+  constant = std::move(shape_only);
+}
+
 Node* sole_consumer(const Value* v) {
   if (!v || v->is_graph_output || v->consumers.size() != 1) return nullptr;
   Node* c = v->consumers[0];

@@ -77,6 +77,10 @@ struct Value {
   static constexpr int kChannelsLast = -1;
 
   bool is_constant() const { return constant != nullptr; }
+  // Frees a constant's bytes once nothing reads them through the model (a kernel holds its own
+  // reordered copy, a pass has folded them into another constant): the value stays a constant of
+  // its dtype and dims, so the plan still counts its weight bytes.
+  void release_constant_bytes();
 };
 
 // The prefix of the attributes memplan's own passes record on nodes (ir/fused_dequantize.h,

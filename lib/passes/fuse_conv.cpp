@@ -106,6 +106,11 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   const float eps = bn->attr_float("epsilon", 1e-5f);
 
   std::vector<float> weights = floats_of(*w->constant);
+  // The model's own weights go at once where this Conv alone reads them: a network's weights are
+  // then in memory once while its batch norms are folded, not twice (16 Conv+BatchNormalization
+  // pairs of 2.4 MB weights: 94 MB peak for a 38 MB floor).
+  if (!w->is_graph_output && w->consumers.size() == 1 && w->consumers[0] == &conv && w->constant.use_count() == 1)
+    conv.inputs[1]->release_constant_bytes();
   std::vector<float> bias = b ? floats_of(*b->constant) : std::vector<float>(static_cast<size_t>(channels), 0.f);
   const size_t per_channel = weights.size() / static_cast<size_t>(channels);
   for (int64_t c = 0; c < channels; ++c) {

@@ -26,6 +26,7 @@
 #include "report/plan_report.h"
 #include "runtime/constant_evaluator.h"
 #include "runtime/kernels/quantized/dnnl_qconv.h"
+#include "util/freed_memory.h"
 
 namespace memplan {
 namespace {
@@ -224,6 +225,7 @@ Model prepare_model(const std::string& path, const ShapeOptions& shapes) {
 
 Compilation compile_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning,
                           OnUnsupported unsupported) {
+  return_large_blocks_when_freed();
   if (!(planning.tuning_seconds >= 0))
     fail(path + ": the tuning budget (--tuning-seconds) must be 0 or more seconds, not " +
          std::to_string(planning.tuning_seconds));
@@ -250,6 +252,7 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
 
 Compilation load_compilation(const std::string& model_path, MemoryPlan plan, const std::string& plan_path,
                              OnUnsupported unsupported) {
+  return_large_blocks_when_freed();
   Compilation c{std::make_unique<rt::DnnlContext>(), import_model(model_path), {}, std::move(plan), {}};
   if (c.model.sha256 != c.plan.model_sha256)
     fail(model_path + ": the plan was made for another model (sha256 " + c.plan.model_sha256.substr(0, 12) +

@@ -47,14 +47,6 @@ std::string KernelSelection::unsupported_summary() const {
 
 namespace {
 
-// Frees a constant's bytes. The value keeps its type and size (the plan counts its weight bytes).
-void release(Value& v) {
-  auto shape_only = std::make_shared<Tensor>();
-  shape_only->dtype = v.constant->dtype;
-  shape_only->dims = v.constant->dims;
-  v.constant = std::move(shape_only);
-}
-
 // Constants that only kernels' own (reordered) copies use are released as soon as the last of
 // their readers has its kernel, so the model's weights and the kernels' copies are never all in
 // memory at once; those a leaner variant of a reader would read wait for settle_variants().
@@ -81,7 +73,7 @@ class WeightRelease {
           sel_.held_for_variants.insert(v);
           continue;
         }
-        release(*v);
+        v->release_constant_bytes();
         sel_.released.insert(v);
       }
     }
@@ -109,7 +101,7 @@ void settle_variants(KernelSelection& sel) {
         read = reader->inputs[j] == v && (it == sel.kernels.end() || !it->second || it->second->reads_at_run_time(j));
     }
     if (read) continue;
-    release(*v);
+    v->release_constant_bytes();
     sel.released.insert(v);
   }
 }

@@ -5,6 +5,11 @@
 // would pass it by the weight's size.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +18,7 @@
 #include "support/cli_runner.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
+#include "util/freed_memory.h"
 
 using memplan::test::Run;
 using memplan::test::run_cli;
@@ -53,6 +59,33 @@ std::string gemm_model(const memplan::test::TempDir& dir, const std::string& nam
   return path;
 }
 
+// x [1, channels, 8, 8] -> `pairs` times (Conv 3x3 of `channels` -> `channels`, random weights;
+// BatchNormalization) -> y: the batch norms are folded into the Convs' weights at compile.
+std::string conv_bn_model(const memplan::test::TempDir& dir, const std::string& name, int64_t channels, int pairs) {
+  namespace mt = memplan::test;
+  mt::ModelBuilder mb;
+  auto& g = mb.graph();
+  mt::add_input(g, "x", mt::elem::kFloat, {1, channels, 8, 8});
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::string x = "x";
+  for (int k = 0; k < pairs; ++k) {
+    const std::string i = std::to_string(k), y = k + 1 == pairs ? "y" : "h" + i;
+    std::vector<float> w(static_cast<size_t>(channels * channels * 9));
+    for (float& v : w) v = u(rng) / static_cast<float>(channels * 3);  // keeps the activations near 1
+    mt::add_initializer(g, mt::tensor_f32("w" + i, {channels, channels, 3, 3}, w));
+    for (const auto& [p, v] : {std::pair{"scale", 1.f}, {"beta", 0.f}, {"mean", 0.f}, {"var", 1.f}})
+      mt::add_initializer(g, mt::tensor_f32(p + i, {channels}, std::vector<float>(static_cast<size_t>(channels), v)));
+    mt::attr_ints(mt::add_node(g, "Conv", {x, "w" + i}, {"c" + i}, "conv" + i), "pads", {1, 1, 1, 1});
+    mt::add_node(g, "BatchNormalization", {"c" + i, "scale" + i, "beta" + i, "mean" + i, "var" + i}, {y}, "bn" + i);
+    x = y;
+  }
+  mt::add_output(g, "y", mt::elem::kFloat, {1, channels, 8, 8});
+  const std::string path = dir / (name + ".onnx");
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  return path;
+}
+
 // The number after `"key": ` in a JSON report.
 uint64_t json_number(const std::string& json, const std::string& key) {
   const size_t at = json.find("\"" + key + "\": ");
@@ -60,10 +93,12 @@ uint64_t json_number(const std::string& json, const std::string& key) {
   return std::stoull(json.substr(at + key.size() + 4));
 }
 
-// `memplan run --report json` of `model` on x = 0.5 everywhere.
-std::string run_report(const memplan::test::TempDir& dir, const std::string& model) {
-  std::vector<float> x(kInputs, 0.5f);
-  const std::vector<int64_t> shape{1, kInputs};
+// `memplan run --report json` of `model` on x = 0.5 everywhere, x of `shape`.
+std::string run_report(const memplan::test::TempDir& dir, const std::string& model,
+                       const std::vector<int64_t>& shape = {1, kInputs}) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::vector<float> x(static_cast<size_t>(count), 0.5f);
   const std::string input = dir / "x.npy";
   memplan::io::write_npy(input, memplan::DType::Float32, shape, x.data(), x.size() * sizeof(float));
   Run r = run_cli({"run", model, "--input", "x=" + input, "--threads", "1", "--report", "json", "--output-dir",
@@ -101,4 +136,35 @@ TEST_CASE("a weight four layers read through Identities of their own is held and
   const std::string shared_report = run_report(dir, gemm_model(dir, "shared", kInputs, 4));
   REQUIRE(json_number(shared_report, "weights_bytes") == uint64_t{kInputs} * kInputs * 4);
   check_within_floor(shared_report, run_report(dir, gemm_model(dir, "small", 16)));
+}
+
+TEST_CASE("batch norms folded into sixteen Convs' weights leave those weights in memory once", "[rss]") {
+  memplan::test::TempDir dir("peak_rss_conv_bn");
+  const std::string folded = run_report(dir, conv_bn_model(dir, "folded", 256, 16), {1, 256, 8, 8});
+  REQUIRE(json_number(folded, "weights_bytes") >= uint64_t{16} * 256 * 256 * 9 * 4);
+  check_within_floor(folded, run_report(dir, conv_bn_model(dir, "small", 8, 1), {1, 8, 8, 8}));
+}
+
+// This process's resident bytes now (/proc/self/statm's second field, in pages).
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST_CASE("a large block freed after another goes back to the system at once, not into the heap", "[rss]") {
+  memplan::return_large_blocks_when_freed();
+  constexpr size_t kBlock = size_t{8} << 20;
+  // glibc's dynamic threshold would rise to the first block's size as it is freed, and take the
+  // second from the heap, where it stays resident once freed.
+  for (int k = 0; k < 2; ++k) {
+    auto* p = static_cast<char*>(std::malloc(kBlock));
+    REQUIRE(p != nullptr);
+    std::memset(p, 1, kBlock);
+    const uint64_t before = resident_bytes();
+    std::free(p);
+    INFO("block " << k << ": resident " << before << " bytes before the free, " << resident_bytes() << " after");
+    CHECK(resident_bytes() + kBlock / 2 <= before);
+  }
 }
