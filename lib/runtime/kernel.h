@@ -156,21 +156,30 @@ inline std::unique_ptr<Kernel> LeanerVariant::take() {
   return make();
 }
 
-// Builds a kernel's chain of leaner variants, leanest last.
+// Builds a kernel's chain of leaner variants, leanest last: after kernel k, or (default-made) a
+// chain of its own, whose first variant take_head() gives (a factory's for set_leaner).
 class LeanerChain {
  public:
+  LeanerChain() = default;
   explicit LeanerChain(Kernel& k) : tail_(&k) {}
   void append(std::unique_ptr<Kernel> next) {
     if (!next) return;
     Kernel* t = next.get();
-    tail_->set_leaner(std::move(next));
+    if (tail_) tail_->set_leaner(std::move(next));
+    else head_ = std::move(next);
     tail_ = t;
   }
-  // A variant made when taken: nothing can follow it.
-  void append_last(LeanerVariant::Factory make) { tail_->set_leaner(std::move(make)); }
+  // A variant made when taken: nothing can follow it. At the head of a chain of its own, there
+  // is nothing to defer: it is made now.
+  void append_last(LeanerVariant::Factory make) {
+    if (tail_) tail_->set_leaner(std::move(make));
+    else head_ = make();
+  }
+  std::unique_ptr<Kernel> take_head() { return std::move(head_); }
 
  private:
-  Kernel* tail_;
+  Kernel* tail_ = nullptr;
+  std::unique_ptr<Kernel> head_;
 };
 
 struct DnnlContext;  // oneDNN engine and stream (runtime/dnnl_context.h)

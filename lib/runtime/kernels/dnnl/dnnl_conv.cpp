@@ -96,7 +96,7 @@ class ConvBuilder {
     try_block_diagonal();
     std::unique_ptr<Kernel> k = bind_clamped_gemm(addend_ != nullptr);
     if (!k) k = bind();
-    if (dense_.empty() && pad_offsets_.empty()) attach_leaner(static_cast<PrimitiveKernel&>(*k));
+    if (dense_.empty() && pad_offsets_.empty()) defer_leaner(*k);
     return k;
   }
 
@@ -391,12 +391,24 @@ class ConvBuilder {
     return layout_md(dims, dnnl::memory::data_type::f32, Value::kChannelsLast);
   }
 
-  // The leanest of oneDNN's other implementations, for the given layouts and for the chosen ones.
-  // Kernel selection takes it where the chosen kernel's scratchpad sets the arena's peak
-  // (pipeline/lean_kernels).
-  void attach_leaner(PrimitiveKernel& k) {
+  // k's chain of leaner variants, made when kernel selection first takes one (pipeline/
+  // lean_kernels): most nodes never need one, and made with k they held their own reordered
+  // weights and generated code until the variants were settled (ppocr_cls_mobile_v2 with a saved
+  // plan that takes none: 3.3 MB of its 6.4 MB over a trivial model's peak). The factory holds
+  // a copy of this builder with only k's weights and bias: the model releases its constants once
+  // its kernels are made, and the variants reorder theirs from k's.
+  void defer_leaner(Kernel& k) const {
+    if (cost(pd_) == 0) return;
+    ConvBuilder b = *this;
+    std::erase_if(b.weights_, [&](const auto& copy) { return !(copy.first == pd_.weights_desc()); });
+    k.set_leaner([b = std::move(b)]() mutable { return b.leaner_chain(); });
+  }
+
+  // The leanest of oneDNN's other implementations, for the given layouts and for the chosen ones,
+  // then bands of rows, then chunks of channels: the head of the chain after the chosen kernel.
+  // Kernel selection takes a variant where the chosen kernel's scratchpad sets the arena's peak.
+  std::unique_ptr<Kernel> leaner_chain() {
     const uint64_t have = cost(pd_);
-    if (have == 0) return;
     // For the given layouts, the chosen ones, and oneDNN's own choice (a blocked kernel whose
     // staged copies of the activations can cost less than a GEMM's im2col buffer).
     const std::optional<dnnl::convolution_forward::primitive_desc> best =
@@ -411,18 +423,19 @@ class ConvBuilder {
       lean = bind();
       pd_ = chosen;
     }
-    // The chain: k, the leanest whole kernel, bands of rows, then chunks of channels (made when
+    // The chain: the leanest whole kernel, bands of rows, then chunks of channels (made when
     // taken). Kernel selection passes over a variant that is too slow or does not lower the arena
     // for the next one: the chunks, faster than the leanest whole kernel where that is a slow
     // one, may still need more scratchpad than the last bands.
-    LeanerChain chain(k);
+    LeanerChain chain;
     chain.append(std::move(lean));
     for (std::unique_ptr<BandedKernel>& b : bands(best ? best_cost : have)) chain.append(std::move(b));
     if (have > kBandFloor && chunks_apply())
-      chain.append_last([node = &node_, env = env_, weights = weights_for(pd_.weights_desc(), k.ctx()),
-                        bias = std::make_shared<const std::vector<float>>(constant_bias()), have] {
+      chain.append_last([node = &node_, env = env_, weights = weights_for(pd_.weights_desc(), *env_.dnnl),
+                         bias = bias_values(), have] {
         return ConvBuilder(*node, env).chunked(weights, bias, kChunks, have);
       });
+    return chain.take_head();
   }
 
   // ---- Chunks of channels --------------------------------------------------------------------
@@ -430,10 +443,14 @@ class ConvBuilder {
   // The first chunked variant's chunks; each next variant has twice as many.
   static constexpr int64_t kChunks = 2;
 
-  // The constant bias's values; none without a bias.
-  std::vector<float> constant_bias() const {
+  // The constant bias's values (none without a bias), from its reordered copy: the model's own
+  // may be released by the time a chain of variants is made.
+  std::shared_ptr<const std::vector<float>> bias_values() const {
     const Value* b = input_at(node_, 2);
-    return b ? constant_floats(b, at_) : std::vector<float>{};
+    if (!b) return std::make_shared<const std::vector<float>>();
+    const dnnl::memory m = copy_of(biases_, b, plain_md({m_}), plain_md({m_}), *env_.dnnl);
+    const auto* data = static_cast<const float*>(m.get_data_handle());
+    return std::make_shared<const std::vector<float>>(data, data + m_);
   }
 
   // Batch 1 (a chunk of channels is then contiguous, plain or channel-blocked), constant weights
@@ -648,6 +665,9 @@ class ConvBuilder {
         k->bind_memory(DNNL_ARG_BIAS, reordered_memory(chunk_bias_->data(), chunk_bias_->size() * sizeof(float),
                                                        plain_md({m_}), pd_.query_md(dnnl::query::weights_md, 1),
                                                        k->ctx(), at_ + ": bias"));
+    } else if (const Value* b = input_at(node_, 2); b && b->is_constant()) {
+      k->bind_memory(DNNL_ARG_BIAS,
+                     copy_of(biases_, b, plain_md({m_}), pd_.query_md(dnnl::query::weights_md, 1), k->ctx()));
     } else {
       bind_bias(*k, node_, pd_);
     }
@@ -661,16 +681,33 @@ class ConvBuilder {
   // The constant weights reordered to `want`, once per layout: the bands of a convolution and its
   // variants share them.
   dnnl::memory weights_for(const dnnl::memory::desc& want, DnnlContext& ctx) const {
-    for (const auto& [md, m] : weights_)
+    return copy_of(weights_, wv_, user_w_md_, want, ctx);
+  }
+
+  // Reordered copies of one constant, one per layout.
+  using Copies = std::vector<std::pair<dnnl::memory::desc, dnnl::memory>>;
+
+  // Constant `v` (in layout `user`) as `want`: a copy made already, else one reordered from
+  // a copy made already (the model may have released its own bytes by then: defer_leaner), else
+  // from the constant.
+  dnnl::memory copy_of(Copies& copies, const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                       DnnlContext& ctx) const {
+    for (const auto& [md, m] : copies)
       if (md == want) return m;
-    weights_.emplace_back(want, constant_memory(wv_, user_w_md_, want, ctx, at_));
-    return weights_.back().second;
+    if (copies.empty()) {
+      copies.emplace_back(want, constant_memory(v, user, want, ctx, at_));
+    } else {
+      const auto& [md, m] = copies.front();
+      copies.emplace_back(want, reordered_memory(m.get_data_handle(), md.get_size(), md, want, ctx,
+                                                 at_ + ": constant '" + v->name + "'"));
+    }
+    return copies.back().second;
   }
 
   const Node& node_;
-  const KernelEnv& env_;
+  const KernelEnv env_;  // a copy: a deferred chain of variants (defer_leaner) outlives the caller's
   const std::string at_;
-  mutable std::vector<std::pair<dnnl::memory::desc, dnnl::memory>> weights_;
+  mutable Copies weights_, biases_;
   ConvShapes s_;
   int64_t c_ = 0, m_ = 0;  // input and output channels
   Window w_;
