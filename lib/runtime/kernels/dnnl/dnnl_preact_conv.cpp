@@ -10,7 +10,10 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
@@ -186,35 +189,61 @@ class PreActivatedConvBuilder {
       fail(at_ + ": bias '" + b->name + "' has shape " + dims_string(dims_of(b)) + ", expected [" +
            std::to_string(geo_.m) + "]");
     weights_ = w->constant;
-    bias_ = b && b->is_constant() ? b->constant : nullptr;
+    if (b && b->is_constant()) bias_ = std::make_shared<const std::vector<float>>(tensor_floats(*b->constant, at_ + ": bias"));
     return true;
   }
 
   // The kernel in chunks of `chunk` input channels, with its leaner variants made on demand: a
   // quarter of the channels per chunk, then a sixteenth (at least a channel block each).
   std::unique_ptr<Kernel> build(int64_t chunk) const {
+    const std::vector<float> w = plain_weights();
     std::vector<PreActivatedConv::Part> parts;
+    std::optional<dnnl::memory> whole;  // the one part's reordered weights, where there is one part
     for (int64_t first = 0; first < geo_.c; first += chunk) {
       const int64_t count = std::min(chunk, geo_.c - first);
-      std::unique_ptr<Kernel> conv = part(first, count, first == 0, first + count == geo_.c, chunk < geo_.c);
+      auto [conv, weights] = part(w, first, count, first == 0, first + count == geo_.c, chunk < geo_.c);
       if (!conv) return nullptr;
+      if (count == geo_.c) whole = weights;
       parts.push_back({std::move(conv), first, count});
     }
     auto k = std::make_unique<PreActivatedConv>(pre_, geo_, std::move(parts), at_);
     const int64_t unit = std::max(geo_.block, 1);
     const int64_t next = chunk == geo_.c ? round_up(geo_.c / 4, unit) : round_up(geo_.c / 16, unit);
-    // The builder is copied into the closure: the variant is made after this call returns.
-    if (next < chunk) k->set_leaner([b = *this, next] { return b.build(next); });
+    if (next < chunk) {
+      // The builder is copied into the closure: the variant is made after this call returns, when
+      // the model has released its constant (the closure held it, and the weights were in memory
+      // twice until the variants were settled: 16 MB of DenseNet-121's 32). It reads them back
+      // from the whole kernel's copy instead.
+      PreActivatedConvBuilder b = *this;
+      if (whole) {
+        b.weights_ = nullptr;
+        b.whole_weights_ = whole;
+      }
+      k->set_leaner([b = std::move(b), next] { return b.build(next); });
+    }
     return k;
   }
 
  private:
   static int64_t round_up(int64_t v, int64_t unit) { return std::max(unit, (v + unit - 1) / unit * unit); }
 
-  // One chunk's convolution: `first_part` adds the bias, `last_part` applies the Conv's fused
-  // activation; every part after the first adds into the output. Null when oneDNN has only its
-  // reference kernel for a chunk (the whole kernel still takes that).
-  std::unique_ptr<Kernel> part(int64_t first, int64_t count, bool first_part, bool last_part, bool chunked) const {
+  // The weights as [m, c] floats: the model's constant, or the whole kernel's reordered copy read
+  // back (a variant's builder).
+  std::vector<float> plain_weights() const {
+    if (!whole_weights_) return tensor_floats(*weights_, at_ + ": weights");
+    std::vector<float> w(static_cast<size_t>(geo_.m * geo_.c));
+    dnnl::memory whole = *whole_weights_, plain(plain_md({geo_.m, geo_.c, 1, 1}), env_.dnnl->engine, w.data());
+    dnnl::reorder(whole, plain).execute(env_.dnnl->stream, whole, plain);
+    env_.dnnl->stream.wait();
+    return w;
+  }
+
+  // One chunk's convolution and its reordered weights: `first_part` adds the bias, `last_part`
+  // applies the Conv's fused activation; every part after the first adds into the output. A null
+  // kernel when oneDNN has only its reference kernel for a chunk (the whole kernel still takes
+  // that). `w`: all the weights, [m, c].
+  std::pair<std::unique_ptr<Kernel>, dnnl::memory> part(const std::vector<float>& w, int64_t first, int64_t count,
+                                                        bool first_part, bool last_part, bool chunked) const {
     const Dims src{geo_.n, count, geo_.h, geo_.w}, wdims{geo_.m, count, 1, 1}, dst{geo_.n, geo_.m, geo_.h, geo_.w};
     const dnnl::memory::desc src_md = blocked_md(src, geo_.block), dst_md = blocked_md(dst, geo_.out_block);
     dnnl::post_ops po;
@@ -237,25 +266,25 @@ class PreActivatedConvBuilder {
     });
     const bool ref = std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
     // A later chunk adds into what the earlier ones wrote: the output must be written in place.
-    if (chunked && (ref || !(pd.dst_desc() == dst_md))) return nullptr;
+    if (chunked && (ref || !(pd.dst_desc() == dst_md))) return {};
     auto k = std::make_unique<PrimitiveKernel>(node_, env_);
     k->set_primitive(pd);
     k->bind_input_staged(DNNL_ARG_SRC, 0, src_md, pd.src_desc());
     // This chunk's columns of the [m, c, 1, 1] weights.
-    const std::vector<float> slice = channel_slice(tensor_floats(*weights_, at_ + ": weights"), geo_.m, geo_.c, 1, first, count);
-    k->bind_memory(DNNL_ARG_WEIGHTS, reordered_memory(slice.data(), slice.size() * sizeof(float), plain_md(wdims),
-                                                      pd.weights_desc(), k->ctx(), at_ + ": weights"));
+    const std::vector<float> slice = channel_slice(w, geo_.m, geo_.c, 1, first, count);
+    const dnnl::memory weights = reordered_memory(slice.data(), slice.size() * sizeof(float), plain_md(wdims),
+                                                  pd.weights_desc(), k->ctx(), at_ + ": weights");
+    k->bind_memory(DNNL_ARG_WEIGHTS, weights);
     if (with_bias) {
       if (bias_) {
-        const std::vector<float> bias = tensor_floats(*bias_, at_ + ": bias");
-        k->bind_memory(DNNL_ARG_BIAS, reordered_memory(bias.data(), bias.size() * sizeof(float), plain_md({geo_.m}),
+        k->bind_memory(DNNL_ARG_BIAS, reordered_memory(bias_->data(), bias_->size() * sizeof(float), plain_md({geo_.m}),
                                                        pd.query_md(dnnl::query::weights_md, 1), k->ctx(), at_ + ": bias"));
       } else {
         k->bind_input(DNNL_ARG_BIAS, 2, plain_md({geo_.m}));
       }
     }
     k->bind_output_staged(DNNL_ARG_DST, 0, dst_md, pd.dst_desc());
-    return k;
+    return {std::move(k), weights};
   }
 
   const Node& node_;
@@ -263,7 +292,11 @@ class PreActivatedConvBuilder {
   std::string at_;
   PreActivation pre_;
   Geometry geo_;
-  std::shared_ptr<const Tensor> weights_, bias_;
+  // The weights: the model's constant (the first build), or the whole kernel's reordered copy (its
+  // variants'); the bias's values (null: none, or a run-time input).
+  std::shared_ptr<const Tensor> weights_;
+  std::optional<dnnl::memory> whole_weights_;
+  std::shared_ptr<const std::vector<float>> bias_;
 };
 
 }  // namespace
