@@ -652,7 +652,7 @@ TEST_CASE("Gemm and MatMul with a few rows against a large constant B read it in
   // B of 700 x 400 floats (1.1 MB): at most 4 rows of A run linalg/weights_gemv.h on the model's
   // own B (no reordered copy); 5 rows run oneDNN's kernel on its blocked copy.
   const int64_t k = 700, n = 400;
-  const int64_t m = GENERATE(int64_t{1}, int64_t{4}, int64_t{5});
+  const int64_t m = GENERATE(int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5});
   const bool tb = GENERATE(false, true);
   const int c_kind = GENERATE(0, 1, 2);  // none, C [N] constant, C [M, 1] at run time
   INFO(m << " rows, transB " << tb << ", C kind " << c_kind);
