@@ -422,16 +422,18 @@ PYBIND11_MODULE(_memplan, m) {
   py::class_<PySession, std::shared_ptr<PySession>>(m, "Session",
                                                     "One arena for one model; more sessions run one model "
                                                     "with separate memory, concurrently from several threads.")
-      .def(py::init([](const PyModel& model, bool check_memory, bool profile, int threads, bool adapt_to_load) {
+      .def(py::init([](const PyModel& model, bool check_memory, bool profile, int threads, bool adapt_to_load,
+                           bool flush_denormals) {
              memplan::SessionOptions o;
              o.check_memory = check_memory;
              o.profile = profile;
              o.threads = threads;
              o.adapt_to_load = adapt_to_load;
+             o.flush_denormals = flush_denormals;
              return std::make_shared<PySession>(model.model, o);
            }),
            py::arg("model"), py::kw_only(), py::arg("check_memory") = false, py::arg("profile") = false,
-           py::arg("threads") = 0, py::arg("adapt_to_load") = true)
+           py::arg("threads") = 0, py::arg("adapt_to_load") = true, py::arg("flush_denormals") = true)
       .def(
           "run",
           [](const std::shared_ptr<PySession>& self, const py::dict& inputs, bool copy) {

@@ -6,6 +6,7 @@
 
 #include "memplan/error.h"
 #include "report/plan_report.h"
+#include "runtime/denormals.h"
 #include "runtime/free_cores.h"
 #include "runtime/session_impl.h"
 
@@ -280,6 +281,7 @@ void Session::Impl::run() {
   const RunInFlight in_flight;
   const int threads = adaptive.next(options.adapt_to_load && run_threads > 1 ? threads_left_free(run_threads) : run_threads);
   const ThreadScope scope(threads);
+  const rt::FlushDenormals flush(options.flush_denormals, threads);  // after the scope: the run's team
   adaptive.begin(threads);
   if (options.check_memory) std::fill(written.begin(), written.end(), 0);
   run_graph(*m.model.main);

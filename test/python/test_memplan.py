@@ -247,6 +247,25 @@ class CompileAndRun(unittest.TestCase):
             memplan.Session(two, threads=3)
         self.assertIn("compiled for 2", str(e.exception))
 
+    def test_denormals_flushed_unless_kept(self):
+        from onnx import TensorProto, helper, numpy_helper
+        g = helper.make_graph([helper.make_node("Mul", ["x", "tiny"], ["y"])], "scale",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+                              [numpy_helper.from_array(np.array([1e-20], np.float32), "tiny")])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "scale.onnx")
+            with open(path, "wb") as f:
+                f.write(model.SerializeToString())
+            m = memplan.compile(path)
+        x = {"x": np.full((1, 64), 1e-20, np.float32)}  # x * 1e-20 = 1e-40, a denormal
+        self.assertTrue(np.all(memplan.Session(m).run(x)["y"] == 0))
+        kept = memplan.Session(m, flush_denormals=False).run(x)["y"]
+        np.testing.assert_allclose(kept, np.full((1, 64), 1e-40, np.float32), rtol=1e-4)
+        self.assertTrue(np.all(kept > 0))
+
     def test_profile_and_dynamic_tensors(self):
         m = memplan.compile(TINY)
         s = memplan.Session(m, profile=True)

@@ -28,7 +28,8 @@ struct RunArgs {
   std::string model, plan, output_dir = ".", report = "text", strategy = "auto";
   std::vector<std::string> inputs;
   int threads = 0, sessions = 1, repeat = 1, warmup = 0;
-  bool check_memory = false, profile = false, no_share = false, fixed_threads = false, external_inputs = false;
+  bool check_memory = false, profile = false, no_share = false, fixed_threads = false, external_inputs = false,
+       keep_denormals = false;
   bool fail_on_ref = false;
   std::string prefer = "balanced";
   double tuning_seconds = 1.5;
@@ -335,6 +336,9 @@ void register_run(CLI::App& app) {
   sub->add_flag("--fixed-threads", a->fixed_threads,
                 "Run every inference at the session's thread count, instead of one thread while other processes "
                 "hold the cores (bitwise-repeatable runs)");
+  sub->add_flag("--keep-denormals", a->keep_denormals,
+                "Compute with IEEE denormal floats (below 1.2e-38) instead of flushing them to zero, at their "
+                "speed (SessionOptions::flush_denormals = false)");
   sub->add_flag("--check-memory", a->check_memory, "Guard mode: detect any buffer clobbered while live");
   sub->add_flag("--profile", a->profile, "Time every node (subgraphs included) and print the totals by op type")
       ->excludes(sessions);
@@ -353,7 +357,8 @@ void register_run(CLI::App& app) {
   add_action(sub, [a] {
     std::vector<InputFile> files;
     const std::shared_ptr<const CompiledModel> model = compiled_for(*a, files);
-    const SessionOptions options{a->check_memory, a->profile, session_threads(*a, *model), !a->fixed_threads};
+    const SessionOptions options{a->check_memory, a->profile, session_threads(*a, *model), !a->fixed_threads,
+                                 !a->keep_denormals};
     if (a->sessions == 1) {
       Session session(model, options);
       const Timings t = run_timed(*a, session, files);
