@@ -49,7 +49,7 @@ std::optional<std::vector<EltwiseStep>> fused_steps(const Node& node) {
   std::vector<EltwiseStep> steps;
   for (size_t i = 0; i < a->floats.size(); i += 3) {
     const float kind = a->floats[i];
-    if (!(kind >= static_cast<float>(K::Linear) && kind <= static_cast<float>(K::Swish)) || kind != static_cast<float>(static_cast<int>(kind)))
+    if (!(kind >= static_cast<float>(K::Linear) && kind <= static_cast<float>(K::GeluTanh)) || kind != static_cast<float>(static_cast<int>(kind)))
       return std::nullopt;
     const EltwiseStep s{static_cast<K>(static_cast<int>(kind)), a->floats[i + 1], a->floats[i + 2]};
     if (s.kind == K::Clip && !(s.alpha <= s.beta)) return std::nullopt;

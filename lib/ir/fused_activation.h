@@ -46,6 +46,8 @@ struct EltwiseStep {
     HardSwish = 4,  // x * min(max(x + 3, 0), 6) / 6
     Logistic = 5,   // 1 / (1 + exp(-x))
     Swish = 6,      // x * logistic(alpha * x)
+    GeluErf = 7,    // x * Phi(x), Phi the normal distribution's CDF: 0.5 * x * (1 + erf(x / sqrt(2)))
+    GeluTanh = 8,   // Phi as tanh approximates it: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
   };
   Kind kind = Kind::Linear;
   float alpha = 0.f, beta = 0.f;

@@ -214,9 +214,9 @@ bool fuse_swish(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
 
 // The eltwise steps (ir/fused_activation.h) that `n`, a reader of `y` alone, computes from y: a
 // scalar Add, Sub, Mul, Div, Max or Min, Relu, LeakyRelu, Clip, HardSigmoid, HardSwish or
-// Sigmoid. Empty for any other node. Div by c becomes a product by 1 / c, as oneDNN has no
-// division post-op (within an ulp of the quotient).
-std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y) {
+// Sigmoid, and with `gelu` Gelu. Empty for any other node. Div by c becomes a product by 1 / c,
+// as oneDNN has no division post-op (within an ulp of the quotient).
+std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y, bool gelu) {
   using K = EltwiseStep::Kind;
   constexpr float inf = std::numeric_limits<float>::infinity();
   if (!n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] || n.inputs.empty() || n.inputs[0] == nullptr)
@@ -245,6 +245,11 @@ std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y) {
   if (op == "LeakyRelu") return {{K::Relu, n.attr_float("alpha", 0.01f), 0.f}};
   if (op == "HardSwish") return {{K::HardSwish, 0.f, 0.f}};
   if (op == "Sigmoid") return {{K::Logistic, 0.f, 0.f}};
+  if (op == "Gelu" && gelu) {
+    const std::string approximate = n.attr_string("approximate", "none");
+    if (approximate == "none") return {{K::GeluErf, 0.f, 0.f}};
+    if (approximate == "tanh") return {{K::GeluTanh, 0.f, 0.f}};
+  }
   if (op == "HardSigmoid") return {{K::Linear, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)}, {K::Clip, 0.f, 1.f}};
   if (op == "Clip") {
     const std::optional<std::pair<float, float>> bounds = clip_bounds(n);
@@ -255,13 +260,17 @@ std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y) {
 
 // Conv [-> its fused activation] -> elementwise ops with constants, each the sole reader of the
 // one before  ==>  the Conv with all of them as a chain of eltwise post-ops: what TensorFlow and
-// Paddle exporters write (LeakyRelu -> Max(c), Clip -> Mul(c) -> Add(c), HardSigmoid).
-bool fuse_eltwise_chain(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+// Paddle exporters write (LeakyRelu -> Max(c), Clip -> Mul(c) -> Add(c), HardSigmoid). `gelu`: a
+// Gelu too (a MatMul's: a transformer's feed-forward Linear, whose output GELU then reads
+// from memory once more), applied in the matmul's one pass; a Convolution's keeps its node, where
+// oneDNN's GEMM convolution would apply it in a slow loop and memplan's own loops have no
+// vectorized erf.
+bool fuse_eltwise_chain(Graph& g, Node& conv, std::unordered_set<const Node*>& dead, bool gelu = false) {
   std::optional<std::vector<EltwiseStep>> steps = fused_steps(conv);
   if (!steps) return false;
   bool grew = false;
   for (Node* next = sole_consumer(conv.outputs[0]); next; next = sole_consumer(conv.outputs[0])) {
-    const std::vector<EltwiseStep> more = eltwise_steps(*next, conv.outputs[0]);
+    const std::vector<EltwiseStep> more = eltwise_steps(*next, conv.outputs[0], gelu);
     std::vector<EltwiseStep> longer = *steps;
     bool fits = !more.empty();
     for (const EltwiseStep& s : more) fits = fits && add_fused_step(longer, s);
@@ -413,7 +422,7 @@ int fuse_conv(Model& model) {
       fuse_matmul_bias(g, *n, dead);
       // A product of a few rows by large weights reads them in place (linalg/weights_gemv.h),
       // which applies a bias but no activation: that activation stays a node of its own.
-      if (matmul_rows(*n) > kWeightsInPlaceRows) fuse_eltwise_chain(g, *n, dead);
+      if (matmul_rows(*n) > kWeightsInPlaceRows) fuse_eltwise_chain(g, *n, dead, true);
     }
     for (auto& n : g.nodes) {
       if (dead.count(n.get()) || n->op_type != "Conv" || !n->domain.empty() || n->outputs.empty() || !n->outputs[0])

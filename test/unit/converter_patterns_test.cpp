@@ -199,6 +199,43 @@ TEST_CASE("a Linear layer's MatMul takes its bias Add and the activation after i
   require_close(run_model(path, x, {2, 5, K}), want, abs_rel(1e-5, 1e-5));
 }
 
+TEST_CASE("a Linear layer's MatMul takes the GELU after its bias, erf or tanh form, as one oneDNN matmul with the "
+          "unfused numbers", "[passes][patterns]") {
+  constexpr int64_t K = 24, N = 40, R = 14;
+  const bool tanh_form = GENERATE(false, true);
+  INFO((tanh_form ? "tanh" : "erf") << " form");
+  const std::vector<float> x = random_floats(R * K, 14), w = random_floats(K * N, 15), b = random_floats(N, 16);
+  ModelBuilder mb("linear_gelu", 20);  // Gelu is an opset-20 op
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {2, 7, K});
+  add_initializer(g, tensor_f32("w", {K, N}, w));
+  add_initializer(g, tensor_f32("b", {N}, b));
+  add_node(g, "MatMul", {"x", "w"}, {"m"}, "linear");
+  add_node(g, "Add", {"m", "b"}, {"a"}, "bias");
+  auto* gelu = add_node(g, "Gelu", {"a"}, {"y"}, "act");
+  if (tanh_form) add_attr(gelu, "approximate", onnx::AttributeProto::STRING)->set_s("tanh");
+  add_output(g, "y", elem::kFloat, {2, 7, N});
+  const std::string path = save(mb, tanh_form ? "linear_gelu_tanh" : "linear_gelu");
+  const Model ir = prepare_model(path, {});
+  REQUIRE(ir.main->nodes.size() == 1);
+  CHECK(ir.main->nodes[0]->op_type == "MatMul");
+  const std::optional<std::vector<EltwiseStep>> steps = fused_steps(*ir.main->nodes[0]);
+  REQUIRE(steps);
+  CHECK(*steps == std::vector<EltwiseStep>{{tanh_form ? EltwiseStep::Kind::GeluTanh : EltwiseStep::Kind::GeluErf, 0.f, 0.f}});
+  auto model = CompiledModel::compile(path, {});
+  CHECK_THAT(model->kernels()[0].implementation, !Catch::Contains("ref"));
+  std::vector<float> want(static_cast<size_t>(R * N));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double v = b[static_cast<size_t>(n)];
+      for (int64_t k = 0; k < K; ++k) v += double(x[static_cast<size_t>(r * K + k)]) * w[static_cast<size_t>(k * N + n)];
+      const double phi = tanh_form ? 0.5 * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)))
+                                   : 0.5 * (1 + std::erf(v / std::sqrt(2.0)));
+      want[static_cast<size_t>(r * N + n)] = static_cast<float>(v * phi);
+    }
+  require_close(run_model(path, x, {2, 7, K}), want, abs_rel(1e-5, 1e-4));
+}
+
 TEST_CASE("a MatMul of a few rows by large weights takes the bias but leaves the activation, and reads the weights "
           "in place", "[passes][patterns]") {
   // One row by 1 MiB of weights: linalg/weights_gemv.h, which adds a bias but applies no activation.

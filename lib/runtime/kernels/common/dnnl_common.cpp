@@ -583,6 +583,8 @@ void append_activation(dnnl::post_ops& po, const Node& node, const std::string& 
       case K::HardSwish: po.append_eltwise(1.f, A::eltwise_hardswish, 0.f, 0.f); break;
       case K::Logistic: po.append_eltwise(1.f, A::eltwise_logistic, 0.f, 0.f); break;
       case K::Swish: po.append_eltwise(1.f, A::eltwise_swish, st.alpha, 0.f); break;
+      case K::GeluErf: po.append_eltwise(1.f, A::eltwise_gelu_erf, 0.f, 0.f); break;
+      case K::GeluTanh: po.append_eltwise(1.f, A::eltwise_gelu_tanh, 0.f, 0.f); break;
     }
   }
 }

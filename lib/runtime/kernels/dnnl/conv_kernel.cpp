@@ -1,6 +1,7 @@
 #include "runtime/kernels/dnnl/conv_kernel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "runtime/kernels/common/parallel_chunks.h"
@@ -39,6 +40,13 @@ MEMPLAN_SIMD_CLONES void apply_step(const EltwiseStep& s, float* y, uint64_t n) 
 #pragma omp simd
       for (uint64_t i = 0; i < n; ++i) y[i] = y[i] / (1.f + simd_exp(-a * y[i]));
       return;
+    case EltwiseStep::Kind::GeluErf:  // one element at a time (std::erf): the primitives apply it
+      for (uint64_t i = 0; i < n; ++i) y[i] = 0.5f * y[i] * (1.f + std::erf(y[i] * 0.70710678f));
+      return;
+    case EltwiseStep::Kind::GeluTanh:
+      for (uint64_t i = 0; i < n; ++i)
+        y[i] = 0.5f * y[i] * (1.f + std::tanh(0.79788456f * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
+      return;
   }
 }
 
@@ -63,7 +71,9 @@ std::optional<std::vector<EltwiseStep>> after_primitive(const Node& node) {
   std::optional<std::vector<EltwiseStep>> steps = fused_steps(node);
   if (!steps || steps->empty()) return std::nullopt;
   for (const EltwiseStep& s : *steps)
-    if (s.kind == EltwiseStep::Kind::Logistic || s.kind == EltwiseStep::Kind::Swish) return std::nullopt;
+    if (s.kind == EltwiseStep::Kind::Logistic || s.kind == EltwiseStep::Kind::Swish ||
+        s.kind == EltwiseStep::Kind::GeluErf || s.kind == EltwiseStep::Kind::GeluTanh)
+      return std::nullopt;
   return steps;
 }
 
