@@ -17,6 +17,7 @@
 #include "passes/drop_noops.h"
 #include "passes/expand_functions.h"
 #include "passes/float16_in_float32.h"
+#include "passes/fold_transposes.h"
 #include "passes/fuse_conv.h"
 #include "passes/fuse_quantized.h"
 #include "passes/inline_if.h"
@@ -202,6 +203,7 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("Conv fusions removed {} nodes", fused);
   spdlog::debug("quantized fusions removed {} nodes", fuse_quantized(model));
   spdlog::debug("channel shuffles took {} nodes", fold_channel_shuffles(model));
+  spdlog::debug("{} Transposes read through by the MatMuls after them", fold_transposes_into_matmuls(model));
   const int blocked = assign_layouts(model, preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
   // Without VNNI the int8 convolutions run oneDNN's float32 kernels, which read channel-blocked.

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ir/fused_activation.h"
+#include "ir/operand_permutation.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/linalg/weights_gemv.h"
@@ -25,6 +26,40 @@ constexpr uint64_t kInPlaceBytes = uint64_t{1} << 20;
 bool reads_in_place(const Value* b, int64_t rows) {
   return b->is_constant() && b->constant && rows <= kWeightsInPlaceRows && b->constant->byte_size() >= kInPlaceBytes;
 }
+
+// An operand as the kernel reads it: its dims and the strides of its elements in its input's bytes.
+struct Operand {
+  Dims dims, strides;
+  bool permuted = false;  // the input's axes permuted (ir/operand_permutation.h)
+
+  // Input `input` of `node`, of dims `d`, row-major, then permuted as the node says.
+  static Operand of(const Node& node, size_t input, const Dims& d, const std::string& at) {
+    Operand o{d, Dims(d.size(), 1)};
+    for (size_t i = d.size(); i-- > 1;) o.strides[i - 1] = o.strides[i] * d[i];
+    const std::optional<std::vector<int64_t>> perm = operand_permutation(node, input);
+    if (!perm) return o;
+    std::vector<bool> seen(d.size(), false);
+    if (perm->size() != d.size() || d.size() < 2)
+      fail(at + ": " + kPermuteAttrs[input] + " does not permute the " + std::to_string(d.size()) + " axes of its input");
+    Operand p{Dims(d.size()), Dims(d.size()), true};
+    for (size_t i = 0; i < d.size(); ++i) {
+      const int64_t axis = (*perm)[i];
+      if (axis < 0 || axis >= static_cast<int64_t>(d.size()) || seen[static_cast<size_t>(axis)])
+        fail(at + ": " + kPermuteAttrs[input] + " is not a permutation of the input's axes");
+      seen[static_cast<size_t>(axis)] = true;
+      p.dims[i] = o.dims[static_cast<size_t>(axis)];
+      p.strides[i] = o.strides[static_cast<size_t>(axis)];
+    }
+    return p;
+  }
+  // Leading axes of one element (numpy's broadcast of a lower rank).
+  void pad_to(size_t rank) {
+    const int64_t all = dims.empty() ? 1 : dims[0] * strides[0];
+    dims.insert(dims.begin(), rank - dims.size(), 1);
+    strides.insert(strides.begin(), rank - strides.size(), all);
+  }
+  dnnl::memory::desc md() const { return permuted ? strided_md(dims, strides) : plain_md(dims); }
+};
 
 }  // namespace
 
@@ -115,16 +150,18 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
   if (empty_output(node)) return std::make_unique<NoopKernel>();
   const Value* a = input_at(node, 0);
   const Value* b = input_at(node, 1);
-  Dims ad = dims_of(a), bd = dims_of(b), yd = dims_of(output_at(node, 0));
-  if (ad.empty() || bd.empty()) fail(at + ": MatMul operands must have rank 1 or more");
-  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
-  if (a_vec) ad.insert(ad.begin(), 1);
-  if (b_vec) bd.push_back(1);
-  const size_t rank = std::max(ad.size(), bd.size());
+  if (dims_of(a).empty() || dims_of(b).empty()) fail(at + ": MatMul operands must have rank 1 or more");
+  Operand ao = Operand::of(node, 0, dims_of(a), at), bo = Operand::of(node, 1, dims_of(b), at);
+  const Dims yd = dims_of(output_at(node, 0));
+  const bool a_vec = ao.dims.size() == 1, b_vec = bo.dims.size() == 1;
+  if (a_vec) ao = {{1, ao.dims[0]}, {ao.dims[0], 1}};
+  if (b_vec) bo = {{bo.dims[0], 1}, {1, 1}};
+  const size_t rank = std::max(ao.dims.size(), bo.dims.size());
   if (rank > DNNL_MAX_NDIMS)
     fail_unsupported(at + ": rank " + std::to_string(rank) + " is above oneDNN's limit of " + std::to_string(DNNL_MAX_NDIMS));
-  ad.insert(ad.begin(), rank - ad.size(), 1);
-  bd.insert(bd.begin(), rank - bd.size(), 1);
+  ao.pad_to(rank);
+  bo.pad_to(rank);
+  Dims &ad = ao.dims, &bd = bo.dims;
   if (ad[rank - 1] != bd[rank - 2])
     fail(at + ": A " + a->type.shape_string() + " and B " + b->type.shape_string() + " have different K");
   Dims out(rank);
@@ -143,35 +180,54 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
   // A B without batch dims of its own (a Linear layer's weights) multiplies every row of A alike:
   // A's batch dims fold into M, one [rows, K] x [K, N] product instead of a batch of small ones
   // (a transformer's [seq, 1, d] x [d, 3d] would otherwise be seq products of one row each).
-  if (rank > 2 && std::all_of(bd.begin(), bd.end() - 2, [](int64_t d) { return d == 1; })) {
+  // (Not where A is permuted: its rows are then not one run of memory.)
+  if (rank > 2 && !ao.permuted && std::all_of(bd.begin(), bd.end() - 2, [](int64_t d) { return d == 1; })) {
     const int64_t rows = product(ad) / ad[rank - 1];
-    ad = {rows, ad[rank - 1]};
-    bd = {bd[rank - 2], bd[rank - 1]};
+    ao = {{rows, ad[rank - 1]}, {ad[rank - 1], 1}};
+    bo = {{bd[rank - 2], bd[rank - 1]}, {bo.strides[rank - 2], bo.strides[rank - 1]}, bo.permuted};
     out = {rows, out[rank - 1]};
   }
   const Value* bias = input_at(node, 2);
   const bool activation = has_fused_activation(node);
   if (bias && (ad.size() != 2 || !bias->is_constant() || product(dims_of(bias)) != bd[1]))
     fail_internal(at + ": the fused bias does not fit a product of " + dims_string(ad) + " by " + dims_string(bd));
-  if (ad.size() == 2 && reads_in_place(b, ad[0]) && !activation)
+  if (ad.size() == 2 && reads_in_place(b, ad[0]) && !activation && !ao.permuted && !bo.permuted)
     return linalg::make_weights_gemv({ad[0], ad[1], bd[1], false, 1.f, 1.f, bias ? 1 : 0, bias ? bd[1] : 0}, at);
-  dnnl::memory::desc a_md = plain_md(ad), user_b_md = plain_md(bd), y_md = plain_md(out);
-  dnnl::memory::desc b_md = b->is_constant() ? any_md(bd) : user_b_md;
+  const dnnl::memory::desc user_a_md = ao.md(), user_b_md = bo.md(), y_md = plain_md(out);
+  dnnl::memory::desc a_md = user_a_md, b_md = b->is_constant() ? any_md(bd) : user_b_md;
   dnnl::primitive_attr attr = user_scratchpad_attr();
   dnnl::post_ops po;
   append_activation(po, node, at);
   attr.set_post_ops(po);
   const dnnl::memory::desc bias_md = bias ? plain_md({1, bd[1]}) : dnnl::memory::desc();
-  auto pd = make_pd(at, [&] {
-    if (bias) return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, y_md), attr, env.dnnl->engine);
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine);
-  });
+  const auto make = [&] {
+    return make_pd(at, [&] {
+      if (bias) return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, bias_md, y_md), attr, env.dnnl->engine);
+      return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, y_md), attr, env.dnnl->engine);
+    });
+  };
+  auto pd = make();
+  // A permuted operand is read through its strides only where oneDNN runs the same kernel as for
+  // the operand in rows (its brgemm kernel takes plain operands: ViT's K^T read through the
+  // strides of K fell to its GEMM, 1.16 ms a product against 0.29); else the kernel reorders it
+  // into its scratchpad each run, as the Transpose node did, still without the tensor.
+  if (ao.permuted || bo.permuted) {
+    const auto strided = pd;
+    if (ao.permuted) a_md = plain_md(ad);
+    if (bo.permuted && !b->is_constant()) b_md = plain_md(bd);
+    pd = make();
+    if (std::string(strided.impl_info_str()) == pd.impl_info_str()) {
+      a_md = user_a_md;
+      if (!b->is_constant()) b_md = user_b_md;
+      pd = strided;
+    }
+  }
 
   auto kernel = std::make_unique<PrimitiveKernel>(node, env);
   kernel->set_primitive(pd);
-  kernel->bind_input(DNNL_ARG_SRC, 0, a_md);
+  kernel->bind_input_staged(DNNL_ARG_SRC, 0, user_a_md, a_md);
   if (b->is_constant()) kernel->bind_memory(DNNL_ARG_WEIGHTS, constant_memory(b, user_b_md, pd.weights_desc(), kernel->ctx(), at));
-  else kernel->bind_input(DNNL_ARG_WEIGHTS, 1, user_b_md);
+  else kernel->bind_input_staged(DNNL_ARG_WEIGHTS, 1, user_b_md, b_md);
   if (bias) kernel->bind_memory(DNNL_ARG_BIAS, constant_memory(bias, bias_md, pd.query_md(dnnl::query::weights_md, 1), kernel->ctx(), at));
   kernel->bind_output(DNNL_ARG_DST, 0, y_md);
   return kernel;
