@@ -4,16 +4,38 @@
 #include <dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/kernel.h"
 
+namespace memplan {
+struct Tensor;
+}
+
 namespace memplan::rt {
+
+// A constant reordered for a kernel: `tensor`'s bytes, read as `user`, in layout `want`. (A weak
+// reference: the model may release the tensor meanwhile, and no other may then take its address.)
+struct ReorderedConstant {
+  std::weak_ptr<const Tensor> tensor;
+  dnnl::memory::desc user, want;
+  dnnl::memory memory;
+};
 
 struct DnnlContext {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};  // for load-time work; each session has its own
   int threads = 1;  // OpenMP threads the kernels made with this context were made for (run_threads.h)
+  // While select_kernels makes the kernels (`share_constants`): each constant reordered, so that
+  // kernels that want the same bytes in the same layout share one copy (dnnl_common's
+  // constant_memory). torch shares a weight between layers through Identities: the BERT-like
+  // encoder's six layers each reordered their own copy of its 6.5 MB of shared weights, 39 MB.
+  // Emptied when the kernels are made: the kernels hold what they use, and kernels made later
+  // (at run time, for dynamic shapes) make their own.
+  bool share_constants = false;
+  std::vector<ReorderedConstant> reordered_constants;
 };
 
 // True when oneDNN runs at least `isa` on this CPU, as DNNL_MAX_CPU_ISA may limit it (the CPU's own

@@ -47,12 +47,34 @@ std::string KernelSelection::unsupported_summary() const {
 
 namespace {
 
+// The values of every graph that share each constant's bytes (torch's shared weights, whose
+// Identities shape inference turned into constants of the same tensor).
+std::unordered_map<const Tensor*, std::vector<Value*>> sharers_of(Model& model) {
+  std::unordered_map<const Tensor*, std::vector<Value*>> out;
+  for_each_graph(*model.main, [&](Graph& g) {
+    for (const auto& v : g.values)
+      if (v->constant) out[v->constant.get()].push_back(v.get());
+  });
+  return out;
+}
+
+// Releases the bytes the values share: one shape-only tensor for all of them, so the plan still
+// counts the weight once (planner.cpp's weights_bytes, by tensor).
+void release_shared(const std::vector<Value*>& values, KernelSelection& sel) {
+  for (Value* v : values) {
+    if (v == values.front()) v->release_constant_bytes();
+    else v->constant = values.front()->constant;
+    sel.released.insert(v);
+  }
+}
+
 // Constants that only kernels' own (reordered) copies use are released as soon as the last of
 // their readers has its kernel, so the model's weights and the kernels' copies are never all in
-// memory at once; those a leaner variant of a reader would read wait for settle_variants().
+// memory at once; those a leaner variant of a reader would read wait for settle_variants(). A
+// tensor several values share goes once the readers of all of them have their kernels.
 class WeightRelease {
  public:
-  explicit WeightRelease(KernelSelection& sel) : sel_(sel) {}
+  WeightRelease(KernelSelection& sel, Model& model) : sel_(sel), sharers_(sharers_of(model)) {}
   void after(const Node& n, const rt::Kernel* kernel) {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       Value* v = n.inputs[k];
@@ -65,17 +87,17 @@ class WeightRelease {
         read = n.inputs[j] == v && kernel->reads_at_run_time(j);
         variant_reads = variant_reads || (n.inputs[j] == v && kernel->leaner_reads_at_run_time(j));
       }
-      State& st = state_[v];
+      const std::vector<Value*>& sharers = sharers_[v->constant.get()];
+      State& st = state_[v->constant.get()];
       st.needed = st.needed || read;
       st.held = st.held || variant_reads;
-      if (++st.done == v->consumers.size() && !st.needed && v->constant.use_count() == 1) {
-        if (st.held) {
-          sel_.held_for_variants.insert(v);
-          continue;
-        }
-        v->release_constant_bytes();
-        sel_.released.insert(v);
-      }
+      size_t readers = 0;
+      for (const Value* s : sharers) readers += s->consumers.size();
+      const bool returned = std::any_of(sharers.begin(), sharers.end(), [](const Value* s) { return s->is_graph_output; });
+      if (++st.done < readers || st.needed || returned || v->constant.use_count() != static_cast<long>(sharers.size()))
+        continue;
+      if (st.held) sel_.held_for_variants.insert(sharers.begin(), sharers.end());
+      else release_shared(sharers, sel_);
     }
   }
 
@@ -84,8 +106,9 @@ class WeightRelease {
     size_t done = 0;
     bool needed = false, held = false;
   };
-  std::unordered_map<const Value*, State> state_;
+  std::unordered_map<const Tensor*, State> state_;
   KernelSelection& sel_;
+  std::unordered_map<const Tensor*, std::vector<Value*>> sharers_;
 };
 
 }  // namespace
@@ -93,23 +116,36 @@ class WeightRelease {
 void settle_variants(KernelSelection& sel) {
   for (auto& [node, kernel] : sel.kernels)
     if (kernel) kernel->drop_leaner();
-  for (Value* v : std::exchange(sel.held_for_variants, {})) {
-    bool read = v->is_graph_output || v->constant.use_count() != 1;
-    for (const Node* reader : v->consumers) {
-      auto it = sel.kernels.find(reader);
-      for (size_t j = 0; j < reader->inputs.size() && !read; ++j)
-        read = reader->inputs[j] == v && (it == sel.kernels.end() || !it->second || it->second->reads_at_run_time(j));
+  // The values held, by the tensor they share (WeightRelease holds all of a tensor's at once).
+  std::unordered_map<const Tensor*, std::vector<Value*>> held;
+  for (Value* v : std::exchange(sel.held_for_variants, {})) held[v->constant.get()].push_back(v);
+  for (auto& [tensor, values] : held) {
+    bool read = values.front()->constant.use_count() != static_cast<long>(values.size());
+    for (const Value* v : values) {
+      read = read || v->is_graph_output;
+      for (const Node* reader : v->consumers) {
+        auto it = sel.kernels.find(reader);
+        for (size_t j = 0; j < reader->inputs.size() && !read; ++j)
+          read = reader->inputs[j] == v && (it == sel.kernels.end() || !it->second || it->second->reads_at_run_time(j));
+      }
     }
-    if (read) continue;
-    v->release_constant_bytes();
-    sel.released.insert(v);
+    if (!read) release_shared(values, sel);
   }
 }
 
 KernelSelection select_kernels(Model& model, rt::DnnlContext& dnnl) {
   KernelSelection sel;
-  WeightRelease release(sel);
+  WeightRelease release(sel, model);
   rt::KernelEnv env{&dnnl, model.path};
+  // Kernels that want a constant in the same layout share one reordered copy while they are made.
+  dnnl.share_constants = true;
+  struct StopSharing {
+    rt::DnnlContext& dnnl;
+    ~StopSharing() {
+      dnnl.share_constants = false;
+      dnnl.reordered_constants.clear();
+    }
+  } stop_sharing{dnnl};
   // oneDNN fixes a primitive's work split for the thread count in effect when it is made.
   dnnl.threads = choose_model_threads(*model.main, RequestedThreads::current());
   const ThreadScope threads(dnnl.threads);

@@ -143,8 +143,10 @@ dnnl::memory reordered_memory(const void* data, uint64_t bytes, const dnnl::memo
   return dst;
 }
 
-dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
-                             DnnlContext& ctx, const std::string& where) {
+namespace {
+
+dnnl::memory reorder_constant(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                              DnnlContext& ctx, const std::string& where) {
   const std::string what = where + ": constant '" + v->name + "'";
   // Straight from the tensor's own bytes: a materialized copy beside them and the reordered one
   // held the largest weight three times over while its kernel was made (vgg19's 392 MiB fully
@@ -155,6 +157,18 @@ dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, con
   }
   std::vector<std::byte> bytes = constant_bytes(v, where);
   return reordered_memory(bytes.data(), bytes.size(), user, want, ctx, what);
+}
+
+}  // namespace
+
+dnnl::memory constant_memory(const Value* v, const dnnl::memory::desc& user, const dnnl::memory::desc& want,
+                             DnnlContext& ctx, const std::string& where) {
+  if (!ctx.share_constants || !v || !v->constant) return reorder_constant(v, user, want, ctx, where);
+  for (const ReorderedConstant& r : ctx.reordered_constants)
+    if (r.tensor.lock() == v->constant && r.user == user && r.want == want) return r.memory;
+  dnnl::memory m = reorder_constant(v, user, want, ctx, where);
+  ctx.reordered_constants.push_back({v->constant, user, want, m});
+  return m;
 }
 
 Window read_window(const Node& node, const std::string& where, size_t spatial, const Dims& kernel_fallback) {
