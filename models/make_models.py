@@ -679,6 +679,48 @@ def build_tiny_mlp(rng):
 
 
 # ----------------------------------------------------------------------------------------------
+# cnn_stem: a CNN's first layers, which a budget runs in patches (tiles of rows)
+
+def ref_max_pool(x, k, stride):
+    n, c, h, w = x.shape
+    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
+    out = np.full((n, c, oh, ow), -np.inf)
+    for ky in range(k):
+        for kx in range(k):
+            out = np.maximum(out, x[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride])
+    return out
+
+
+def build_cnn_stem(rng):
+    w1 = f32(rng.standard_normal((16, 3, 3, 3)) * 0.3)
+    b1 = f32(rng.standard_normal(16) * 0.1)
+    w2 = f32(rng.standard_normal((16, 16, 3, 3)) * 0.1)
+    b2 = f32(rng.standard_normal(16) * 0.1)
+    w3 = f32(rng.standard_normal((32, 16, 1, 1)) * 0.2)
+    b3 = f32(rng.standard_normal(32) * 0.1)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
+         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+         helper.make_node("MaxPool", ["r2"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Conv", ["p", "w3", "b3"], ["c3"], name="conv3"),
+         helper.make_node("GlobalAveragePool", ["c3"], ["y"], name="gap")],
+        "cnn_stem",
+        [vi("x", TensorProto.FLOAT, [1, 3, 96, 96])],
+        [vi("y", TensorProto.FLOAT, [1, 32, 1, 1])],
+        [init("w1", w1), init("b1", b1), init("w2", w2), init("b2", b2), init("w3", w3), init("b3", b3)])
+    model = make_model(graph)
+    x = f32(rng.standard_normal((1, 3, 96, 96)))
+    r1 = ref_relu(ref_conv(x, w1, b1, strides=(2, 2)))
+    r2 = ref_relu(ref_conv(r1, w2, b2))
+    c3 = ref_conv(ref_max_pool(r2, 2, 2), w3, b3, pads=(0, 0, 0, 0))
+    y = c3.mean(axis=(2, 3), keepdims=True)
+    return save_model("cnn_stem", model, [({"x": x}, {"y": f32(y)})],
+                      "Conv s2-Relu-Conv-Relu-MaxPool-Conv 1x1-GlobalAveragePool on [1,3,96,96]: --max-arena runs its first layers in patches")
+
+
+# ----------------------------------------------------------------------------------------------
 # bad inputs
 
 def relu_model(shape, opset=OPSET, name="relu"):
@@ -843,6 +885,7 @@ def main():
     build_capture_two_levels(np.random.default_rng([SEED, 6]))
     build_scan_sum(np.random.default_rng([SEED, 7]))
     build_tiny_mlp(np.random.default_rng([SEED, 8]))
+    build_cnn_stem(np.random.default_rng([SEED, 11]))
     build_bad(np.random.default_rng([SEED, 9]), example)
 
     if CHECK_ONLY:

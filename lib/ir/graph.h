@@ -112,6 +112,9 @@ struct Node {
   std::vector<Attribute> attributes;
   std::vector<std::unique_ptr<Graph>> subgraphs;  // If: then, else; Loop/Scan: body
   std::vector<Value*> implicit_inputs;  // values of this node's own scope that its subgraphs read
+  // A patch chain's own nodes (passes/patch_regions): its kernel runs them tile by tile. Not a
+  // subgraph: nothing plans, shapes or walks it; its values exist only in the kernel's tiles.
+  std::unique_ptr<Graph> fused_chain;
   Graph* graph = nullptr;
 
   const Attribute* attr(const std::string& name) const;

@@ -22,7 +22,9 @@
 #include "passes/fuse_quantized.h"
 #include "passes/inline_if.h"
 #include "passes/int8_layouts.h"
+#include "passes/patch_regions.h"
 #include "pipeline/lean_kernels.h"
+#include "pipeline/patch_search.h"
 #include "plan/verifier.h"
 #include "report/plan_report.h"
 #include "runtime/constant_evaluator.h"
@@ -135,16 +137,26 @@ void check_aliases(const Compilation& c, const std::string& plan_path) {
   });
 }
 
-// A budget for the arena: leaner kernels wherever they help, whatever their time; then, if the
-// arena still does not fit, an error naming the smallest arena reached and what holds its peak.
-void fit_budget(Compilation& c, const PlanOptions& planning) {
+// A budget for the arena: leaner kernels wherever they help, whatever their time.
+void lean_for_budget(Compilation& c, const PlanOptions& planning) {
   if (planning.max_arena == 0 || c.plan.arena_bytes <= planning.max_arena) return;
   if (planning.prefer != KernelPreference::Memory) choose_lean_kernels(c, planning, KernelPreference::Memory);
-  if (c.plan.arena_bytes <= planning.max_arena) return;
-  c.plan.model_path = c.model.path;
-  fail(c.model.path + ": the smallest arena memplan can plan is " + std::to_string(c.plan.arena_bytes) +
-       " bytes, over the budget of " + std::to_string(planning.max_arena) + " bytes; its peak is at " +
-       plan_peak_summary(c.plan));
+}
+
+// One pass to a plan: the model prepared (with `patches`), its kernels, the plan, the leaner
+// kernels the preference (and the budget) take.
+Compilation plan_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning, OnUnsupported unsupported,
+                       const std::vector<PatchRegion>& patches) {
+  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes, patches), {}, {}, {}};
+  // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
+  select(c, unsupported);
+  planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
+  if (planning.share_storage) planning.aliasing = [&c](const Node& n) { return c.kernels.aliasing(n); };
+  c.plan = plan_memory(c.model, planning);
+  choose_lean_kernels(c, planning, planning.prefer);
+  lean_for_budget(c, planning);
+  c.plan.patch_regions = patch_region_costs(*c.model.main, patches, c.model.path);
+  return c;
 }
 
 // What runs each node, graph by graph in the plan's order, for the report.
@@ -191,7 +203,7 @@ ShapeHooks pipeline_shape_hooks(Model& model) {
   return {[&model](const Node& n) { return evaluate_with_kernel(n, model.path); }, pipeline_rewrites(model)};
 }
 
-void prepare_model(Model& model, const ShapeOptions& shapes) {
+void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches) {
   if (const int widened = compute_float16_in_float32(model))
     spdlog::debug("{} float16 values computed in float32", widened);
   infer_shapes(model, shapes, pipeline_shape_hooks(model));
@@ -204,6 +216,7 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("quantized fusions removed {} nodes", fuse_quantized(model));
   spdlog::debug("channel shuffles took {} nodes", fold_channel_shuffles(model));
   spdlog::debug("{} Transposes read through by the MatMuls after them", fold_transposes_into_matmuls(model));
+  for (const PatchRegion& r : patches) make_patch_region(*model.main, r, model.path);
   const int blocked = assign_layouts(model, preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
   // Without VNNI the int8 convolutions run oneDNN's float32 kernels, which read channel-blocked.
@@ -218,10 +231,10 @@ void prepare_model(Model& model, const ShapeOptions& shapes) {
   spdlog::debug("{} int8 tensors between QLinearConvs in their layout", int8);
 }
 
-Model prepare_model(const std::string& path, const ShapeOptions& shapes) {
+Model prepare_model(const std::string& path, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches) {
   Model model = import_model(path);
   spdlog::debug("imported {}", path);
-  prepare_model(model, shapes);
+  prepare_model(model, shapes, patches);
   return model;
 }
 
@@ -231,14 +244,12 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   if (!(planning.tuning_seconds >= 0))
     fail(path + ": the tuning budget (--tuning-seconds) must be 0 or more seconds, not " +
          std::to_string(planning.tuning_seconds));
-  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes), {}, {}, {}};
-  // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
-  select(c, unsupported);
-  planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
-  if (planning.share_storage) planning.aliasing = [&c](const Node& n) { return c.kernels.aliasing(n); };
-  c.plan = plan_memory(c.model, planning);
-  choose_lean_kernels(c, planning, planning.prefer);
-  fit_budget(c, planning);
+  Compilation c = plan_model(path, shapes, planning, unsupported, planning.patch_regions);
+  // Over the budget with every leaner kernel: the first layers in patches.
+  if (planning.max_arena != 0 && c.plan.arena_bytes > planning.max_arena && planning.patch_regions.empty())
+    fit_with_patches(c, planning.max_arena, [&](const std::vector<PatchRegion>& patches) {
+      return plan_model(path, shapes, planning, unsupported, patches);
+    });
   settle_variants(c.kernels);
   c.plan.model_sha256 = c.model.sha256;
   c.plan.model_path = c.model.path;
@@ -259,7 +270,7 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
   if (c.model.sha256 != c.plan.model_sha256)
     fail(model_path + ": the plan was made for another model (sha256 " + c.plan.model_sha256.substr(0, 12) +
          "..., this file " + c.model.sha256.substr(0, 12) + "...)");
-  prepare_model(c.model, c.plan.shapes);
+  prepare_model(c.model, c.plan.shapes, c.plan.patch_regions);
   select(c, unsupported);
   verify_plan(c.model, c.plan);
   take_planned_lean_kernels(c, plan_path);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/patch_region.h"
 #include "shapes/shape_inference.h"
 
 namespace memplan {
@@ -170,6 +171,9 @@ struct MemoryPlan {
   std::string model_sha256;  // of the .onnx file the plan was made for
   std::string model_path;    // for messages only
   ShapeOptions shapes;       // the shape options it was made with
+  // Runs of the main graph's first layers that one kernel runs in tiles (passes/patch_regions):
+  // made again, the same, when the plan is loaded.
+  std::vector<PatchRegion> patch_regions;
   uint64_t alignment = 64;
   // Main-graph inputs are not planned: each run reads them from the caller's bytes (zero copy).
   bool external_inputs = false;

@@ -114,6 +114,18 @@ planfile::Plan to_proto(const MemoryPlan& p) {
   for (const auto& [name, value] : p.shapes.dims) (*out.mutable_dims())[name] = value;
   add_named(p.shapes.bounds, out.mutable_bounds());
   out.set_static_only(p.shapes.static_only);
+  for (const PatchRegion& r : p.patch_regions) {
+    planfile::PatchRegion& pr = *out.add_patch_regions();
+    pr.set_first(r.first);
+    pr.set_last(r.last);
+    pr.set_tile_rows(r.tile_rows);
+    pr.set_layers(r.layers);
+    pr.set_tiles(r.tiles);
+    pr.set_input_rows(r.input_rows);
+    pr.set_tile_frame_bytes(r.tile_frame_bytes);
+    pr.set_macs(r.macs);
+    pr.set_recomputed_macs(r.recomputed_macs);
+  }
   out.set_alignment(p.alignment);
   out.set_external_inputs(p.external_inputs);
   out.set_strategy(p.strategy);
@@ -227,6 +239,9 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   for (const auto& [name, value] : in.dims()) p.shapes.dims[name] = value;
   for (const auto& nd : in.bounds()) p.shapes.bounds[nd.name()] = dims_of(nd.dims());
   p.shapes.static_only = in.static_only();
+  for (const planfile::PatchRegion& r : in.patch_regions())
+    p.patch_regions.push_back({r.first(), r.last(), r.tile_rows(), r.layers(), r.tiles(), r.input_rows(),
+                               r.tile_frame_bytes(), r.macs(), r.recomputed_macs()});
   p.alignment = in.alignment();
   p.external_inputs = version >= 6 && in.external_inputs();
   p.strategy = in.strategy();

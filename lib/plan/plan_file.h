@@ -17,7 +17,8 @@ namespace memplan {
 //    Older plans have none and still load.
 // 6: external inputs (MemoryPlan::external_inputs, PlannedBuffer::external). Older plans have
 //    their inputs in the arena and still load.
-constexpr uint32_t kPlanFormatVersion = 6;
+// 7: patch regions (MemoryPlan::patch_regions). Older plans have none and still load.
+constexpr uint32_t kPlanFormatVersion = 7;
 constexpr uint32_t kOldestPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.

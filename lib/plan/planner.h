@@ -33,6 +33,9 @@ struct PlanOptions {
   // (pipeline/lean_kernels' TuningClock; MemoryPlan::tuning reports what was spent).
   double tuning_seconds = 1.5;
   uint64_t max_arena = 0;     // a budget the arena must fit (0: none); compiling fails otherwise
+  // Runs of first layers to run in tiles (passes/patch_regions), as a plan records them; empty:
+  // where leaner kernels leave the arena over max_arena, pipeline/patch_search chooses one.
+  std::vector<PatchRegion> patch_regions;
   bool external_inputs = false;  // main-graph inputs stay in the caller's bytes (MemoryPlan::external_inputs)
   // Compiling fails when a node would run on one of oneDNN's reference kernels (MemoryPlan::kernels).
   bool fail_on_reference_kernels = false;

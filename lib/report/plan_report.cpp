@@ -109,6 +109,20 @@ std::string tuning_text(const KernelTuning& t) {
   return o.str();
 }
 
+// Runs of first layers in tiles: where they are, their tiles, and what computing the halos again costs.
+std::string patch_regions_text(const MemoryPlan& p) {
+  if (p.patch_regions.empty()) return "";
+  std::ostringstream o;
+  o << "patch regions (layers run tile by tile; their tensors only at tile height, in the region's scratchpad):\n";
+  for (const PatchRegion& r : p.patch_regions)
+    o << "  " << r.first << " .. " << r.last << ": " << r.layers << " layers in " << r.tiles << " tiles of " << r.tile_rows
+      << " output rows, each reading up to " << r.input_rows << " input rows; tile frame " << r.tile_frame_bytes
+      << " bytes; " << r.recomputed_macs << " multiply-adds recomputed in halos (" << std::fixed << std::setprecision(1)
+      << (r.macs ? 100.0 * static_cast<double>(r.recomputed_macs) / static_cast<double>(r.macs) : 0.0)
+      << "% of the region's " << r.macs << ")\n";
+  return o.str();
+}
+
 uint64_t scratchpad_bytes(const MemoryPlan& plan) {
   uint64_t most = 0;
   for (const auto& g : plan.graphs)
@@ -198,7 +212,7 @@ std::string plan_report_text(const MemoryPlan& p) {
       if (shown++ < kRefusalsInText)
         o << "  refused: '" << r.value << "' over '" << r.source << "' at " << r.node << ": " << r.reason << "\n";
   if (refused > kRefusalsInText) o << "  ... " << refused - kRefusalsInText << " more (--report json lists them all)\n";
-  o << kernels_text(p) << tuning_text(p.tuning);
+  o << patch_regions_text(p) << kernels_text(p) << tuning_text(p.tuning);
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto& s : peak.live) {
@@ -247,7 +261,15 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   o << "], \"isa\": " << json_string(p.isa) << ", \"kernel_tuning\": {\"budget_seconds\": " << t.budget_seconds
     << ", \"seconds\": " << t.seconds << ", \"nodes_timed\": " << t.nodes_timed << ", \"candidates_timed\": "
     << t.candidates_timed << ", \"candidates_skipped\": " << t.candidates_skipped << "}";
-  o << ", \"reference_kernels\": " << reference_kernels(p).size() << ", \"kernels\": [";
+  o << ", \"patch_regions\": [";
+  for (size_t i = 0; i < p.patch_regions.size(); ++i) {
+    const PatchRegion& r = p.patch_regions[i];
+    o << (i ? ", " : "") << "{\"first\": " << json_string(r.first) << ", \"last\": " << json_string(r.last)
+      << ", \"tile_rows\": " << r.tile_rows << ", \"layers\": " << r.layers << ", \"tiles\": " << r.tiles
+      << ", \"input_rows\": " << r.input_rows << ", \"tile_frame_bytes\": " << r.tile_frame_bytes
+      << ", \"macs\": " << r.macs << ", \"recomputed_macs\": " << r.recomputed_macs << "}";
+  }
+  o << "], \"reference_kernels\": " << reference_kernels(p).size() << ", \"kernels\": [";
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     const KernelImplementation& k = p.kernels[i];
     o << (i ? ", " : "") << "{\"node\": " << json_string(k.node) << ", \"graph\": " << json_string(k.graph)

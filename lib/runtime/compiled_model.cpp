@@ -244,7 +244,9 @@ void check_threads(int threads) {
   if (threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(threads));
 }
 
-std::shared_ptr<const CompiledModel> finish(Compilation c) {
+}  // namespace
+
+std::shared_ptr<const CompiledModel> finish_compilation(Compilation c) {
   auto impl = std::make_unique<CompiledModel::Impl>();
   impl->dnnl = std::move(c.dnnl);
   impl->threads = impl->dnnl->threads;
@@ -256,8 +258,6 @@ std::shared_ptr<const CompiledModel> finish(Compilation c) {
   return_free_heap();
   return CompiledModelAccess::make(std::move(impl));
 }
-
-}  // namespace
 
 std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& path, const CompileOptions& o) {
   FreeCores::process();  // its first window of the machine's load spans the compile
@@ -276,7 +276,7 @@ std::shared_ptr<const CompiledModel> CompiledModel::compile(const std::string& p
   planning.fail_on_reference_kernels = o.fail_on_reference_kernels;
   check_threads(o.threads);
   const RequestedThreads threads(o.threads);
-  return finish(compile_model(path, shape_options(o), planning));
+  return finish_compilation(compile_model(path, shape_options(o), planning));
 }
 
 std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& model_path, const std::string& plan_path,
@@ -289,12 +289,12 @@ std::shared_ptr<const CompiledModel> CompiledModel::load(const std::string& mode
     // a plan is loaded without one, and the session makes primitives for its own count beside.
     try {
       const RequestedThreads requested(threads);
-      return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
+      return finish_compilation(load_compilation(model_path, read_plan_file(plan_path), plan_path));
     } catch (const ScratchpadMisfit& e) {
       spdlog::debug("{} at {} threads: made for the plan's count instead", e.what(), threads);
     }
   }
-  return finish(load_compilation(model_path, read_plan_file(plan_path), plan_path));
+  return finish_compilation(load_compilation(model_path, read_plan_file(plan_path), plan_path));
 }
 
 std::vector<TensorInfo> model_inputs(const std::string& model_path) { return declared_model(model_path).inputs; }

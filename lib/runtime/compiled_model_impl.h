@@ -90,5 +90,11 @@ struct CompiledModel::Impl {
   int32_t id(const Value* v) const { return v ? ids.at(v) : -1; }
 };
 
+struct Compilation;  // pipeline/compile_pipeline.h
+
+// The compiled model of a pipeline's result: what compile() and load() end with, for callers that
+// run the pipeline themselves (tests that ask it for what no option names, such as a patch region).
+std::shared_ptr<const CompiledModel> finish_compilation(Compilation c);
+
 
 }  // namespace memplan

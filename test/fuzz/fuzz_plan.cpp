@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, std::string>>& models() {
 
 void load_models() {
   for (const char* name : {"tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
-                           "loop_growing_state"}) {
+                           "loop_growing_state", "cnn_stem"}) {
     const std::string path = std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/model.onnx";
     std::ifstream in(path, std::ios::binary);
     if (!in) {

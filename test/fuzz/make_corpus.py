@@ -54,7 +54,9 @@ OPSET_MODELS = ["reduce_axes_forms_18", "split_num_outputs_18", "pad_axes_18", "
                 "control_flow_21", "transformer_block_20", "bitwise_18", "groupnorm_21", "qdq_21", "deformconv_19",
                 "attention_kv_23", "lppool_18", "averagepool_19", "resize_antialias_18"]
 PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if", "capture_two_levels",
-               "loop_growing_state"]
+               "loop_growing_state", "cnn_stem"]
+# Compile options of a plan seed: cnn_stem's budget runs its first layers in patches (a patch region).
+PLAN_OPTIONS = {"cnn_stem": ["--max-arena", "200000"]}
 
 
 def write(target, name, data):
@@ -92,6 +94,10 @@ def hostile_models():
         [helper.make_node("Scan", ["s0", "xs"], ["s", "ys"], name="scan", num_scan_inputs=1, body=body)],
         "scan_unread", [vi("s0", TensorProto.FLOAT, [3]), vi("xs", TensorProto.FLOAT, [4, 3])],
         [vi("s", TensorProto.FLOAT, [3])]))
+    # memplan's own patch-chain op in a model: it has no layers of its own there.
+    out["memplan_patch_chain_op.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("memplan.PatchChain", ["x"], ["y"], name="fake", tile_rows=2)],
+        "fake_patches", [vi("x", TensorProto.FLOAT, [1, 3, 8, 8])], [vi("y", TensorProto.FLOAT, [1, 3, 8, 8])]))
     # Finding 2: two nodes of the same name.
     out["same_node_names.onnx"] = model_bytes(helper.make_graph(
         [helper.make_node("Relu", ["x"], ["a"], name="n"), helper.make_node("Relu", ["a"], ["b"], name="n")],
@@ -207,8 +213,8 @@ def main():
 
     tmp = os.path.join(CORPUS, "tmp.mplan")
     for name in PLAN_MODELS:
-        subprocess.run([args.cli, "compile", os.path.join(ROOT, "models", name, "model.onnx"), "-o", tmp],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([args.cli, "compile", os.path.join(ROOT, "models", name, "model.onnx"), "-o", tmp]
+                       + PLAN_OPTIONS.get(name, []), check=True, stdout=subprocess.DEVNULL)
         whole = read(tmp)
         os.remove(tmp)
         write("fuzz_plan", f"{name}.mplan", whole)

@@ -39,6 +39,18 @@ std::string input(const std::string& name, const std::string& set, const std::st
   return std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/" + set + "/inputs/" + tensor + ".npy";
 }
 
+// The float .npy at `path` holds model `name`'s expected output `tensor` (test_data_set_0), within
+// rtol 1e-3 and atol 1e-4.
+void require_expected(const std::string& path, const std::string& name, const std::string& tensor) {
+  auto got = memplan::io::read_npy(path);
+  auto want = memplan::io::read_npy(std::string(MEMPLAN_SOURCE_DIR) + "/models/" + name + "/test_data_set_0/expected/" +
+                                    tensor + ".npy");
+  REQUIRE(got.info.shape == want.info.shape);
+  const float* g = reinterpret_cast<const float*>(got.data.data());
+  const float* w = reinterpret_cast<const float*>(want.data.data());
+  for (size_t i = 0; i < got.data.size() / 4; ++i) REQUIRE(std::abs(g[i] - w[i]) <= 1e-4f + 1e-3f * std::abs(w[i]));
+}
+
 void write_floats(const std::string& path, std::vector<int64_t> shape, const std::vector<float>& v) {
   memplan::io::write_npy(path, memplan::DType::Float32, shape, v.data(), v.size() * 4);
 }
@@ -56,12 +68,7 @@ TEST_CASE("run: writes every output as <name>.npy, reports memory and time", "[r
   CHECK_THAT(r.out, Catch::Contains("arena"));
   CHECK_THAT(r.out, Catch::Contains("over 3 run(s)"));
   CHECK_THAT(r.out, Catch::Contains("wrote " + (out / "output.npy")));
-  auto got = memplan::io::read_npy(out / "output.npy");
-  auto want = memplan::io::read_npy(std::string(MEMPLAN_SOURCE_DIR) + "/models/example/test_data_set_0/expected/output.npy");
-  REQUIRE(got.info.shape == want.info.shape);
-  const float* g = reinterpret_cast<const float*>(got.data.data());
-  const float* w = reinterpret_cast<const float*>(want.data.data());
-  for (size_t i = 0; i < got.data.size() / 4; ++i) REQUIRE(std::abs(g[i] - w[i]) <= 1e-4f + 1e-3f * std::abs(w[i]));
+  require_expected(out / "output.npy", "example", "output");
 }
 
 TEST_CASE("run: --report json holds the plan report and run_ms", "[run-cli]") {
@@ -428,4 +435,26 @@ TEST_CASE("run: --fixed-threads runs every inference at --threads, the same bits
   CHECK(slurp(a / "output.npy") == slurp(b / "output.npy"));
   // Not a flag of compile.
   CHECK(run_cli({"compile", model("example"), "--fixed-threads"}).exit_code != 0);
+}
+
+TEST_CASE("run: a budget below the whole tensors' arena runs the first layers in patches, from a plan too",
+          "[run-cli][patches]") {
+  TempDir out("run_patches");
+  const std::string plan = out / "stem.mplan";
+  Run c = run_cli({"compile", model("cnn_stem"), "--max-arena", "200000", "-o", plan});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.out, Catch::Contains("patch regions (layers run tile by tile"));
+  CHECK_THAT(c.out, Catch::Contains("  conv1 .. "));
+  Run r = run_cli({"run", model("cnn_stem"), "--plan", plan, "--input", "x=" + input("cnn_stem", "test_data_set_0", "x"),
+                   "--output-dir", out.path.string(), "--check-memory"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  require_expected(out / "y.npy", "cnn_stem", "y");
+  // Whole tensors need 294912 bytes; no region reaches 1000.
+  expect_error({"compile", model("cnn_stem"), "--max-arena", "1000"},
+               {"cnn_stem/model.onnx: the smallest arena memplan can plan is", "with the patch region conv1 .. "});
+  // A model whose first node patches cannot carry says why no region can be made.
+  expect_error({"compile", model("tiny_mlp"), "--max-arena", "64"},
+               {"no patch region can be made: the main graph has no Conv or MaxPool patches can carry"});
 }

@@ -100,6 +100,24 @@ class ConvBuilder {
     return k;
   }
 
+  // The convolution on one band of rows whose views are the band's own buffers (a patch chain's
+  // tile buffers): on the views' layouts where oneDNN has a fast kernel for them, else on its
+  // choice with staged copies; null where that is a slow one too. A fused Add's addend is read
+  // with the output's view (the patch chain passes the output's bytes, holding the addend).
+  std::unique_ptr<Kernel> rows(const BandViews& b) {
+    check_arity(node_, env_, 2, 4, 1);
+    require_float32_static(node_, env_);
+    check_geometry();
+    set_post_ops();
+    init_descs();
+    if (s_.spatial != 2) return nullptr;
+    const Window whole = w_;
+    describe_band(b, false, whole);
+    dst_md_ = b.y;
+    if (auto exact = make(b.x); !is_slow(exact)) pd_ = exact;
+    return is_slow(pd_) ? nullptr : bind();
+  }
+
  private:
   // oneDNN 2.6's GEMM convolution applies eltwise post-ops in a slow loop (a 1x1 Conv of 24
   // channels at 128x128 with Relu after a sum post-op: 4.9 ms, against 0.24 ms without the
@@ -612,36 +630,38 @@ class ConvBuilder {
       Window w;
       ~Restore() { b.x_md_ = x, b.y_md_ = y, b.dst_md_ = dst, b.pd_ = pd, b.w_ = w; }
     } restore{*this, x_md_, y_md_, dst_md_, pd_, w_};
-    const Window whole = w_;
     const auto f32 = dnnl::memory::data_type::f32;
-    const RowBanding r{s_.x, s_.y, f32, f32, whole.strides[0], whole.pads_begin[0], effective_kernel(whole, 0),
+    const RowBanding r{s_.x, s_.y, f32, f32, w_.strides[0], w_.pads_begin[0], effective_kernel(w_, 0),
                        addend_ ? 3 : -1, at_, env_.dnnl->engine};
-    const auto describe = [&](const BandViews& b, bool lean) {
-      const Dims x{s_.x[0], c_, b.shape.in_rows, s_.x[3]}, yd{s_.y[0], m_, b.shape.out_rows, s_.y[3]};
-      x_md_ = b.x;
-      y_md_ = b.y;
-      dst_md_ = any_md(yd);
-      w_ = whole;
-      w_.pads_begin[0] = b.shape.pad_top;
-      w_.pads_end[0] = b.shape.pad_bottom;
-      pd_ = make(any_md(x));
-      if (!lean) return;
-      if (auto p = leanest({{any_md(x), any_md(yd)}, {channels_last_md(x), channels_last_md(yd)}}, cost(pd_), true))
-        pd_ = *p;
-    };
     return row_band_variants(
         r, have,
         [&](const BandViews& b) {
-          describe(b, false);
+          describe_band(b, false, restore.w);
           return cost(pd_);
         },
         [&](const BandViews& b, bool lean) -> std::unique_ptr<Kernel> {
-          describe(b, lean);
+          describe_band(b, lean, restore.w);
           // A fused Add is preloaded into a staged output; ConvKernel's copy of it into an output
           // written in place would copy whole tensors, not rows.
           if (is_slow(pd_) || (addend_ && y_md_ == pd_.dst_desc())) return nullptr;
           return bind();
         });
+  }
+
+  // The builder's descriptors those of band `b` of the convolution whose window is `whole`; with
+  // `lean`, on its leanest implementation.
+  void describe_band(const BandViews& b, bool lean, const Window& whole) {
+    const Dims x{s_.x[0], c_, b.shape.in_rows, s_.x[3]}, yd{s_.y[0], m_, b.shape.out_rows, s_.y[3]};
+    x_md_ = b.x;
+    y_md_ = b.y;
+    dst_md_ = any_md(yd);
+    w_ = whole;
+    w_.pads_begin[0] = b.shape.pad_top;
+    w_.pads_end[0] = b.shape.pad_bottom;
+    pd_ = make(any_md(x));
+    if (!lean) return;
+    if (auto p = leanest({{any_md(x), any_md(yd)}, {channels_last_md(x), channels_last_md(yd)}}, cost(pd_), true))
+      pd_ = *p;
   }
 
   std::unique_ptr<Kernel> bind() const {
@@ -732,6 +752,11 @@ class ConvBuilder {
 std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
   if (pre_activation(node)) return make_pre_activated_conv(node, env);
   return ConvBuilder(node, env).build();
+}
+
+std::unique_ptr<Kernel> make_conv_rows(const Node& node, const KernelEnv& env, const BandViews& views) {
+  if (pre_activation(node)) return nullptr;
+  return ConvBuilder(node, env).rows(views);
 }
 
 namespace {

@@ -22,6 +22,7 @@
 // with its Indices output, dilated MaxPool and AveragePool: memplan's own loop).
 #include "runtime/kernel_registry.h"
 #include "runtime/kernels/dnnl/factories.h"
+#include "runtime/kernels/dnnl/patch_chain.h"
 
 namespace memplan::rt {
 
@@ -40,6 +41,7 @@ void register_dnnl_kernels(KernelRegistry& r) {
   r.add("LRN", make_lrn);
   r.add("Softmax", make_softmax, softmax_accepts);
   r.add("LogSoftmax", make_log_softmax, softmax_accepts);
+  r.add(kPatchChainOp, make_patch_chain);  // memplan's own: passes/patch_regions makes it
 }
 
 }  // namespace memplan::rt

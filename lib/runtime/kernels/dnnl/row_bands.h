@@ -63,4 +63,10 @@ using BandCost = std::function<uint64_t(const BandViews&)>;
 std::vector<std::unique_ptr<BandedKernel>> row_band_variants(const RowBanding& r, uint64_t have, const BandCost& cost,
                                                              const MakeBandKernel& make);
 
+// dnnl_conv.cpp: the float Conv `node` on one band of rows whose views are the band's own
+// buffers (a patch chain's tile buffers, runtime/kernels/dnnl/patch_chain.h), as oneDNN chooses
+// it; null for a pre-activated Conv, a Conv not 2-D, or only a slow kernel. A fused Add's addend
+// is read with the output's view.
+std::unique_ptr<Kernel> make_conv_rows(const Node& node, const KernelEnv& env, const BandViews& views);
+
 }  // namespace memplan::rt::dnnl_kernels
