@@ -84,6 +84,7 @@ void make_patch_region(Graph& g, const PatchRegion& r, const std::string& model_
   node->opset = g.nodes[first]->opset;
   node->graph = &g;
   node->set_attr_int(rt::dnnl_kernels::kTileRowsAttr, r.tile_rows);
+  node->set_attr_int(rt::dnnl_kernels::kKeepRowsAttr, r.keep_rows ? 1 : 0);
   Value* x = g.nodes[first]->inputs[0];
   Value* y = g.nodes[last]->outputs[0];
   node->inputs.push_back(x);

@@ -41,26 +41,29 @@ std::vector<PatchRegion> patch_trials(const Graph& main, const GraphPlan& plan, 
   for (size_t end : c.ends) {
     std::vector<const Node*> nodes;
     for (size_t i = c.first; i <= end; ++i) nodes.push_back(main.nodes[i].get());
-    std::optional<Estimate> best_fit, smallest;
+    std::optional<Estimate> smallest;
     try {
       const rt::dnnl_kernels::PatchChainLayers d = rt::dnnl_kernels::describe_patch_chain(nodes, main.path());
       const int64_t height = d.shape.rows.back();
       const uint64_t ends = d.tensors.front()->capacity_bytes + d.tensors.back()->capacity_bytes;
       const uint64_t outside = peak_outside(plan, c.first, end);
-      for (int64_t rows = height;; rows = (rows + 1) / 2) {
-        const plan::PatchSchedule s = plan::schedule_patches(d.shape, rows);
-        const Estimate e{{main.nodes[c.first]->name, main.nodes[end]->name, rows},
-                         std::max(outside, ends + s.frame.frame_bytes), end};
-        if (e.bytes <= budget && !best_fit) best_fit = e;
-        if (!smallest || e.bytes < smallest->bytes) smallest = e;
-        if (rows == 1) break;
+      // Rows kept first: nothing computed twice, where their buffers fit.
+      for (bool keep : {true, false}) {
+        std::optional<Estimate> best_fit;
+        for (int64_t rows = height;; rows = (rows + 1) / 2) {
+          const plan::PatchSchedule s = plan::schedule_patches(d.shape, rows, keep);
+          Estimate e{{main.nodes[c.first]->name, main.nodes[end]->name, rows, keep}, std::max(outside, ends + s.frame.frame_bytes), end};
+          if (e.bytes <= budget && !best_fit) best_fit = e;
+          if (!smallest || e.bytes < smallest->bytes) smallest = e;
+          if (rows == 1) break;
+        }
+        if (best_fit) fitting.push_back(*best_fit);
       }
     } catch (const Error& e) {
       spdlog::debug("no patch region ends at {}: {}", main.nodes[end]->describe(), e.what());
       continue;
     }
-    if (best_fit) fitting.push_back(*best_fit);
-    else if (smallest) over.push_back(*smallest);
+    if (smallest && smallest->bytes > budget) over.push_back(*smallest);
   }
   std::stable_sort(over.begin(), over.end(), [](const Estimate& a, const Estimate& b) { return a.bytes < b.bytes; });
   std::vector<PatchRegion> out;
@@ -87,15 +90,16 @@ void fit_with_patches(Compilation& c, uint64_t budget, const CompileWithPatches&
   for (const PatchRegion& r : trials) {
     try {
       Compilation p = compile({r});
-      spdlog::debug("patch region {} .. {} in tiles of {} rows: arena {} bytes", r.first, r.last, r.tile_rows,
-                    p.plan.arena_bytes);
+      spdlog::debug("patch region {} .. {} in tiles of {} rows{}: arena {} bytes", r.first, r.last, r.tile_rows,
+                    r.keep_rows ? ", rows kept" : "", p.plan.arena_bytes);
       if (p.plan.arena_bytes <= budget) {
         c = std::move(p);
         return;
       }
       if (!smallest || p.plan.arena_bytes < smallest->plan.arena_bytes) smallest = std::move(p);
     } catch (const Error& e) {
-      spdlog::debug("patch region {} .. {} in tiles of {} rows refused: {}", r.first, r.last, r.tile_rows, e.what());
+      spdlog::debug("patch region {} .. {} in tiles of {} rows{} refused: {}", r.first, r.last, r.tile_rows,
+                    r.keep_rows ? ", rows kept" : "", e.what());
     }
   }
   const Compilation& best = smallest && smallest->plan.arena_bytes < c.plan.arena_bytes ? *smallest : c;
@@ -104,7 +108,8 @@ void fit_with_patches(Compilation& c, uint64_t budget, const CompileWithPatches&
   std::string how;
   if (!best.plan.patch_regions.empty()) {
     const PatchRegion& r = best.plan.patch_regions.front();
-    how = " (with the patch region " + r.first + " .. " + r.last + " in tiles of " + std::to_string(r.tile_rows) + " rows)";
+    how = " (with the patch region " + r.first + " .. " + r.last + " in tiles of " + std::to_string(r.tile_rows) + " rows" +
+          (r.keep_rows ? ", rows kept)" : ")");
   } else {
     const PatchCandidates k = find_patch_candidates(*c.model.main);
     how = trials.empty() ? " (no patch region can be made" : " (no patch region lowers it";

@@ -119,6 +119,7 @@ planfile::Plan to_proto(const MemoryPlan& p) {
     pr.set_first(r.first);
     pr.set_last(r.last);
     pr.set_tile_rows(r.tile_rows);
+    pr.set_keep_rows(r.keep_rows);
     pr.set_layers(r.layers);
     pr.set_tiles(r.tiles);
     pr.set_input_rows(r.input_rows);
@@ -240,7 +241,7 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   for (const auto& nd : in.bounds()) p.shapes.bounds[nd.name()] = dims_of(nd.dims());
   p.shapes.static_only = in.static_only();
   for (const planfile::PatchRegion& r : in.patch_regions())
-    p.patch_regions.push_back({r.first(), r.last(), r.tile_rows(), r.layers(), r.tiles(), r.input_rows(),
+    p.patch_regions.push_back({r.first(), r.last(), r.tile_rows(), r.keep_rows(), r.layers(), r.tiles(), r.input_rows(),
                                r.tile_frame_bytes(), r.macs(), r.recomputed_macs()});
   p.alignment = in.alignment();
   p.external_inputs = version >= 6 && in.external_inputs();

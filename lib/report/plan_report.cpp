@@ -116,7 +116,8 @@ std::string patch_regions_text(const MemoryPlan& p) {
   o << "patch regions (layers run tile by tile; their tensors only at tile height, in the region's scratchpad):\n";
   for (const PatchRegion& r : p.patch_regions)
     o << "  " << r.first << " .. " << r.last << ": " << r.layers << " layers in " << r.tiles << " tiles of " << r.tile_rows
-      << " output rows, each reading up to " << r.input_rows << " input rows; tile frame " << r.tile_frame_bytes
+      << " output rows" << (r.keep_rows ? " (rows kept across tiles)" : "") << ", each holding up to " << r.input_rows
+      << " input rows; tile frame " << r.tile_frame_bytes
       << " bytes; " << r.recomputed_macs << " multiply-adds recomputed in halos (" << std::fixed << std::setprecision(1)
       << (r.macs ? 100.0 * static_cast<double>(r.recomputed_macs) / static_cast<double>(r.macs) : 0.0)
       << "% of the region's " << r.macs << ")\n";
@@ -265,7 +266,8 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   for (size_t i = 0; i < p.patch_regions.size(); ++i) {
     const PatchRegion& r = p.patch_regions[i];
     o << (i ? ", " : "") << "{\"first\": " << json_string(r.first) << ", \"last\": " << json_string(r.last)
-      << ", \"tile_rows\": " << r.tile_rows << ", \"layers\": " << r.layers << ", \"tiles\": " << r.tiles
+      << ", \"tile_rows\": " << r.tile_rows << ", \"keep_rows\": " << (r.keep_rows ? "true" : "false")
+      << ", \"layers\": " << r.layers << ", \"tiles\": " << r.tiles
       << ", \"input_rows\": " << r.input_rows << ", \"tile_frame_bytes\": " << r.tile_frame_bytes
       << ", \"macs\": " << r.macs << ", \"recomputed_macs\": " << r.recomputed_macs << "}";
   }

@@ -71,13 +71,48 @@ TEST_CASE("each tile holds the rows its output tile needs through every layer, h
   CHECK(r[1] == Approx(1.0));
 }
 
+TEST_CASE("keeping rows, each tile computes only the rows no tile before it held, and keeps the rest",
+          "[plan][patches]") {
+  const PatchChainShape c = two_convs();
+  const PatchSchedule s = schedule_patches(c, 2, true);
+  REQUIRE(s.tiles.size() == 3);
+  // Tile 1: b [2, 4) reads a [3, 8): a's row 3 is kept from tile 0, rows 4 .. 7 computed, which
+  // read x [3, 9): x's rows 3 and 4 kept, 5 .. 8 copied in.
+  CHECK(s.tiles[1] == std::vector<RowRange>{{3, 9}, {3, 8}, {2, 4}});
+  CHECK(s.computed[1] == std::vector<RowRange>{{5, 9}, {4, 8}, {2, 4}});
+  CHECK(s.tiles[2] == std::vector<RowRange>{{7, 10}, {7, 10}, {4, 5}});
+  CHECK(s.computed[2] == std::vector<RowRange>{{9, 10}, {8, 10}, {4, 5}});
+  CHECK(s.capacity == std::vector<int64_t>{6, 5, 2});
+  CHECK_FALSE(check_patch_schedule(c, s));
+  for (double r : recompute_ratios(c, s)) CHECK(r == Approx(1.0));
+  // x's and a's kept rows outlive the tile: they share no bytes; b's buffer (no window reads it
+  // again) takes bytes of its own after them, live with both at its step (640 + 1024 + 256).
+  CHECK(kept_across_tiles(s) == std::vector<bool>{true, true, false});
+  CHECK(s.frame.frame_bytes == 1920);
+}
+
+TEST_CASE("the checker finds rows held that were neither computed nor kept", "[plan][patches]") {
+  const PatchChainShape c = two_convs();
+  PatchSchedule s = schedule_patches(c, 2, true);
+  s.computed[1][1].lo = 5;  // a's row 4: tile 0 held [0, 4)
+  CHECK(mentions(check_patch_schedule(c, s), "tile 1: tensor 1 holds rows [3, 5) it neither computes nor kept from the tile before"));
+  // Computing halos again, a tile keeps nothing: its buffers do not outlive it.
+  s = schedule_patches(c, 2, false);
+  s.computed[1][1].lo = 4;
+  CHECK(mentions(check_patch_schedule(c, s), "tile 1: tensor 1 holds rows [3, 4) it neither computes nor kept"));
+  // Keeping rows, a buffer placed over another's bytes is an overlap, though not inside one tile.
+  s = schedule_patches(c, 2, true);
+  s.frame.offsets[2] = s.frame.offsets[0];
+  CHECK(mentions(check_patch_schedule(c, s), "tile frame:"));
+}
+
 TEST_CASE("the tile frame gives a layer's input and output their own bytes and reuses the input's after it dies",
           "[plan][patches]") {
   const PatchChainShape c = two_convs();
   const PatchSchedule s = schedule_patches(c, 2);
   // x: 7 rows x 100 bytes, live at steps 0 .. 1; a: 5 x 200, steps 1 .. 2; b: 2 x 100, steps 2 .. 3.
   const std::vector<BufferRequest> want{{700, 0, 1}, {1000, 1, 2}, {200, 2, 3}};
-  const std::vector<BufferRequest> got = tile_buffers(c, s.capacity);
+  const std::vector<BufferRequest> got = tile_buffers(c, s.capacity, {false, false, false});
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     CHECK(got[i].size == want[i].size);
@@ -113,9 +148,11 @@ TEST_CASE("the checker finds a halo one row short", "[plan][patches]") {
   const PatchChainShape c = two_convs();
   PatchSchedule s = schedule_patches(c, 2);
   s.tiles[1][1].hi -= 1;  // a [3, 7): the stride-2 window of b's row 3 reads a's row 7
+  s.computed[1][1].hi -= 1;
   CHECK(mentions(check_patch_schedule(c, s), "tile 1: layer 1 reads rows [3, 8) of tensor 1, which holds only [3, 7) (a halo short)"));
   s = schedule_patches(c, 2);
   s.tiles[2][0].lo += 1;  // x [7, 10): a's row 7 reads x's row 6
+  s.computed[2][0].lo += 1;
   CHECK(mentions(check_patch_schedule(c, s), "a halo short"));
 }
 
@@ -123,9 +160,10 @@ TEST_CASE("the checker finds tiles that skip or repeat output rows", "[plan][pat
   const PatchChainShape c = two_convs();
   PatchSchedule s = schedule_patches(c, 2);
   s.tiles.pop_back();
+  s.computed.pop_back();
   CHECK(mentions(check_patch_schedule(c, s), "the tiles cover output rows [0, 4) of 5"));
   s = schedule_patches(c, 2);
-  s.tiles[1][2] = {1, 4};
+  s.tiles[1][2] = s.computed[1][2] = {1, 4};
   CHECK(mentions(check_patch_schedule(c, s), "tile 1 writes output rows [1, 4) where rows from 2 are next"));
 }
 

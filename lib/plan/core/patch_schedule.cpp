@@ -85,12 +85,19 @@ LayerRows layer_rows(const PatchChainShape& chain, size_t l, RowRange out) {
   return r;
 }
 
-std::vector<BufferRequest> tile_buffers(const PatchChainShape& chain, const std::vector<int64_t>& capacity) {
-  if (capacity.size() != chain.rows.size()) fail("patch chain: a capacity per tensor is needed");
-  const std::vector<int32_t> last = last_reads(chain);
+std::vector<BufferRequest> tile_buffers(const PatchChainShape& chain, const std::vector<int64_t>& capacity,
+                                        const std::vector<bool>& across_tiles) {
+  if (capacity.size() != chain.rows.size() || across_tiles.size() != chain.rows.size())
+    fail("patch chain: a capacity per tensor is needed");
+  std::vector<int32_t> last = last_reads(chain);
   std::vector<BufferRequest> out(chain.rows.size());
   std::vector<int32_t> first(chain.rows.size(), 0);
   for (size_t l = 0; l < chain.layers.size(); ++l) first[static_cast<size_t>(chain.layers[l].output)] = static_cast<int32_t>(l + 1);
+  for (size_t k = 0; k < across_tiles.size(); ++k)
+    if (across_tiles[k]) {  // kept rows outlive the tile
+      first[k] = 0;
+      last[k] = static_cast<int32_t>(chain.layers.size() + 1);
+    }
   for (size_t k = 0; k < out.size(); ++k) {
     uint64_t bytes;
     if (capacity[k] < 0 || __builtin_mul_overflow(static_cast<uint64_t>(capacity[k]), chain.row_bytes[k], &bytes))
@@ -100,29 +107,43 @@ std::vector<BufferRequest> tile_buffers(const PatchChainShape& chain, const std:
   return out;
 }
 
-PatchSchedule schedule_patches(const PatchChainShape& chain, int64_t tile_rows) {
+PatchSchedule schedule_patches(const PatchChainShape& chain, int64_t tile_rows, bool keep_rows) {
   const int output = check_chain(chain);
   const int64_t height = chain.rows[static_cast<size_t>(output)];
   if (tile_rows < 1) fail("patch chain: tiles of " + std::to_string(tile_rows) + " rows");
   PatchSchedule s;
   s.tile_rows = std::min(tile_rows, height);
+  s.keep_rows = keep_rows;
   s.capacity.assign(chain.rows.size(), 0);
+  // The rows of `held` a tile computes: all; or, keeping rows, those the tile before did not hold.
+  const auto to_compute = [&](size_t k, const RowRange& held) {
+    if (!keep_rows || s.tiles.empty()) return held;
+    const RowRange prev = s.tiles.back()[k];
+    return prev.lo <= held.lo && held.lo <= prev.hi ? RowRange{std::max(held.lo, prev.hi), held.hi} : held;
+  };
   for (int64_t lo = 0; lo < height; lo += s.tile_rows) {
     std::vector<RowRange> rows(chain.rows.size(), kNone);
     rows[static_cast<size_t>(output)] = {lo, std::min(lo + s.tile_rows, height)};
-    // Backwards: each layer's output rows (what its readers need) give the rows it reads.
+    // Backwards: the rows each layer computes (what its readers need, less what is kept) give
+    // the rows it reads.
     for (size_t l = chain.layers.size(); l-- > 0;) {
       const PatchLayer& p = chain.layers[l];
       const RowRange out = rows[static_cast<size_t>(p.output)];
       if (empty(out)) continue;
-      widen(rows[static_cast<size_t>(p.input)], layer_rows(chain, l, out).in);
-      if (p.addend >= 0) widen(rows[static_cast<size_t>(p.addend)], out);
+      const RowRange made = to_compute(static_cast<size_t>(p.output), out);
+      if (empty(made)) continue;
+      widen(rows[static_cast<size_t>(p.input)], layer_rows(chain, l, made).in);
+      if (p.addend >= 0) widen(rows[static_cast<size_t>(p.addend)], made);
     }
+    std::vector<RowRange> computed(rows.size());
     for (size_t k = 0; k < rows.size(); ++k) {
       if (empty(rows[k])) rows[k] = {0, 0};
+      computed[k] = to_compute(k, rows[k]);
+      if (empty(computed[k])) computed[k] = {rows[k].hi, rows[k].hi};
       s.capacity[k] = std::max(s.capacity[k], rows[k].size());
     }
     s.tiles.push_back(std::move(rows));
+    s.computed.push_back(std::move(computed));
   }
   // A fused Add reads its addend with its output's row stride: both buffers as tall as the taller.
   for (bool changed = true; changed;) {
@@ -137,7 +158,7 @@ PatchSchedule schedule_patches(const PatchChainShape& chain, int64_t tile_rows) 
       }
     }
   }
-  s.frame = plan(Strategy::Auto, tile_buffers(chain, s.capacity), s.frame_align);
+  s.frame = plan(Strategy::Auto, tile_buffers(chain, s.capacity, kept_across_tiles(s)), s.frame_align);
   return s;
 }
 
@@ -145,27 +166,34 @@ std::optional<std::string> check_patch_schedule(const PatchChainShape& chain, co
   const int output = check_chain(chain);
   const size_t n = chain.rows.size();
   if (s.capacity.size() != n) return "the schedule has " + std::to_string(s.capacity.size()) + " capacities for " + std::to_string(n) + " tensors";
+  if (s.computed.size() != s.tiles.size()) return "the schedule has computed rows for " + std::to_string(s.computed.size()) + " of " + std::to_string(s.tiles.size()) + " tiles";
   int64_t covered = 0;
   for (size_t t = 0; t < s.tiles.size(); ++t) {
     const std::vector<RowRange>& rows = s.tiles[t];
+    const std::vector<RowRange>& made = s.computed[t];
     const std::string at = "tile " + std::to_string(t);
-    if (rows.size() != n) return at + " has " + std::to_string(rows.size()) + " ranges for " + std::to_string(n) + " tensors";
+    if (rows.size() != n || made.size() != n) return at + " has " + std::to_string(rows.size()) + " ranges for " + std::to_string(n) + " tensors";
     const RowRange own = rows[static_cast<size_t>(output)];
-    if (own.lo != covered || empty(own))
+    if (own.lo != covered || empty(own) || !(made[static_cast<size_t>(output)] == own))
       return at + " writes output rows " + rows_string(own) + " where rows from " + std::to_string(covered) + " are next";
     covered = own.hi;
     for (size_t k = 0; k < n; ++k) {
+      const std::string what = at + ": " + tensor_name(static_cast<int>(k));
       if (empty(rows[k])) continue;
       if (rows[k].lo < 0 || rows[k].hi > chain.rows[k])
-        return at + ": " + tensor_name(static_cast<int>(k)) + " rows " + rows_string(rows[k]) + " lie outside its " +
-               std::to_string(chain.rows[k]) + " rows";
+        return what + " rows " + rows_string(rows[k]) + " lie outside its " + std::to_string(chain.rows[k]) + " rows";
       if (rows[k].size() > s.capacity[k])
-        return at + ": " + tensor_name(static_cast<int>(k)) + " rows " + rows_string(rows[k]) + " overflow its tile buffer of " +
-               std::to_string(s.capacity[k]) + " rows";
+        return what + " rows " + rows_string(rows[k]) + " overflow its tile buffer of " + std::to_string(s.capacity[k]) + " rows";
+      // What a tile holds and does not compute, it kept from the tile before, which held it.
+      if (made[k].hi != rows[k].hi || made[k].lo < rows[k].lo || made[k].lo > made[k].hi)
+        return what + " computes rows " + rows_string(made[k]) + ", not the last of the rows " + rows_string(rows[k]) + " it holds";
+      const RowRange kept{rows[k].lo, made[k].lo};
+      if (!empty(kept) && (!s.keep_rows || t == 0 || !holds(s.tiles[t - 1][k], kept)))
+        return what + " holds rows " + rows_string(kept) + " it neither computes nor kept from the tile before";
     }
     for (size_t l = 0; l < chain.layers.size(); ++l) {
       const PatchLayer& p = chain.layers[l];
-      const RowRange out = rows[static_cast<size_t>(p.output)];
+      const RowRange out = made[static_cast<size_t>(p.output)];
       if (empty(out)) continue;
       const RowRange in = layer_rows(chain, l, out).in;
       if (!holds(rows[static_cast<size_t>(p.input)], in))
@@ -184,15 +212,24 @@ std::optional<std::string> check_patch_schedule(const PatchChainShape& chain, co
       return tensor_name(p.addend) + " is added to " + tensor_name(p.output) + " with another row stride (" +
              std::to_string(s.capacity[static_cast<size_t>(p.addend)]) + " and " +
              std::to_string(s.capacity[static_cast<size_t>(p.output)]) + " rows)";
-  if (auto e = find_placement_error(tile_buffers(chain, s.capacity), s.frame, s.frame_align)) return "tile frame: " + *e;
+  if (auto e = find_placement_error(tile_buffers(chain, s.capacity, kept_across_tiles(s)), s.frame, s.frame_align))
+    return "tile frame: " + *e;
   return std::nullopt;
+}
+
+std::vector<bool> kept_across_tiles(const PatchSchedule& s) {
+  std::vector<bool> out(s.capacity.size(), false);
+  for (size_t t = 0; t < s.tiles.size() && t < s.computed.size(); ++t)
+    for (size_t k = 0; k < out.size() && k < s.tiles[t].size() && k < s.computed[t].size(); ++k)
+      out[k] = out[k] || s.computed[t][k].lo > s.tiles[t][k].lo;
+  return out;
 }
 
 std::vector<double> recompute_ratios(const PatchChainShape& chain, const PatchSchedule& s) {
   std::vector<double> out;
   for (const PatchLayer& p : chain.layers) {
     int64_t computed = 0;
-    for (const std::vector<RowRange>& rows : s.tiles) computed += rows.at(static_cast<size_t>(p.output)).size();
+    for (const std::vector<RowRange>& rows : s.computed) computed += rows.at(static_cast<size_t>(p.output)).size();
     out.push_back(static_cast<double>(computed) / static_cast<double>(chain.rows[static_cast<size_t>(p.output)]));
   }
   return out;

@@ -54,36 +54,52 @@ struct LayerRows {
 
 struct PatchSchedule {
   int64_t tile_rows = 0;  // rows of the chain's output per tile (the last tile may be shorter)
+  // Rows computed once and kept (line buffers): a tile computes only the rows of each tensor that
+  // no tile before it computed, and keeps those of the tile before that it reads again. Else each
+  // tile computes every row it reads (its halo again, as MCUNetV2's patches do).
+  bool keep_rows = false;
   // tiles[t][k]: the rows tensor k holds in tile t (the chain's output: the tile's own rows).
   std::vector<std::vector<RowRange>> tiles;
+  // computed[t][k]: the rows of tiles[t][k] that tile t computes (copies in, for tensor 0): all
+  // of them, or with keep_rows those no tile before computed; the rest were kept.
+  std::vector<std::vector<RowRange>> computed;
   std::vector<int64_t> capacity;  // rows each tensor's tile buffer has room for
   // The tile frame: tensor k's buffer at frame.offsets[k], live (inside a tile) from the step
   // that writes it to the last that reads it. Step 0 copies the chain's input rows in, step
-  // i + 1 runs layer i, the last step copies the output rows out.
+  // i + 1 runs layer i, the last step copies the output rows out. A buffer whose rows a tile
+  // keeps (keep_rows: one a window of more than one row reads) lives across tiles: every step.
   Placement frame;
   uint64_t frame_align = 64;
 };
 
 // Each tensor's tile buffer as a request of the planner's core: capacity x row bytes, live over
-// the steps above.
-std::vector<BufferRequest> tile_buffers(const PatchChainShape& chain, const std::vector<int64_t>& capacity);
+// the steps above, or over every step where `across_tiles` (a tensor whose rows a tile keeps).
+std::vector<BufferRequest> tile_buffers(const PatchChainShape& chain, const std::vector<int64_t>& capacity,
+                                        const std::vector<bool>& across_tiles);
+
+// Whether some tile of `s` keeps rows of each tensor from the tile before (its buffer then lives
+// across tiles).
+std::vector<bool> kept_across_tiles(const PatchSchedule& s);
 
 // The rows layer `l` reads to write rows `out` of its output.
 LayerRows layer_rows(const PatchChainShape& chain, size_t l, RowRange out);
 
-// The schedule for tiles of `tile_rows` output rows. Throws memplan::Error on a malformed chain
+// The schedule for tiles of `tile_rows` output rows, computing halos again or (`keep_rows`)
+// keeping them. Throws memplan::Error on a malformed chain
 // (a tensor index out of range, a tensor written twice or read before it is written, a layer
 // whose window does not give its output's height, a size overflow).
-PatchSchedule schedule_patches(const PatchChainShape& chain, int64_t tile_rows);
+PatchSchedule schedule_patches(const PatchChainShape& chain, int64_t tile_rows, bool keep_rows = false);
 
 // The first violation of the schedule, or none: tiles that do not cover the output's rows exactly
 // once, in order; a tensor range outside its tensor or past its capacity; a layer reading rows its
-// input (or addend) does not hold in that tile (a halo short); a layer's output and addend with
-// different capacities (they share one row stride); tile buffers that overlap while both live.
+// input (or addend) does not hold in that tile (a halo short); rows held that the tile neither
+// computes nor kept from the tile before (computed earlier, and held then); a layer's output and
+// addend with different capacities (they share one row stride); tile buffers that overlap while
+// both live.
 std::optional<std::string> check_patch_schedule(const PatchChainShape& chain, const PatchSchedule& schedule);
 
 // Rows each layer computes over all tiles, over its output's height: 1 where no halo is
-// recomputed.
+// recomputed (always, with keep_rows).
 std::vector<double> recompute_ratios(const PatchChainShape& chain, const PatchSchedule& schedule);
 
 }  // namespace memplan::plan

@@ -137,7 +137,7 @@ class PatchChainKernel final : public Kernel {
   std::string implementation() const override {
     std::string out = "patch chain of " + std::to_string(shape_.layers.size()) + " layers in " +
                       std::to_string(schedule_.tiles.size()) + " tiles of " + std::to_string(schedule_.tile_rows) +
-                      " rows: ";
+                      (schedule_.keep_rows ? " rows, rows kept: " : " rows: ");
     std::vector<std::string> names;
     for (const auto& p : parts_)
       if (std::string n = p->implementation(); std::find(names.begin(), names.end(), n) == names.end())
@@ -156,24 +156,42 @@ class PatchChainKernel final : public Kernel {
     if (args.inputs[0].byte_size() != whole(in) || args.outputs[0].byte_size() != whole(out))
       fail(where_ + ": the run-time shapes differ from the compile-time shapes");
     const int output = shape_.layers.back().output;
-    for (const std::vector<plan::RowRange>& rows : schedule_.tiles) {
-      copy_rows(args.inputs[0].as<float>(), tile(args, 0), in, rows[0].lo, rows[0].size(), true);
-      for (size_t l = 0; l < shape_.layers.size(); ++l) run_layer(l, rows, *s, args);
+    for (size_t t = 0; t < schedule_.tiles.size(); ++t) {
+      const std::vector<plan::RowRange>& rows = schedule_.tiles[t];
+      const std::vector<plan::RowRange>& made = schedule_.computed[t];
+      if (t > 0) keep_rows(schedule_.tiles[t - 1], rows, made, args);
+      copy_rows(args.inputs[0].as<float>(), tile(args, 0, rows[0].lo, made[0].lo), in, made[0].lo, made[0].size(), true);
+      for (size_t l = 0; l < shape_.layers.size(); ++l) run_layer(l, rows, made, *s, args);
       const plan::RowRange own = rows[static_cast<size_t>(output)];
-      copy_rows(args.outputs[0].as<float>(), tile(args, output), out, own.lo, own.size(), false);
+      copy_rows(args.outputs[0].as<float>(), tile(args, output, own.lo, own.lo), out, own.lo, own.size(), false);
     }
   }
 
  private:
-  float* tile(const KernelArgs& args, int k) const {
-    return reinterpret_cast<float*>(args.scratchpad + buffers_[static_cast<size_t>(k)].offset);
+  // Row `row` of tensor k in its tile buffer, which holds its rows from `first` on.
+  float* tile(const KernelArgs& args, int k, int64_t first, int64_t row) const {
+    const TileBuffer& b = buffers_[static_cast<size_t>(k)];
+    return reinterpret_cast<float*>(args.scratchpad + b.offset + static_cast<uint64_t>(row - first) * b.row_bytes());
+  }
+
+  // Keeping rows: the rows a tile holds and does not compute move to the top of their buffers
+  // (channels last, they are one run of bytes), where the tile before held them lower.
+  void keep_rows(const std::vector<plan::RowRange>& before, const std::vector<plan::RowRange>& rows,
+                 const std::vector<plan::RowRange>& made, const KernelArgs& args) const {
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const int64_t kept = made[k].lo - rows[k].lo;
+      if (kept <= 0 || rows[k].lo == before[k].lo) continue;
+      const auto kk = static_cast<int>(k);
+      std::memmove(tile(args, kk, 0, 0), tile(args, kk, before[k].lo, rows[k].lo),
+                   static_cast<size_t>(kept) * buffers_[k].row_bytes());
+    }
   }
 
   // Tensor k's rows from `row` on, in this tile (whose rows of k start at `first`), as a view.
   TensorView rows_view(const KernelArgs& args, int k, int64_t first, int64_t row, int64_t count) const {
     const TileBuffer& b = buffers_[static_cast<size_t>(k)];
     TensorView v;
-    v.data = args.scratchpad + b.offset + static_cast<uint64_t>(row - first) * b.row_bytes();
+    v.data = reinterpret_cast<std::byte*>(tile(args, k, first, row));
     v.dtype = DType::Float32;
     v.rank = 4;
     v.dims = {1, b.channels, count, b.width};
@@ -181,16 +199,19 @@ class PatchChainKernel final : public Kernel {
     return v;
   }
 
-  // Layer l in a tile: a fused Add's addend rows are copied into the output's rows first, and the
-  // convolution adds into them (ConvKernel's addend at the output's bytes: nothing to copy).
-  void run_layer(size_t l, const std::vector<plan::RowRange>& rows, State& s, const KernelArgs& args) const {
+  // Layer l in a tile: the output rows it computes (`made`), into its buffer of `rows`. A fused
+  // Add's addend rows are copied into the output's rows first, and the convolution adds into them
+  // (ConvKernel's addend at the output's bytes: nothing to copy).
+  void run_layer(size_t l, const std::vector<plan::RowRange>& rows, const std::vector<plan::RowRange>& made, State& s,
+                 const KernelArgs& args) const {
     const plan::PatchLayer& layer = shape_.layers[l];
-    const plan::RowRange out_rows = rows[static_cast<size_t>(layer.output)];
+    const auto o = static_cast<size_t>(layer.output);
+    const plan::RowRange out_rows = made[o];
     if (out_rows.size() <= 0) return;
     const plan::LayerRows r = plan::layer_rows(shape_, l, out_rows);
     const size_t part = part_of_.at(l).at(band_key(r, out_rows));
     std::array<TensorView, kMaxLayerInputs> in{};
-    std::array<TensorView, 1> out{rows_view(args, layer.output, out_rows.lo, out_rows.lo, out_rows.size())};
+    std::array<TensorView, 1> out{rows_view(args, layer.output, rows[o].lo, out_rows.lo, out_rows.size())};
     in[0] = rows_view(args, layer.input, rows[static_cast<size_t>(layer.input)].lo, r.in.lo, r.in.size());
     if (layer.addend >= 0) {
       const TensorView a = rows_view(args, layer.addend, rows[static_cast<size_t>(layer.addend)].lo, out_rows.lo, out_rows.size());
@@ -294,7 +315,8 @@ uint64_t macs_per_row(const Node& n) {
 PatchRegion patch_region_cost(const Node& node, PatchRegion r, const std::string& where) {
   const std::vector<const Node*> nodes = chain_nodes(node, where);
   const PatchChainLayers d = describe_patch_chain(nodes, where);
-  const plan::PatchSchedule s = plan::schedule_patches(d.shape, node.attr_int(kTileRowsAttr, 0));
+  const plan::PatchSchedule s =
+      plan::schedule_patches(d.shape, node.attr_int(kTileRowsAttr, 0), node.attr_int(kKeepRowsAttr, 0) != 0);
   r.layers = static_cast<int32_t>(nodes.size());
   r.tiles = static_cast<int32_t>(s.tiles.size());
   r.input_rows = s.capacity.front();
@@ -318,7 +340,8 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
     fail_internal(at + ": the chain's first input and last output are not the node's");
   for (const Value* v : {d.tensors.front(), d.tensors.back()})
     if (v->channel_block != 0) fail_internal(at + ": '" + v->name + "' is not a plain tensor");
-  plan::PatchSchedule schedule = plan::schedule_patches(d.shape, node.attr_int(kTileRowsAttr, 0));
+  plan::PatchSchedule schedule =
+      plan::schedule_patches(d.shape, node.attr_int(kTileRowsAttr, 0), node.attr_int(kKeepRowsAttr, 0) != 0);
   if (auto e = plan::check_patch_schedule(d.shape, schedule)) fail_internal(at + ": " + *e);
 
   std::vector<TileBuffer> buffers;
@@ -334,10 +357,10 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
   std::vector<std::map<BandKey, size_t>> part_of(nodes.size());
   std::vector<size_t> input_counts;
   for (const Node* n : nodes) input_counts.push_back(n->inputs.size());
-  for (const std::vector<plan::RowRange>& rows : schedule.tiles)
+  for (const std::vector<plan::RowRange>& made : schedule.computed)
     for (size_t l = 0; l < nodes.size(); ++l) {
       const plan::PatchLayer& layer = d.shape.layers[l];
-      const plan::RowRange out = rows[static_cast<size_t>(layer.output)];
+      const plan::RowRange out = made[static_cast<size_t>(layer.output)];
       if (out.size() <= 0) continue;
       const plan::LayerRows r = plan::layer_rows(d.shape, l, out);
       if (!part_of[l].emplace(band_key(r, out), parts.size()).second) continue;

@@ -22,6 +22,7 @@ namespace memplan::rt::dnnl_kernels {
 
 inline constexpr const char* kPatchChainOp = "memplan.PatchChain";
 inline constexpr const char* kTileRowsAttr = "tile_rows";
+inline constexpr const char* kKeepRowsAttr = "keep_rows";  // 1: rows kept across tiles, not computed again
 
 // Why `n` cannot be a layer of a patch chain ("a Resize", "a rank-3 input", ...), or none: a 2-D
 // float32 Conv with constant weights (its fusions included, not a pre-activated one), or a MaxPool
