@@ -319,7 +319,7 @@ using ShapeMap = std::map<std::string, std::vector<int64_t>>;
 std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap> shapes,
                                  std::optional<std::map<std::string, int64_t>> dims, std::optional<ShapeMap> bounds,
                                  const std::string& strategy, bool static_only, uint64_t alignment, int threads,
-                                 const std::string& prefer, bool external_inputs) {
+                                 const std::string& prefer, bool external_inputs, uint64_t max_arena) {
   memplan::CompileOptions options;
   if (shapes) options.input_shapes = std::move(*shapes);
   if (dims) options.dims = std::move(*dims);
@@ -330,6 +330,7 @@ std::shared_ptr<PyModel> compile(const std::string& path, std::optional<ShapeMap
   options.threads = threads;
   options.prefer = prefer;
   options.external_inputs = external_inputs;
+  options.max_arena = max_arena;
   auto m = std::make_shared<PyModel>();
   py::gil_scoped_release nogil;
   m->model = memplan::CompiledModel::compile(path, options);
@@ -492,11 +493,12 @@ PYBIND11_MODULE(_memplan, m) {
         py::arg("shapes") = py::none(), py::arg("dims") = py::none(), py::arg("bounds") = py::none(),
         py::arg("strategy") = "auto",
         py::arg("static_only") = false, py::arg("alignment") = 64, py::arg("threads") = 0,
-        py::arg("prefer") = "balanced", py::arg("external_inputs") = false,
+        py::arg("prefer") = "balanced", py::arg("external_inputs") = false, py::arg("max_arena") = 0,
         "Compiles an ONNX model: shapes fixes input shapes, dims symbolic dims, bounds the largest shapes of "
         "run-time-sized tensors; strategy is naive, best-fit, greedy-by-size, greedy-by-breadth or auto; prefer "
         "is balanced, memory or speed (kernels chosen for memory); external_inputs plans no arena bytes for "
-        "the inputs (run reads 64-byte-aligned arrays in place: memplan.aligned_empty).");
+        "the inputs (run reads 64-byte-aligned arrays in place: memplan.aligned_empty); max_arena a budget in "
+        "bytes (0: none), met with leaner kernels and the first layers in tiles of rows, else memplan.Error.");
   m.def("load", &load, py::arg("model_path"), py::arg("plan_path"), py::arg("threads") = 0,
         "Loads a model with a plan from Model.save_plan or `memplan compile -o`; threads as compile's.");
   m.def(

@@ -176,6 +176,21 @@ class CompileAndRun(unittest.TestCase):
         with self.assertRaises(ValueError):
             m.report("xml")
 
+    def test_a_budget_runs_the_first_layers_in_patches(self):
+        stem = os.path.join(MODELS, "cnn_stem", "model.onnx")
+        whole = memplan.compile(stem)
+        m = memplan.compile(stem, max_arena=240000)
+        self.assertLessEqual(m.arena_bytes, 240000)
+        self.assertLess(m.arena_bytes, whole.arena_bytes)
+        regions = json.loads(m.report("json"))["patch_regions"]
+        self.assertEqual(len(regions), 1)
+        self.assertEqual(regions[0]["first"], "conv1")
+        inputs, expected = data_set("cnn_stem")
+        assert_close(self, m.run(inputs)["y"], expected["y"], "cnn_stem in patches")
+        with self.assertRaises(memplan.Error) as e:
+            memplan.compile(stem, max_arena=1000)
+        self.assertIn("the smallest arena memplan can plan is", str(e.exception))
+
     def test_save_plan_and_load(self):
         m = memplan.compile(TINY)
         with tempfile.TemporaryDirectory() as tmp:
