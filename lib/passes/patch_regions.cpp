@@ -1,6 +1,7 @@
 #include "passes/patch_regions.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -12,46 +13,42 @@ namespace {
 
 using rt::dnnl_kernels::patch_refusal;
 
-// Whether node i's tensors come from the run [first, i) or its input (node first's input 0).
+// Whether node i's tensors (its inputs but constants) come from the run [first, i) or its input
+// (what node first reads).
 bool reads_inside(const Graph& g, size_t first, size_t i, const std::unordered_map<const Node*, size_t>& step) {
-  const Node& n = *g.nodes[i];
-  const Value* x = g.nodes[first]->inputs[0];
-  const auto inside = [&](const Value* v) {
-    if (!v || v == x) return true;
+  const Value* x = rt::dnnl_kernels::patch_input(*g.nodes[first]);
+  return std::all_of(g.nodes[i]->inputs.begin(), g.nodes[i]->inputs.end(), [&](const Value* v) {
+    if (!v || v == x || v->is_constant()) return true;
     auto it = v->producer ? step.find(v->producer) : step.end();
     return it != step.end() && it->second >= first && it->second < i;
-  };
-  // Input 0 and a Conv's addend (input 3) are activations; inputs 1 and 2 are constants.
-  return inside(n.inputs[0]) && (n.inputs.size() < 4 || inside(n.inputs[3]));
+  });
 }
 
 }  // namespace
 
-PatchCandidates find_patch_candidates(const Graph& g) {
+namespace {
+
+// The run from node `first` (one patches can carry, reading one tensor): where it may end, and
+// what stops it (`stop_at`: the index of the node that does, or the graph's size).
+PatchCandidates run_from(const Graph& g, size_t first, const std::unordered_map<const Node*, size_t>& step, size_t& stop_at) {
   PatchCandidates c;
-  std::unordered_map<const Node*, size_t> step;
-  for (size_t i = 0; i < g.nodes.size(); ++i) step[g.nodes[i].get()] = i;
-  c.first = g.nodes.size();
-  for (size_t i = 0; i < g.nodes.size() && c.first == g.nodes.size(); ++i)
-    if (!patch_refusal(*g.nodes[i]) && !g.nodes[i]->inputs[0]->is_constant()) c.first = i;
-  if (c.first == g.nodes.size()) {
-    c.stop = "the main graph has no Conv or MaxPool patches can carry";
-    return c;
-  }
-  // Readers of each value made in the run, past the run's end so far.
-  for (size_t i = c.first; i < g.nodes.size(); ++i) {
+  c.first = first;
+  stop_at = g.nodes.size();
+  for (size_t i = first; i < g.nodes.size(); ++i) {
     const Node& n = *g.nodes[i];
     if (auto why = patch_refusal(n)) {
       c.stop = "the run stops at " + n.describe() + ", " + *why;
+      stop_at = i;
       break;
     }
-    if (!reads_inside(g, c.first, i, step)) {
+    if (!reads_inside(g, first, i, step)) {
       c.stop = "the run stops at " + n.describe() + ", which reads a tensor made before it";
+      stop_at = i;
       break;
     }
     // The run can end after node i when what it made before i is read only up to i.
     bool closed = true;
-    for (size_t j = c.first; j <= i && closed; ++j)
+    for (size_t j = first; j <= i && closed; ++j)
       for (const Value* v : g.nodes[j]->outputs) {
         if (!v || (j == i && v == n.outputs[0])) continue;
         closed = closed && !v->is_graph_output &&
@@ -63,6 +60,37 @@ PatchCandidates find_patch_candidates(const Graph& g) {
     if (closed) c.ends.push_back(i);
   }
   return c;
+}
+
+bool windowed(const Node& n) { return n.op_type == "Conv" || n.op_type == "MaxPool"; }
+
+}  // namespace
+
+PatchCandidates find_patch_candidates(const Graph& g) {
+  std::unordered_map<const Node*, size_t> step;
+  for (size_t i = 0; i < g.nodes.size(); ++i) step[g.nodes[i].get()] = i;
+  // The first run of nodes patches can carry that has a Conv or MaxPool: a run of pointwise ops
+  // alone (a TensorFlow model's input scaled before its Transpose to NCHW) is passed over.
+  std::optional<PatchCandidates> first_run;
+  for (size_t start = 0; start < g.nodes.size();) {
+    if (patch_refusal(*g.nodes[start]) || !reads_inside(g, start, start, step)) {
+      ++start;
+      continue;
+    }
+    size_t stop_at = 0;
+    PatchCandidates c = run_from(g, start, step, stop_at);
+    const bool has_window = std::any_of(g.nodes.begin() + static_cast<std::ptrdiff_t>(start),
+                                        g.nodes.begin() + static_cast<std::ptrdiff_t>(stop_at),
+                                        [](const auto& n) { return windowed(*n); });
+    if (has_window && !c.ends.empty()) return c;
+    if (!first_run) first_run = c;
+    start = std::max(stop_at, start + 1);
+  }
+  if (first_run) return *first_run;
+  PatchCandidates none;
+  none.first = g.nodes.size();
+  none.stop = "the main graph has no Conv, MaxPool or pointwise op patches can carry";
+  return none;
 }
 
 void make_patch_region(Graph& g, const PatchRegion& r, const std::string& model_path) {
@@ -85,7 +113,8 @@ void make_patch_region(Graph& g, const PatchRegion& r, const std::string& model_
   node->graph = &g;
   node->set_attr_int(rt::dnnl_kernels::kTileRowsAttr, r.tile_rows);
   node->set_attr_int(rt::dnnl_kernels::kKeepRowsAttr, r.keep_rows ? 1 : 0);
-  Value* x = g.nodes[first]->inputs[0];
+  const std::vector<Value*>& first_inputs = g.nodes[first]->inputs;
+  Value* x = *std::find(first_inputs.begin(), first_inputs.end(), rt::dnnl_kernels::patch_input(*g.nodes[first]));
   Value* y = g.nodes[last]->outputs[0];
   node->inputs.push_back(x);
   node->outputs.push_back(y);

@@ -37,11 +37,14 @@ struct Estimate {
 
 std::vector<PatchRegion> patch_trials(const Graph& main, const GraphPlan& plan, uint64_t budget) {
   const PatchCandidates c = find_patch_candidates(main);
-  std::vector<Estimate> fitting, over;
+  // tallest: per end and mode, the tallest tiles whose estimate fits; smallest: per end, the
+  // smallest estimate (the estimate leaves the layers' own scratchpads out, so a region that fits
+  // by it may not: the smallest is the fallback, and what a budget below every estimate gets).
+  std::vector<Estimate> tallest, smallest;
   for (size_t end : c.ends) {
     std::vector<const Node*> nodes;
     for (size_t i = c.first; i <= end; ++i) nodes.push_back(main.nodes[i].get());
-    std::optional<Estimate> smallest;
+    std::optional<Estimate> least;
     try {
       const rt::dnnl_kernels::PatchChainLayers d = rt::dnnl_kernels::describe_patch_chain(nodes, main.path());
       const int64_t height = d.shape.rows.back();
@@ -54,22 +57,28 @@ std::vector<PatchRegion> patch_trials(const Graph& main, const GraphPlan& plan, 
           const plan::PatchSchedule s = plan::schedule_patches(d.shape, rows, keep);
           Estimate e{{main.nodes[c.first]->name, main.nodes[end]->name, rows, keep}, std::max(outside, ends + s.frame.frame_bytes), end};
           if (e.bytes <= budget && !best_fit) best_fit = e;
-          if (!smallest || e.bytes < smallest->bytes) smallest = e;
+          if (!least || e.bytes < least->bytes) least = e;
           if (rows == 1) break;
         }
-        if (best_fit) fitting.push_back(*best_fit);
+        if (best_fit) tallest.push_back(*best_fit);
       }
     } catch (const Error& e) {
       spdlog::debug("no patch region ends at {}: {}", main.nodes[end]->describe(), e.what());
       continue;
     }
-    if (smallest && smallest->bytes > budget) over.push_back(*smallest);
+    if (least) smallest.push_back(*least);
   }
-  std::stable_sort(over.begin(), over.end(), [](const Estimate& a, const Estimate& b) { return a.bytes < b.bytes; });
+  std::stable_sort(smallest.begin(), smallest.end(), [](const Estimate& a, const Estimate& b) { return a.bytes < b.bytes; });
   std::vector<PatchRegion> out;
-  for (const auto* list : {&fitting, &over})
-    for (const Estimate& e : *list)
-      if (out.size() < kMaxPatchTrials) out.push_back(e.region);
+  const auto add = [&](const Estimate& e) {
+    if (out.size() < kMaxPatchTrials && std::find(out.begin(), out.end(), e.region) == out.end()) out.push_back(e.region);
+  };
+  // The tallest fitting tiles of the shortest runs, then the smallest estimates, alternating, so
+  // that neither list crowds the other out.
+  for (size_t i = 0; i < std::max(tallest.size(), smallest.size()); ++i) {
+    if (i < tallest.size()) add(tallest[i]);
+    if (i < smallest.size()) add(smallest[i]);
+  }
   return out;
 }
 

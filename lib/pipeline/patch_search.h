@@ -14,12 +14,12 @@
 namespace memplan {
 
 // Candidates compiled for real, at most.
-constexpr size_t kMaxPatchTrials = 8;
+constexpr size_t kMaxPatchTrials = 10;
 
 // The regions worth compiling for `budget`, likeliest first: for each place the run may end
 // (shortest first), the tallest tiles whose estimate fits with rows kept, then computing halos
-// again; then, where none fits, the smallest estimates. `main` and `plan` are a compilation
-// without patches.
+// again, alternating with the smallest estimates (smallest first). `main` and `plan` are a
+// compilation without patches.
 std::vector<PatchRegion> patch_trials(const Graph& main, const GraphPlan& plan, uint64_t budget);
 
 // The regions `made` in `main` with what they cost (for the report), in the same order.

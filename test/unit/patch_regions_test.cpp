@@ -65,9 +65,13 @@ class Chain {
     memplan::test::attr_ints(n, "strides", {stride, stride});
     memplan::test::attr_ints(n, "pads", {pad, pad, pad, pad});
   }
+  void constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> values) {
+    memplan::test::add_initializer(b_.graph(), memplan::test::tensor_f32(name, std::move(dims), values));
+  }
   void node(const std::string& op, const std::vector<std::string>& in, const std::string& out, const std::string& name) {
     memplan::test::add_node(b_.graph(), op, in, {out}, name);
   }
+  onnx::GraphProto& graph() { return b_.graph(); }
   std::string write(const memplan::test::TempDir& dir, const std::string& output, const Shape& shape) {
     memplan::test::add_output(b_.graph(), output, kFloat, shape);
     const std::string path = dir / "m.onnx";
@@ -187,6 +191,34 @@ TEST_CASE("a ResNet stem, Conv then MaxPool then a residual block, gives the who
   CHECK(once->impl().plan.patch_regions[0].recomputed_macs == 0);
 }
 
+TEST_CASE("pointwise layers between the convolutions, and an input's normalization, run in the chain",
+          "[patches][runtime]") {
+  memplan::test::TempDir dir("patch_pointwise");
+  Chain c("x", {1, 3, 96, 80});
+  c.constant("mean", {1, 3, 1, 1}, {0.4f, 0.5f, 0.6f});
+  c.constant("std", {3, 1, 1}, {0.2f, 0.25f, 0.3f});
+  c.constant("slope", {16, 1, 1}, memplan::test::random_floats(16, 21, 0.f, 0.5f));
+  c.constant("one", {}, {1.f});
+  c.node("Sub", {"x", "mean"}, "centred", "norm_sub");
+  c.node("Div", {"centred", "std"}, "normed", "norm_div");
+  c.conv("c0", "normed", "a", {3, 16, 3, 2, 1});  // 48 x 40
+  c.node("PRelu", {"a", "slope"}, "p", "prelu");
+  c.conv("c1", "p", "b", {16, 16, 3, 1, 1});
+  c.node("Sigmoid", {"b"}, "g", "gate");
+  c.node("Mul", {"p", "g"}, "gated", "gated");  // two tensors of the chain
+  c.node("Sub", {"one", "gated"}, "flipped", "flip");  // a constant first
+  c.conv("c2", "flipped", "y", {16, 8, 1, 1, 0});
+  const std::string path = c.write(dir, "y", {1, 8, 48, 40});
+  const auto m = require_same_as_whole(path, {"norm_sub", "c2", 3});
+  std::vector<std::string> ops;
+  for (const auto& n : m->impl().model.main->nodes)
+    if (n->fused_chain)
+      for (const auto& layer : n->fused_chain->nodes) ops.push_back(layer->op_type);
+  // The Sigmoid is c1's fused activation; the rest run as layers of their own.
+  CHECK(ops == std::vector<std::string>{"Sub", "Div", "Conv", "PRelu", "Conv", "Mul", "Sub", "Conv"});
+  CHECK(patch_kernel(*m)->implementation().find("memplan's pointwise loop") != std::string::npos);
+}
+
 TEST_CASE("a budget only a patch region reaches is met through the public interface, and its plan file loads",
           "[patches][pipeline]") {
   memplan::test::TempDir dir("patch_budget");
@@ -221,7 +253,7 @@ TEST_CASE("a budget only a patch region reaches is met through the public interf
 TEST_CASE("a run ends where a tensor it makes is read after it, or at a node patches cannot carry", "[patches][passes]") {
   memplan::test::TempDir dir("patch_candidates");
   Chain c("x", {1, 4, 16, 16});
-  c.node("Sigmoid", {"x"}, "s", "pre");  // before the run: not patched, not in the way
+  c.node("Softmax", {"x"}, "s", "pre");  // before the run: not patched, not in the way
   c.conv("c0", "s", "a", {4, 8, 3, 1, 1});
   c.conv("c1", "a", "b", {8, 8, 3, 1, 1});
   c.conv("c2", "b", "d", {8, 8, 3, 1, 1});
@@ -236,7 +268,20 @@ TEST_CASE("a run ends where a tensor it makes is read after it, or at a node pat
   for (size_t e : k.ends) ends.push_back(m.main->nodes[e]->name);
   // c2 takes the Add (a as its addend): the run may end after c0, or after c2.
   CHECK(ends == std::vector<std::string>{"c0", "c2"});
-  CHECK(k.stop == "the run stops at Resize node 'resize', a Resize (only Conv and MaxPool run in patches)");
+  CHECK(k.stop == "the run stops at Resize node 'resize', a Resize (only Conv, MaxPool and pointwise ops run in patches)");
+
+  // A run of pointwise ops alone (an NHWC input scaled before its Transpose) is passed over.
+  memplan::test::TempDir dir2("patch_candidates_nhwc");
+  Chain t("x", {1, 16, 16, 4});
+  t.constant("scale", {}, {0.5f});
+  t.node("Mul", {"x", "scale"}, "scaled", "scale");
+  auto* tr = memplan::test::add_node(t.graph(), "Transpose", {"scaled"}, {"nchw"}, "to_nchw");
+  memplan::test::attr_ints(tr, "perm", {0, 3, 1, 2});
+  t.conv("t0", "nchw", "y", {4, 8, 3, 1, 1});
+  memplan::Model nhwc = memplan::prepare_model(t.write(dir2, "y", {1, 8, 16, 16}), {});
+  const memplan::PatchCandidates kt = memplan::find_patch_candidates(*nhwc.main);
+  REQUIRE(kt.first < nhwc.main->nodes.size());
+  CHECK(nhwc.main->nodes[kt.first]->name == "t0");
 
   CHECK_THROWS_WITH(memplan::prepare_model(path, {}, {{"c0", "c1", 4}}),
                     Catch::Contains("patch region 'c0' .. 'c1' is not a run patches can carry"));

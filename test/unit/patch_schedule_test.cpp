@@ -65,10 +65,8 @@ TEST_CASE("each tile holds the rows its output tile needs through every layer, h
   CHECK(s.tiles[2] == std::vector<RowRange>{{6, 10}, {7, 10}, {4, 5}});
   CHECK(s.capacity == std::vector<int64_t>{7, 5, 2});
   CHECK_FALSE(check_patch_schedule(c, s));
-  // a: 4 + 5 + 3 rows computed for its 10; b: each row once.
-  const std::vector<double> r = recompute_ratios(c, s);
-  CHECK(r[0] == Approx(1.2));
-  CHECK(r[1] == Approx(1.0));
+  // a: 4 + 5 + 3 rows computed for its 10 (rows 3 and 7 twice); b: each row once.
+  CHECK(recomputed_rows(c, s) == std::vector<int64_t>{2, 0});
 }
 
 TEST_CASE("keeping rows, each tile computes only the rows no tile before it held, and keeps the rest",
@@ -84,7 +82,7 @@ TEST_CASE("keeping rows, each tile computes only the rows no tile before it held
   CHECK(s.computed[2] == std::vector<RowRange>{{9, 10}, {8, 10}, {4, 5}});
   CHECK(s.capacity == std::vector<int64_t>{6, 5, 2});
   CHECK_FALSE(check_patch_schedule(c, s));
-  for (double r : recompute_ratios(c, s)) CHECK(r == Approx(1.0));
+  CHECK(recomputed_rows(c, s) == std::vector<int64_t>{0, 0});
   // x's and a's kept rows outlive the tile: they share no bytes; b's buffer (no window reads it
   // again) takes bytes of its own after them, live with both at its step (640 + 1024 + 256).
   CHECK(kept_across_tiles(s) == std::vector<bool>{true, true, false});
@@ -141,7 +139,7 @@ TEST_CASE("one tile as tall as the output runs the chain once, recomputing nothi
   CHECK(s.tile_rows == 5);
   REQUIRE(s.tiles.size() == 1);
   CHECK(s.capacity == std::vector<int64_t>{10, 10, 5});
-  for (double r : recompute_ratios(c, s)) CHECK(r == Approx(1.0));
+  CHECK(recomputed_rows(c, s) == std::vector<int64_t>{0, 0});
 }
 
 TEST_CASE("the checker finds a halo one row short", "[plan][patches]") {
@@ -183,6 +181,18 @@ TEST_CASE("the checker finds a range past its tile buffer and an addend of anoth
   s = schedule_patches(c, 3);
   s.capacity[2] = 3;
   CHECK(mentions(check_patch_schedule(c, s), "tensor 1 is added to tensor 2 with another row stride"));
+}
+
+TEST_CASE("rows no window reads are not computed, and not counted as computed again", "[plan][patches]") {
+  // x (14 rows) -> 3x3 pool, stride 3 -> 4 rows: x's rows 12 and 13 are read by no window.
+  PatchChainShape c;
+  c.rows = {14, 14, 4};
+  c.row_bytes = {16, 16, 16};
+  c.layers = {{0, -1, 1, 1, 1, 0}, {1, -1, 2, 3, 3, 0}};
+  const PatchSchedule s = schedule_patches(c, 1);
+  CHECK(s.tiles.back() == std::vector<RowRange>{{9, 12}, {9, 12}, {3, 4}});
+  CHECK(recomputed_rows(c, s) == std::vector<int64_t>{0, 0});
+  CHECK_FALSE(check_patch_schedule(c, s));
 }
 
 TEST_CASE("a malformed chain is refused with the layer named", "[plan][patches]") {

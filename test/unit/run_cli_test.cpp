@@ -456,5 +456,5 @@ TEST_CASE("run: a budget below the whole tensors' arena runs the first layers in
                {"cnn_stem/model.onnx: the smallest arena memplan can plan is", "with the patch region conv1 .. "});
   // A model whose first node patches cannot carry says why no region can be made.
   expect_error({"compile", model("tiny_mlp"), "--max-arena", "64"},
-               {"no patch region can be made: the main graph has no Conv or MaxPool patches can carry"});
+               {"no patch region can be made: the main graph has no Conv, MaxPool or pointwise op patches can carry"});
 }

@@ -90,7 +90,7 @@ def main():
             region, recomputed = "none", "-"
             if regions:
                 r = regions[0]
-                region = f"{r['layers']} layers, {r['tiles']} tiles of {r['tile_rows']} rows"
+                region = f"{r['layers']} layers, {r['tiles']} tiles of {r['tile_rows']} rows" + (", rows kept" if r.get('keep_rows') else "")
                 recomputed = f"{100.0 * r['recomputed_macs'] / max(r['macs'], 1):.0f}%"
             ref = bench_models.load_outputs(os.path.join(tmp, "default"))
             diff = bench_models.max_abs_diff(os.path.join(tmp, "small"), ref)

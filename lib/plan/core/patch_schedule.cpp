@@ -225,12 +225,20 @@ std::vector<bool> kept_across_tiles(const PatchSchedule& s) {
   return out;
 }
 
-std::vector<double> recompute_ratios(const PatchChainShape& chain, const PatchSchedule& s) {
-  std::vector<double> out;
+std::vector<int64_t> recomputed_rows(const PatchChainShape& chain, const PatchSchedule& s) {
+  std::vector<int64_t> out;
   for (const PatchLayer& p : chain.layers) {
-    int64_t computed = 0;
-    for (const std::vector<RowRange>& rows : s.computed) computed += rows.at(static_cast<size_t>(p.output)).size();
-    out.push_back(static_cast<double>(computed) / static_cast<double>(chain.rows[static_cast<size_t>(p.output)]));
+    std::vector<RowRange> made;
+    for (const std::vector<RowRange>& rows : s.computed)
+      if (const RowRange r = rows.at(static_cast<size_t>(p.output)); !empty(r)) made.push_back(r);
+    std::sort(made.begin(), made.end(), [](const RowRange& a, const RowRange& b) { return a.lo < b.lo; });
+    int64_t total = 0, distinct = 0, reach = std::numeric_limits<int64_t>::min();
+    for (const RowRange& r : made) {
+      total += r.size();
+      distinct += std::max<int64_t>(0, r.hi - std::max(r.lo, reach));
+      reach = std::max(reach, r.hi);
+    }
+    out.push_back(total - distinct);
   }
   return out;
 }

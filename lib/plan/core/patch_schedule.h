@@ -98,8 +98,8 @@ PatchSchedule schedule_patches(const PatchChainShape& chain, int64_t tile_rows, 
 // both live.
 std::optional<std::string> check_patch_schedule(const PatchChainShape& chain, const PatchSchedule& schedule);
 
-// Rows each layer computes over all tiles, over its output's height: 1 where no halo is
-// recomputed (always, with keep_rows).
-std::vector<double> recompute_ratios(const PatchChainShape& chain, const PatchSchedule& schedule);
+// The rows each layer computes more than once over all tiles (the halos computed again): none
+// with keep_rows. (Rows no tile reads, below a strided window's last, are not computed at all.)
+std::vector<int64_t> recomputed_rows(const PatchChainShape& chain, const PatchSchedule& schedule);
 
 }  // namespace memplan::plan

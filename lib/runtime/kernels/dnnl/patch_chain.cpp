@@ -12,6 +12,7 @@
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/patch_pointwise.h"
 #include "runtime/kernels/dnnl/row_bands.h"
 
 namespace memplan::rt::dnnl_kernels {
@@ -106,6 +107,14 @@ void copy_rows(float* whole, float* tile, const TileBuffer& b, int64_t row, int6
     }
 }
 
+// How a layer's kernel is called: with its node's inputs (a pointwise layer: its tensor and the
+// other), and whether the addend is read from the output's bytes (a Conv's fused Add: its rows
+// are copied there first) or is input 1 (a pointwise layer's other tensor).
+struct LayerCall {
+  size_t inputs = 1;
+  bool addend_in_output = false;
+};
+
 // What tells one band of a layer from another: its input rows, its padding rows, its output rows.
 using BandKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
 BandKey band_key(const plan::LayerRows& r, const plan::RowRange& out) { return {r.in.size(), r.pad_top, r.pad_bottom, out.size()}; }
@@ -114,10 +123,10 @@ class PatchChainKernel final : public Kernel {
  public:
   // parts[i]: a kernel for one band of a layer; part_of[l]: layer l's, by band.
   PatchChainKernel(std::string where, plan::PatchChainShape shape, plan::PatchSchedule schedule,
-                   std::vector<TileBuffer> buffers, std::vector<size_t> input_counts,
+                   std::vector<TileBuffer> buffers, std::vector<LayerCall> calls,
                    std::vector<std::unique_ptr<Kernel>> parts, std::vector<std::map<BandKey, size_t>> part_of)
       : where_(std::move(where)), shape_(std::move(shape)), schedule_(std::move(schedule)), buffers_(std::move(buffers)),
-        input_counts_(std::move(input_counts)), parts_(std::move(parts)), part_of_(std::move(part_of)) {
+        calls_(std::move(calls)), parts_(std::move(parts)), part_of_(std::move(part_of)) {
     inner_offset_ = (schedule_.frame.frame_bytes + 63) / 64 * 64;
     for (const auto& p : parts_) inner_bytes_ = std::max(inner_bytes_, p->scratchpad_bytes());
   }
@@ -199,9 +208,10 @@ class PatchChainKernel final : public Kernel {
     return v;
   }
 
-  // Layer l in a tile: the output rows it computes (`made`), into its buffer of `rows`. A fused
-  // Add's addend rows are copied into the output's rows first, and the convolution adds into them
-  // (ConvKernel's addend at the output's bytes: nothing to copy).
+  // Layer l in a tile: the output rows it computes (`made`), into its buffer of `rows`. A Conv's
+  // fused Add's addend rows are copied into the output's rows first, and the convolution adds
+  // into them (ConvKernel's addend at the output's bytes: nothing to copy); a pointwise layer
+  // reads its other tensor as input 1.
   void run_layer(size_t l, const std::vector<plan::RowRange>& rows, const std::vector<plan::RowRange>& made, State& s,
                  const KernelArgs& args) const {
     const plan::PatchLayer& layer = shape_.layers[l];
@@ -215,10 +225,14 @@ class PatchChainKernel final : public Kernel {
     in[0] = rows_view(args, layer.input, rows[static_cast<size_t>(layer.input)].lo, r.in.lo, r.in.size());
     if (layer.addend >= 0) {
       const TensorView a = rows_view(args, layer.addend, rows[static_cast<size_t>(layer.addend)].lo, out_rows.lo, out_rows.size());
-      std::memcpy(out[0].data, a.data, a.capacity);
-      in[3] = out[0];
+      if (calls_[l].addend_in_output) {  // a Conv's fused Add
+        std::memcpy(out[0].data, a.data, a.capacity);
+        in[3] = out[0];
+      } else {  // a pointwise layer's other tensor
+        in[1] = a;
+      }
     }
-    parts_[part]->run({std::span<const TensorView>(in.data(), input_counts_[l]), out, args.scratchpad + inner_offset_,
+    parts_[part]->run({std::span<const TensorView>(in.data(), calls_[l].inputs), out, args.scratchpad + inner_offset_,
                        s.parts[part].get(), args.stream});
   }
 
@@ -226,7 +240,7 @@ class PatchChainKernel final : public Kernel {
   plan::PatchChainShape shape_;
   plan::PatchSchedule schedule_;
   std::vector<TileBuffer> buffers_;
-  std::vector<size_t> input_counts_;  // each layer's node's inputs
+  std::vector<LayerCall> calls_;
   std::vector<std::unique_ptr<Kernel>> parts_;
   std::vector<std::map<BandKey, size_t>> part_of_;
   uint64_t inner_offset_ = 0, inner_bytes_ = 0;
@@ -236,13 +250,17 @@ class PatchChainKernel final : public Kernel {
 
 std::optional<std::string> patch_refusal(const Node& n) {
   if (!n.domain.empty()) return "an op of domain '" + n.domain + "'";
-  if (n.op_type != "Conv" && n.op_type != "MaxPool") return "a " + n.op_type + " (only Conv and MaxPool run in patches)";
   if (n.is_control_flow()) return "a control-flow node";
-  if (n.inputs.empty() || !float32_4d(n.inputs[0])) return "a node whose input is not a static float32 image";
   if (n.outputs.empty() || !float32_4d(n.outputs[0])) return "a node whose output is not a static float32 image";
-  if (n.inputs[0]->type.dims[0].value != 1) return "a node on a batch of " + std::to_string(n.inputs[0]->type.dims[0].value) + " images";
+  if (n.outputs[0]->type.dims[0].value != 1) return "a node on a batch of " + std::to_string(n.outputs[0]->type.dims[0].value) + " images";
   if (n.outputs.size() > 1 && std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](const Value* v) { return v; }))
     return "a node with a second output";
+  if (n.op_type != "Conv" && n.op_type != "MaxPool") {
+    std::string why;
+    if (pointwise_layer(n, why)) return std::nullopt;
+    return why;
+  }
+  if (n.inputs.empty() || !float32_4d(n.inputs[0])) return "a node whose input is not a static float32 image";
   if (n.op_type == "MaxPool") {
     if (n.inputs.size() > 1) return "a MaxPool of " + std::to_string(n.inputs.size()) + " inputs";
     return std::nullopt;
@@ -253,6 +271,13 @@ std::optional<std::string> patch_refusal(const Node& n) {
   if (n.inputs.size() > 3 && n.inputs[3] && !float32_4d(n.inputs[3])) return "a Conv whose addend is not a static float32 image";
   if (pre_activation(n)) return "a pre-activated Conv";
   return std::nullopt;
+}
+
+const Value* patch_input(const Node& n) {
+  std::string why;
+  if (n.op_type == "Conv" || n.op_type == "MaxPool") return n.inputs.empty() ? nullptr : n.inputs[0];
+  const std::optional<PointwiseLayer> p = pointwise_layer(n, why);
+  return p ? n.inputs[p->activation] : nullptr;
 }
 
 PatchChainLayers describe_patch_chain(std::span<const Node* const> nodes, const std::string& where) {
@@ -275,17 +300,25 @@ PatchChainLayers describe_patch_chain(std::span<const Node* const> nodes, const 
     if (it == index.end()) fail(where + ": " + n.describe() + " reads '" + v->name + "', which the chain does not make");
     return it->second;
   };
-  add_tensor(nodes.front()->inputs[0]);
+  const Value* x = patch_input(*nodes.front());
+  if (!x) fail(where + ": " + nodes.front()->describe() + " cannot start a patch chain");
+  add_tensor(x);
   for (const Node* n : nodes) {
     if (auto why = patch_refusal(*n)) fail(where + ": " + n->describe() + " cannot run in patches: it is " + *why);
     const std::string at = where + ": " + n->describe();
-    const Window w = layer_window(*n, at);
     plan::PatchLayer layer;
-    layer.input = tensor(*n, n->inputs[0]);
-    if (n->inputs.size() > 3 && n->inputs[3]) layer.addend = tensor(*n, n->inputs[3]);
-    layer.extent = effective_kernel(w, 0);
-    layer.stride = w.strides[0];
-    layer.pad_top = w.pads_begin[0];
+    std::string why;
+    if (const std::optional<PointwiseLayer> p = pointwise_layer(*n, why)) {  // one row of the input per row
+      layer.input = tensor(*n, n->inputs[p->activation]);
+      if (p->operand >= 0) layer.addend = tensor(*n, n->inputs[static_cast<size_t>(p->operand)]);
+    } else {
+      const Window w = layer_window(*n, at);
+      layer.input = tensor(*n, n->inputs[0]);
+      if (n->inputs.size() > 3 && n->inputs[3]) layer.addend = tensor(*n, n->inputs[3]);
+      layer.extent = effective_kernel(w, 0);
+      layer.stride = w.strides[0];
+      layer.pad_top = w.pads_begin[0];
+    }
     add_tensor(n->outputs[0]);
     layer.output = static_cast<int>(d.tensors.size() - 1);
     d.shape.layers.push_back(layer);
@@ -321,13 +354,12 @@ PatchRegion patch_region_cost(const Node& node, PatchRegion r, const std::string
   r.tiles = static_cast<int32_t>(s.tiles.size());
   r.input_rows = s.capacity.front();
   r.tile_frame_bytes = s.frame.frame_bytes;
-  const std::vector<double> ratios = plan::recompute_ratios(d.shape, s);
+  const std::vector<int64_t> again = plan::recomputed_rows(d.shape, s);
   r.macs = r.recomputed_macs = 0;
   for (size_t l = 0; l < nodes.size(); ++l) {
     const auto rows = static_cast<uint64_t>(d.shape.rows[static_cast<size_t>(d.shape.layers[l].output)]);
-    const uint64_t whole = rows * macs_per_row(*nodes[l]);
-    r.macs += whole;
-    r.recomputed_macs += static_cast<uint64_t>(static_cast<double>(whole) * (ratios[l] - 1) + 0.5);
+    r.macs += rows * macs_per_row(*nodes[l]);
+    r.recomputed_macs += static_cast<uint64_t>(again[l]) * macs_per_row(*nodes[l]);
   }
   return r;
 }
@@ -355,8 +387,11 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
   };
   std::vector<std::unique_ptr<Kernel>> parts;
   std::vector<std::map<BandKey, size_t>> part_of(nodes.size());
-  std::vector<size_t> input_counts;
-  for (const Node* n : nodes) input_counts.push_back(n->inputs.size());
+  std::vector<LayerCall> calls;
+  for (const Node* n : nodes) {
+    const bool windowed = n->op_type == "Conv" || n->op_type == "MaxPool";
+    calls.push_back({windowed ? n->inputs.size() : 2, n->op_type == "Conv"});
+  }
   for (const std::vector<plan::RowRange>& made : schedule.computed)
     for (size_t l = 0; l < nodes.size(); ++l) {
       const plan::PatchLayer& layer = d.shape.layers[l];
@@ -372,6 +407,8 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
         k = make_conv_rows(n, env, views);
         if (!k)
           fail_unsupported(at + ": " + n.describe() + " has no fast oneDNN kernel for a band of " + std::to_string(out.size()) + " rows");
+      } else if (std::string why; const std::optional<PointwiseLayer> p = pointwise_layer(n, why)) {
+        k = make_rows_pointwise(n, *p, buffers[static_cast<size_t>(layer.output)].channels, at + ": " + n.describe());
       } else {
         const Window w = layer_window(n, at + ": " + n.describe());
         const TileBuffer& bi = buffers[static_cast<size_t>(layer.input)];
@@ -382,7 +419,7 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
       parts.push_back(std::move(k));
     }
   return std::make_unique<PatchChainKernel>(at, std::move(d.shape), std::move(schedule), std::move(buffers),
-                                            std::move(input_counts), std::move(parts), std::move(part_of));
+                                            std::move(calls), std::move(parts), std::move(part_of));
 }
 
 }  // namespace memplan::rt::dnnl_kernels

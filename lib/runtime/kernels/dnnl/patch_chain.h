@@ -5,7 +5,7 @@
 // chain's node (kPatchChainOp), holding the chain's own nodes (Node::fused_chain); this kernel
 // runs them: each layer's convolution on the rows of a tile as a oneDNN primitive on views of the
 // tile buffers (one per distinct band of a layer: the top and bottom tiles have padding rows), a
-// MaxPool as memplan's loop over the same views.
+// MaxPool or a pointwise layer as memplan's loop over the same views.
 #pragma once
 
 #include <memory>
@@ -25,9 +25,13 @@ inline constexpr const char* kTileRowsAttr = "tile_rows";
 inline constexpr const char* kKeepRowsAttr = "keep_rows";  // 1: rows kept across tiles, not computed again
 
 // Why `n` cannot be a layer of a patch chain ("a Resize", "a rank-3 input", ...), or none: a 2-D
-// float32 Conv with constant weights (its fusions included, not a pre-activated one), or a MaxPool
-// without indices, of static shapes.
+// float32 Conv with constant weights (its fusions included, not a pre-activated one), a MaxPool
+// without indices, or a pointwise layer (patch_pointwise.h), of static shapes, batch 1.
 std::optional<std::string> patch_refusal(const Node& n);
+
+// The tensor of the chain a layer reads (a Conv's or MaxPool's input 0; a pointwise layer's
+// non-constant input); null for a node patch_refusal() refuses.
+const Value* patch_input(const Node& n);
 
 // A chain's layers as the scheduler's rows: tensor 0 is nodes[0]'s input 0, then each node's
 // output in order. Every node must be one patch_refusal() accepts, reading tensors of the chain.
