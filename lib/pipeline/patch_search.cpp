@@ -13,30 +13,34 @@
 namespace memplan {
 namespace {
 
-// The most bytes the plan's buffers hold at one step outside [first, last]: what a patch region
-// over those steps leaves as it is.
-uint64_t peak_outside(const GraphPlan& plan, size_t first, size_t last) {
+// The bytes the plan's buffers hold at each step.
+std::vector<uint64_t> live_bytes(const GraphPlan& plan) {
+  std::vector<uint64_t> live(static_cast<size_t>(std::max(plan.num_steps, 0)), 0);
+  for (const PlannedBuffer& b : plan.buffers)
+    if (b.in_frame() && b.group < 0)
+      for (int32_t s = std::max(b.first, 0); s <= b.last && s < plan.num_steps; ++s) live[static_cast<size_t>(s)] += b.size;
+  return live;
+}
+
+// The most of `live` at one step outside [first, last]: what a patch region over those steps
+// leaves as it is.
+uint64_t peak_outside(const std::vector<uint64_t>& live, size_t first, size_t last) {
   uint64_t peak = 0;
-  for (int32_t s = 0; s < plan.num_steps; ++s) {
-    if (static_cast<size_t>(s) >= first && static_cast<size_t>(s) <= last) continue;
-    uint64_t live = 0;
-    for (const PlannedBuffer& b : plan.buffers)
-      if (b.in_frame() && b.group < 0 && b.first <= s && s <= b.last) live += b.size;
-    peak = std::max(peak, live);
-  }
+  for (size_t s = 0; s < live.size(); ++s)
+    if (s < first || s > last) peak = std::max(peak, live[s]);
   return peak;
 }
 
 struct Estimate {
   PatchRegion region;
   uint64_t bytes = 0;
-  size_t end = 0;
 };
 
 }  // namespace
 
 std::vector<PatchRegion> patch_trials(const Graph& main, const GraphPlan& plan, uint64_t budget) {
   const PatchCandidates c = find_patch_candidates(main);
+  const std::vector<uint64_t> live = live_bytes(plan);
   // tallest: per end and mode, the tallest tiles whose estimate fits; smallest: per end, the
   // smallest estimate (the estimate leaves the layers' own scratchpads out, so a region that fits
   // by it may not: the smallest is the fallback, and what a budget below every estimate gets).
@@ -49,13 +53,13 @@ std::vector<PatchRegion> patch_trials(const Graph& main, const GraphPlan& plan, 
       const rt::dnnl_kernels::PatchChainLayers d = rt::dnnl_kernels::describe_patch_chain(nodes, main.path());
       const int64_t height = d.shape.rows.back();
       const uint64_t ends = d.tensors.front()->capacity_bytes + d.tensors.back()->capacity_bytes;
-      const uint64_t outside = peak_outside(plan, c.first, end);
+      const uint64_t outside = peak_outside(live, c.first, end);
       // Rows kept first: nothing computed twice, where their buffers fit.
       for (bool keep : {true, false}) {
         std::optional<Estimate> best_fit;
         for (int64_t rows = height;; rows = (rows + 1) / 2) {
           const plan::PatchSchedule s = plan::schedule_patches(d.shape, rows, keep);
-          Estimate e{{main.nodes[c.first]->name, main.nodes[end]->name, rows, keep}, std::max(outside, ends + s.frame.frame_bytes), end};
+          Estimate e{{main.nodes[c.first]->name, main.nodes[end]->name, rows, keep}, std::max(outside, ends + s.frame.frame_bytes)};
           if (e.bytes <= budget && !best_fit) best_fit = e;
           if (!least || e.bytes < least->bytes) least = e;
           if (rows == 1) break;

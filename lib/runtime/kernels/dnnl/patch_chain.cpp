@@ -121,12 +121,13 @@ BandKey band_key(const plan::LayerRows& r, const plan::RowRange& out) { return {
 
 class PatchChainKernel final : public Kernel {
  public:
-  // parts[i]: a kernel for one band of a layer; part_of[l]: layer l's, by band.
+  // parts[i]: a kernel for one band of a layer; part_at[t][l]: layer l's in tile t (chosen at load,
+  // so that a run only indexes).
   PatchChainKernel(std::string where, plan::PatchChainShape shape, plan::PatchSchedule schedule,
                    std::vector<TileBuffer> buffers, std::vector<LayerCall> calls,
-                   std::vector<std::unique_ptr<Kernel>> parts, std::vector<std::map<BandKey, size_t>> part_of)
+                   std::vector<std::unique_ptr<Kernel>> parts, std::vector<std::vector<size_t>> part_at)
       : where_(std::move(where)), shape_(std::move(shape)), schedule_(std::move(schedule)), buffers_(std::move(buffers)),
-        calls_(std::move(calls)), parts_(std::move(parts)), part_of_(std::move(part_of)) {
+        calls_(std::move(calls)), parts_(std::move(parts)), part_at_(std::move(part_at)) {
     inner_offset_ = (schedule_.frame.frame_bytes + 63) / 64 * 64;
     for (const auto& p : parts_) inner_bytes_ = std::max(inner_bytes_, p->scratchpad_bytes());
   }
@@ -170,7 +171,7 @@ class PatchChainKernel final : public Kernel {
       const std::vector<plan::RowRange>& made = schedule_.computed[t];
       if (t > 0) keep_rows(schedule_.tiles[t - 1], rows, made, args);
       copy_rows(args.inputs[0].as<float>(), tile(args, 0, rows[0].lo, made[0].lo), in, made[0].lo, made[0].size(), true);
-      for (size_t l = 0; l < shape_.layers.size(); ++l) run_layer(l, rows, made, *s, args);
+      for (size_t l = 0; l < shape_.layers.size(); ++l) run_layer(l, part_at_[t][l], rows, made, *s, args);
       const plan::RowRange own = rows[static_cast<size_t>(output)];
       copy_rows(args.outputs[0].as<float>(), tile(args, output, own.lo, own.lo), out, own.lo, own.size(), false);
     }
@@ -212,14 +213,13 @@ class PatchChainKernel final : public Kernel {
   // fused Add's addend rows are copied into the output's rows first, and the convolution adds
   // into them (ConvKernel's addend at the output's bytes: nothing to copy); a pointwise layer
   // reads its other tensor as input 1.
-  void run_layer(size_t l, const std::vector<plan::RowRange>& rows, const std::vector<plan::RowRange>& made, State& s,
-                 const KernelArgs& args) const {
+  void run_layer(size_t l, size_t part, const std::vector<plan::RowRange>& rows, const std::vector<plan::RowRange>& made,
+                 State& s, const KernelArgs& args) const {
     const plan::PatchLayer& layer = shape_.layers[l];
     const auto o = static_cast<size_t>(layer.output);
     const plan::RowRange out_rows = made[o];
     if (out_rows.size() <= 0) return;
     const plan::LayerRows r = plan::layer_rows(shape_, l, out_rows);
-    const size_t part = part_of_.at(l).at(band_key(r, out_rows));
     std::array<TensorView, kMaxLayerInputs> in{};
     std::array<TensorView, 1> out{rows_view(args, layer.output, rows[o].lo, out_rows.lo, out_rows.size())};
     in[0] = rows_view(args, layer.input, rows[static_cast<size_t>(layer.input)].lo, r.in.lo, r.in.size());
@@ -242,7 +242,7 @@ class PatchChainKernel final : public Kernel {
   std::vector<TileBuffer> buffers_;
   std::vector<LayerCall> calls_;
   std::vector<std::unique_ptr<Kernel>> parts_;
-  std::vector<std::map<BandKey, size_t>> part_of_;
+  std::vector<std::vector<size_t>> part_at_;
   uint64_t inner_offset_ = 0, inner_bytes_ = 0;
 };
 
@@ -386,19 +386,22 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
     return dnnl::memory::desc({1, b.channels, rows, b.width}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
   };
   std::vector<std::unique_ptr<Kernel>> parts;
-  std::vector<std::map<BandKey, size_t>> part_of(nodes.size());
+  std::vector<std::map<BandKey, size_t>> part_of(nodes.size());  // each layer's parts, by band
+  std::vector<std::vector<size_t>> part_at(schedule.computed.size(), std::vector<size_t>(nodes.size(), SIZE_MAX));
   std::vector<LayerCall> calls;
   for (const Node* n : nodes) {
     const bool windowed = n->op_type == "Conv" || n->op_type == "MaxPool";
     calls.push_back({windowed ? n->inputs.size() : 2, n->op_type == "Conv"});
   }
-  for (const std::vector<plan::RowRange>& made : schedule.computed)
+  for (size_t t = 0; t < schedule.computed.size(); ++t)
     for (size_t l = 0; l < nodes.size(); ++l) {
       const plan::PatchLayer& layer = d.shape.layers[l];
-      const plan::RowRange out = made[static_cast<size_t>(layer.output)];
+      const plan::RowRange out = schedule.computed[t][static_cast<size_t>(layer.output)];
       if (out.size() <= 0) continue;
       const plan::LayerRows r = plan::layer_rows(d.shape, l, out);
-      if (!part_of[l].emplace(band_key(r, out), parts.size()).second) continue;
+      const auto [known, added] = part_of[l].emplace(band_key(r, out), parts.size());
+      part_at[t][l] = known->second;
+      if (!added) continue;
       const Node& n = *nodes[l];
       std::unique_ptr<Kernel> k;
       if (n.op_type == "Conv") {
@@ -419,7 +422,7 @@ std::unique_ptr<Kernel> make_patch_chain(const Node& node, const KernelEnv& env)
       parts.push_back(std::move(k));
     }
   return std::make_unique<PatchChainKernel>(at, std::move(d.shape), std::move(schedule), std::move(buffers),
-                                            std::move(calls), std::move(parts), std::move(part_of));
+                                            std::move(calls), std::move(parts), std::move(part_at));
 }
 
 }  // namespace memplan::rt::dnnl_kernels
