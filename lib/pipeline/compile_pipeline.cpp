@@ -23,11 +23,13 @@
 #include "passes/inline_if.h"
 #include "passes/int8_layouts.h"
 #include "passes/patch_regions.h"
+#include "passes/winograd_convs.h"
 #include "pipeline/lean_kernels.h"
 #include "pipeline/patch_search.h"
 #include "plan/verifier.h"
 #include "report/plan_report.h"
 #include "runtime/constant_evaluator.h"
+#include "runtime/kernels/dnnl/winograd.h"
 #include "runtime/kernels/quantized/dnnl_qconv.h"
 #include "util/freed_memory.h"
 
@@ -148,6 +150,11 @@ void lean_for_budget(Compilation& c, const PlanOptions& planning) {
 Compilation plan_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning, OnUnsupported unsupported,
                        const std::vector<PatchRegion>& patches) {
   Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes, patches), {}, {}, {}};
+  std::vector<WinogradConv> winograd = choose_winograd_convs(c.model, planning.prefer, [&c](const Node& n) {
+    const auto k = rt::dnnl_kernels::probe_winograd(n, rt::KernelEnv{c.dnnl.get(), c.model.path}, 0);
+    return k ? std::optional<WinogradCandidate>({{n.name, k->tile, k->added_bytes, 0}, k->scratchpad_bytes, 0})
+             : std::nullopt;
+  });
   // Kernels come before the plan, so the plan holds each kernel's real scratchpad.
   select(c, unsupported);
   planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
@@ -156,6 +163,7 @@ Compilation plan_model(const std::string& path, const ShapeOptions& shapes, Plan
   choose_lean_kernels(c, planning, planning.prefer);
   lean_for_budget(c, planning);
   c.plan.patch_regions = patch_region_costs(*c.model.main, patches, c.model.path);
+  c.plan.winograd_convs = std::move(winograd);
   return c;
 }
 
@@ -271,6 +279,7 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
     fail(model_path + ": the plan was made for another model (sha256 " + c.plan.model_sha256.substr(0, 12) +
          "..., this file " + c.model.sha256.substr(0, 12) + "...)");
   prepare_model(c.model, c.plan.shapes, c.plan.patch_regions);
+  mark_winograd_convs(c.model, c.plan.winograd_convs);
   select(c, unsupported);
   verify_plan(c.model, c.plan);
   take_planned_lean_kernels(c, plan_path);

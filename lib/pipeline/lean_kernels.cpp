@@ -461,6 +461,9 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     // current kernel to reach the one tried (VariantPick decides). Only a variant that lowers the
     // arena is timed.
     rt::Kernel* first = fastest.emplace(n, it->second.get()).first->second;
+    // A kernel chosen for speed at a cost in memory gives way to its first variant untimed, which
+    // is then the fastest kernel its own variants are timed against.
+    const bool give_way = it->second->gives_way_for_memory();
     struct Pick {
       std::unique_ptr<rt::Kernel> kernel;
       int depth;
@@ -486,7 +489,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
       Slowdown s{1.0, 0.0};
       std::optional<double> added = 0.0;
       const char* untimed = nullptr;  // why the candidate was not run
-      if (lower && timing) {
+      if (lower && timing && !(give_way && depth == 1)) {
         // A candidate that cannot win at its expected slowdown, or whose timing would pass the
         // budget, is never run: it is passed over (for its leaner variant) untimed.
         const Timing t = slowdown(*first, v, *n, c.dnnl->threads, timer);
@@ -562,6 +565,7 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
     }
     budget.spend(added);
     c.fastest_scratchpad.emplace(n, first->scratchpad_bytes());  // (kept from an earlier call)
+    if (give_way && depth == 1) fastest[n] = it->second.get();
     if (lean) retired.push_back(std::move(lean));  // (on trial, the trial holds it)
     c.plan = std::move(*replanned);
     swapped_nodes.insert(swapped_nodes.end(), static_cast<size_t>(depth), n);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/patch_region.h"
+#include "ir/winograd_conv.h"
 #include "shapes/shape_inference.h"
 
 namespace memplan {
@@ -174,6 +175,10 @@ struct MemoryPlan {
   // Runs of the main graph's first layers that one kernel runs in tiles (passes/patch_regions):
   // made again, the same, when the plan is loaded.
   std::vector<PatchRegion> patch_regions;
+  // Convolutions marked for Winograd's kernels (passes/winograd_convs): marked again, the same,
+  // when the plan is loaded. One whose kernel gave way for memory runs the direct kernel (`kernels`
+  // says which runs).
+  std::vector<WinogradConv> winograd_convs;
   uint64_t alignment = 64;
   // Main-graph inputs are not planned: each run reads them from the caller's bytes (zero copy).
   bool external_inputs = false;

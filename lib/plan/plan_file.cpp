@@ -114,6 +114,13 @@ planfile::Plan to_proto(const MemoryPlan& p) {
   for (const auto& [name, value] : p.shapes.dims) (*out.mutable_dims())[name] = value;
   add_named(p.shapes.bounds, out.mutable_bounds());
   out.set_static_only(p.shapes.static_only);
+  for (const WinogradConv& w : p.winograd_convs) {
+    planfile::WinogradConv& pw = *out.add_winograd_convs();
+    pw.set_node(w.node);
+    pw.set_added_bytes(w.added_bytes);
+    pw.set_output_pixels(w.output_pixels);
+    pw.set_tile(w.tile);
+  }
   for (const PatchRegion& r : p.patch_regions) {
     planfile::PatchRegion& pr = *out.add_patch_regions();
     pr.set_first(r.first);
@@ -243,6 +250,8 @@ MemoryPlan from_proto(const planfile::Plan& in) {
   for (const planfile::PatchRegion& r : in.patch_regions())
     p.patch_regions.push_back({r.first(), r.last(), r.tile_rows(), r.keep_rows(), r.layers(), r.tiles(), r.input_rows(),
                                r.tile_frame_bytes(), r.macs(), r.recomputed_macs()});
+  for (const planfile::WinogradConv& w : in.winograd_convs())
+    p.winograd_convs.push_back({w.node(), w.tile(), w.added_bytes(), w.output_pixels()});
   p.alignment = in.alignment();
   p.external_inputs = version >= 6 && in.external_inputs();
   p.strategy = in.strategy();

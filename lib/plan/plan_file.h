@@ -18,7 +18,9 @@ namespace memplan {
 // 6: external inputs (MemoryPlan::external_inputs, PlannedBuffer::external). Older plans have
 //    their inputs in the arena and still load.
 // 7: patch regions (MemoryPlan::patch_regions). Older plans have none and still load.
-constexpr uint32_t kPlanFormatVersion = 7;
+// 8: convolutions in Winograd's form (MemoryPlan::winograd_convs). Older plans have none and
+//    still load, on the direct kernels they were made with.
+constexpr uint32_t kPlanFormatVersion = 8;
 constexpr uint32_t kOldestPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.

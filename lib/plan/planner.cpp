@@ -441,18 +441,6 @@ void list_dynamic_tensors(const Model& model, MemoryPlan& plan) {
   });
 }
 
-// Each constant once, however many values name it (an Identity of a weight shares its bytes).
-uint64_t weights_bytes(const Model& model) {
-  uint64_t weights = 0;
-  std::unordered_set<const Tensor*> counted;
-  for_each_graph(*model.main, [&](Graph& g) {
-    for (const auto& v : g.values)
-      if (v->constant && counted.insert(v->constant.get()).second)
-        weights = checked_add(weights, v->constant->byte_size(), "weights");
-  });
-  return weights;
-}
-
 }  // namespace
 
 MemoryPlan plan_memory(const Model& model, const PlanOptions& options) {
@@ -478,6 +466,18 @@ MemoryPlan plan_memory(const Model& model, const PlanOptions& options) {
   list_dynamic_tensors(model, plan);
   plan.weights_bytes = weights_bytes(model);
   return plan;
+}
+
+// An Identity of a weight shares its bytes: counted once.
+uint64_t weights_bytes(const Model& model) {
+  uint64_t weights = 0;
+  std::unordered_set<const Tensor*> counted;
+  for_each_graph(*model.main, [&](Graph& g) {
+    for (const auto& v : g.values)
+      if (v->constant && counted.insert(v->constant.get()).second)
+        weights = checked_add(weights, v->constant->byte_size(), "weights");
+  });
+  return weights;
 }
 
 }  // namespace memplan

@@ -44,6 +44,9 @@ struct PlanOptions {
 // Fills everything in the plan but the model identity and shape options (the caller's job).
 MemoryPlan plan_memory(const Model& model, const PlanOptions& options);
 
+// The model's constants' bytes, each tensor once however many values name it.
+uint64_t weights_bytes(const Model& model);
+
 // Bytes a value's buffer takes in a plan (its capacity rounded up to the alignment).
 uint64_t aligned_capacity(uint64_t bytes, uint64_t alignment);
 

@@ -124,6 +124,29 @@ std::string patch_regions_text(const MemoryPlan& p) {
   return o.str();
 }
 
+// Whether the Winograd convolution runs its Winograd kernel, not the direct one it gave way to.
+bool runs_winograd(const MemoryPlan& p, const WinogradConv& w) {
+  const std::string node = "Conv node '" + w.node + "'";
+  return std::any_of(p.kernels.begin(), p.kernels.end(), [&](const KernelImplementation& k) {
+    return k.node == node && k.implementation.find("wino") != std::string::npos;
+  });
+}
+
+// Convolutions in Winograd's form: how many run it, the weight bytes they add, and how many gave way.
+std::string winograd_text(const MemoryPlan& p) {
+  if (p.winograd_convs.empty()) return "";
+  size_t running = 0;
+  uint64_t added = 0;
+  for (const WinogradConv& w : p.winograd_convs)
+    if (runs_winograd(p, w)) ++running, added += w.added_bytes;
+  std::ostringstream o;
+  o << "winograd: " << running << " of " << p.winograd_convs.size()
+    << " convolutions chosen run Winograd's kernels, their transformed weights " << added
+    << " bytes over their own; " << p.winograd_convs.size() - running
+    << " run the direct kernel (their scratchpad set the arena's peak, or this machine has no Winograd kernel)\n";
+  return o.str();
+}
+
 uint64_t scratchpad_bytes(const MemoryPlan& plan) {
   uint64_t most = 0;
   for (const auto& g : plan.graphs)
@@ -213,7 +236,7 @@ std::string plan_report_text(const MemoryPlan& p) {
       if (shown++ < kRefusalsInText)
         o << "  refused: '" << r.value << "' over '" << r.source << "' at " << r.node << ": " << r.reason << "\n";
   if (refused > kRefusalsInText) o << "  ... " << refused - kRefusalsInText << " more (--report json lists them all)\n";
-  o << patch_regions_text(p) << kernels_text(p) << tuning_text(p.tuning);
+  o << patch_regions_text(p) << winograd_text(p) << kernels_text(p) << tuning_text(p.tuning);
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto& s : peak.live) {
@@ -270,6 +293,12 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
       << ", \"layers\": " << r.layers << ", \"tiles\": " << r.tiles
       << ", \"input_rows\": " << r.input_rows << ", \"tile_frame_bytes\": " << r.tile_frame_bytes
       << ", \"macs\": " << r.macs << ", \"recomputed_macs\": " << r.recomputed_macs << "}";
+  }
+  o << "], \"winograd_convs\": [";
+  for (size_t i = 0; i < p.winograd_convs.size(); ++i) {
+    const WinogradConv& w = p.winograd_convs[i];
+    o << (i ? ", " : "") << "{\"node\": " << json_string(w.node) << ", \"added_bytes\": " << w.added_bytes
+      << ", \"output_pixels\": " << w.output_pixels << ", \"runs\": " << (runs_winograd(p, w) ? "true" : "false") << "}";
   }
   o << "], \"reference_kernels\": " << reference_kernels(p).size() << ", \"kernels\": [";
   for (size_t i = 0; i < p.kernels.size(); ++i) {

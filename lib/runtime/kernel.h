@@ -126,6 +126,10 @@ class Kernel {
   // a candidate whose estimate cannot win or does not fit the time left to choose. 1: oneDNN's
   // own work, cut differently (bands of rows, chunks of channels); more for memplan's plain loops.
   virtual double expected_slowdown() const { return 1; }
+  // Chosen for speed at a cost in memory (Winograd's convolutions): unless speed is preferred,
+  // it gives way to its leaner variant wherever its scratchpad would set the arena's peak, however
+  // much slower the variant is (pipeline/lean_kernels).
+  virtual bool gives_way_for_memory() const { return false; }
   // A variant of this kernel for the same node that needs less scratchpad (and may be slower);
   // null when there is none. Taken once.
   std::unique_ptr<Kernel> take_leaner() { return leaner_.take(); }

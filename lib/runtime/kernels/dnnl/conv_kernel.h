@@ -37,12 +37,17 @@ class ConvKernel final : public PrimitiveKernel {
 
   std::string implementation() const override;
 
+  // Chosen for speed at a cost in memory (Winograd's algorithm: passes/winograd_convs.h).
+  void give_way_for_memory() { gives_way_ = true; }
+  bool gives_way_for_memory() const override { return gives_way_; }
+
  protected:
   void before_execute(const KernelArgs& args) override;
   void after_primitive(const KernelArgs& args, float* written, uint64_t bytes) override;
 
  private:
   bool fused_add_;
+  bool gives_way_ = false;
   std::string form_;
   std::vector<float> bias_;  // apply_after()
   uint64_t channels_ = 0;

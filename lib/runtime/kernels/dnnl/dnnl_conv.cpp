@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ir/fused_activation.h"
+#include "ir/winograd_conv.h"
 #include "runtime/kernels/common/dnnl_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/simd_clones.h"
@@ -14,6 +15,7 @@
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/dnnl/grouped_pointwise_conv.h"
 #include "runtime/kernels/dnnl/row_bands.h"
+#include "runtime/kernels/dnnl/winograd.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -97,7 +99,27 @@ class ConvBuilder {
     std::unique_ptr<Kernel> k = bind_clamped_gemm(addend_ != nullptr);
     if (!k) k = bind();
     if (dense_.empty() && pad_offsets_.empty()) defer_leaner(*k);
+    if (const int tile = winograd_tile(node_))
+      if (std::unique_ptr<Kernel> w = winograd_kernel(tile)) {
+        w->set_leaner(std::move(k));
+        return w;
+      }
     return k;
+  }
+
+  // Where the node is one oneDNN has a Winograd kernel of `tile` for (winograd.h): its tile, the
+  // weight bytes it adds and its scratchpad.
+  std::optional<WinogradKernel> probe_winograd(int tile) {
+    check_arity(node_, env_, 2, 4, 1);
+    require_float32_static(node_, env_);
+    if (empty_output(node_)) return std::nullopt;
+    check_geometry();
+    set_post_ops();
+    init_descs();
+    const std::optional<dnnl::convolution_forward::primitive_desc> p = winograd(tile);
+    if (!p) return std::nullopt;
+    const uint64_t own = static_cast<uint64_t>(product(wdims_)) * sizeof(float), transformed = p->weights_desc().get_size();
+    return WinogradKernel{tile_of(*p), transformed > own ? transformed - own : 0, p->scratchpad_desc().get_size()};
   }
 
   // The convolution on one band of rows whose views are the band's own buffers (a patch chain's
@@ -221,6 +243,60 @@ class ConvBuilder {
       fwd::desc d(kind, alg, src_md, w_md_, dst_md_, w_.strides, dil, w_.pads_begin, w_.pads_end);
       return fwd::primitive_desc(d, attr_, env_.dnnl->engine);
     });
+  }
+
+  // Output rows and columns of a Winograd kernel's tile: oneDNN's F(2,3) kernel is "..._2x3",
+  // the others compute F(4,3).
+  static int tile_of(const dnnl::primitive_desc& p) {
+    return std::string(p.impl_info_str()).find("2x3") != std::string::npos ? 2 : 4;
+  }
+
+  // oneDNN's Winograd kernel of `tile` (0: its first choice) for the activations in their given
+  // layouts (its kernels take channel-blocked ones and stage nothing), none where it has none: a
+  // 2-D 3x3 window of stride 1, no dilation, one group, constant weights (transformed once, at load).
+  std::optional<dnnl::convolution_forward::primitive_desc> winograd(int tile) const {
+    const auto all = [](const Dims& d, int64_t v) { return std::all_of(d.begin(), d.end(), [v](int64_t e) { return e == v; }); };
+    // (Not the block-diagonal form of a grouped convolution, nor a source padded by the kernel:
+    // their weights and source are not the node's.)
+    if (s_.spatial != 2 || s_.group != 1 || !dense_.empty() || !pad_offsets_.empty() || !wv_->is_constant() ||
+        !all(w_.kernel, 3) || !all(w_.strides, 1) || !all(w_.dilations, 1) || xv_->channel_block <= 0 ||
+        output_at(node_, 0)->channel_block <= 0)
+      return std::nullopt;
+    try {
+      using fwd = dnnl::convolution_forward;
+      const auto kind = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_winograd;
+      const Dims dil = dnnl_dilations(w_);
+      std::optional<fwd::desc> d;
+      if (input_at(node_, 2) && with_bias_)
+        d.emplace(kind, alg, x_md_, w_md_, plain_md({m_}), y_md_, w_.strides, dil, w_.pads_begin, w_.pads_end);
+      else
+        d.emplace(kind, alg, x_md_, w_md_, y_md_, w_.strides, dil, w_.pads_begin, w_.pads_end);
+      fwd::primitive_desc p(*d, attr_, env_.dnnl->engine);
+      do {
+        if (std::string(p.impl_info_str()).find("wino") != std::string::npos && p.src_desc() == x_md_ &&
+            p.dst_desc() == y_md_ && (tile == 0 || tile_of(p) == tile))
+          return fwd::primitive_desc(p.get());  // a clone of this implementation, apart from the iterator
+      } while (p.next_impl());
+      return std::nullopt;
+    } catch (const dnnl::error&) {
+      return std::nullopt;  // no Winograd kernel for this shape, layout or fused activation here
+    }
+  }
+
+  // The Winograd kernel for a node marked for it (passes/winograd_convs), null where oneDNN has
+  // none here. Its weights are transformed from the model's own (oneDNN transforms only plain
+  // weights, not another layout's copy), which the model holds until the node's kernels are made.
+  std::unique_ptr<Kernel> winograd_kernel(int tile) {
+    const std::optional<dnnl::convolution_forward::primitive_desc> p = winograd(tile);
+    if (!p) return nullptr;
+    weights_.emplace_back(p->weights_desc(), constant_memory(wv_, user_w_md_, p->weights_desc(), *env_.dnnl, at_));
+    const auto direct = pd_;
+    pd_ = *p;
+    std::unique_ptr<Kernel> k = bind();
+    pd_ = direct;
+    static_cast<ConvKernel&>(*k).give_way_for_memory();
+    return k;
   }
 
   static bool is_ref(const dnnl::primitive_desc& p) { return std::string(p.impl_info_str()).rfind("ref", 0) == 0; }
@@ -752,6 +828,15 @@ class ConvBuilder {
 std::unique_ptr<Kernel> make_conv(const Node& node, const KernelEnv& env) {
   if (pre_activation(node)) return make_pre_activated_conv(node, env);
   return ConvBuilder(node, env).build();
+}
+
+std::optional<WinogradKernel> probe_winograd(const Node& node, const KernelEnv& env, int tile) {
+  if (node.op_type != "Conv" || pre_activation(node) || node.touches_dynamic()) return std::nullopt;
+  try {
+    return ConvBuilder(node, env).probe_winograd(tile);
+  } catch (const Error&) {
+    return std::nullopt;  // a node the convolution kernels refuse: kernel selection says why
+  }
 }
 
 std::unique_ptr<Kernel> make_conv_rows(const Node& node, const KernelEnv& env, const BandViews& views) {
