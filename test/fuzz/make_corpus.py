@@ -57,6 +57,9 @@ PLAN_MODELS = ["tiny_mlp", "scan_sum", "loop_scan_outputs", "nested_if_loop_if",
                "loop_growing_state", "cnn_stem"]
 # Compile options of a plan seed: cnn_stem's budget runs its first layers in patches (a patch region).
 PLAN_OPTIONS = {"cnn_stem": ["--max-arena", "200000"]}
+# More seeds of a model, other options: (seed name, model, options). Preferring speed, cnn_stem's
+# 3x3 convolution runs Winograd's kernel (on AVX-512: the plan records it).
+PLAN_VARIANTS = [("cnn_stem_speed", "cnn_stem", ["--prefer", "speed"])]
 
 
 def write(target, name, data):
@@ -212,9 +215,9 @@ def main():
         write("fuzz_npy", name, data)
 
     tmp = os.path.join(CORPUS, "tmp.mplan")
-    for name in PLAN_MODELS:
-        subprocess.run([args.cli, "compile", os.path.join(ROOT, "models", name, "model.onnx"), "-o", tmp]
-                       + PLAN_OPTIONS.get(name, []), check=True, stdout=subprocess.DEVNULL)
+    for name, model, options in [(m, m, PLAN_OPTIONS.get(m, [])) for m in PLAN_MODELS] + PLAN_VARIANTS:
+        subprocess.run([args.cli, "compile", os.path.join(ROOT, "models", model, "model.onnx"), "-o", tmp] + options,
+                       check=True, stdout=subprocess.DEVNULL)
         whole = read(tmp)
         os.remove(tmp)
         write("fuzz_plan", f"{name}.mplan", whole)
