@@ -496,7 +496,8 @@ PYBIND11_MODULE(_memplan, m) {
         py::arg("prefer") = "balanced", py::arg("external_inputs") = false, py::arg("max_arena") = 0,
         "Compiles an ONNX model: shapes fixes input shapes, dims symbolic dims, bounds the largest shapes of "
         "run-time-sized tensors; strategy is naive, best-fit, greedy-by-size, greedy-by-breadth or auto; prefer "
-        "is balanced, memory or speed (kernels chosen for memory); external_inputs plans no arena bytes for "
+        "is balanced, memory or speed (kernels chosen for memory, and which 3x3 convolutions run Winograd's "
+        "kernels, whose weights take more bytes); external_inputs plans no arena bytes for "
         "the inputs (run reads 64-byte-aligned arrays in place: memplan.aligned_empty); max_arena a budget in "
         "bytes (0: none), met with leaner kernels and the first layers in tiles of rows, else memplan.Error.");
   m.def("load", &load, py::arg("model_path"), py::arg("plan_path"), py::arg("threads") = 0,

@@ -191,6 +191,17 @@ class CompileAndRun(unittest.TestCase):
             memplan.compile(stem, max_arena=1000)
         self.assertIn("the smallest arena memplan can plan is", str(e.exception))
 
+    def test_preferring_speed_runs_winograd_convolutions_on_avx512(self):
+        stem = os.path.join(MODELS, "cnn_stem", "model.onnx")
+        fast = json.loads(memplan.compile(stem, prefer="speed").report("json"))
+        # oneDNN 2.6 has Winograd kernels on AVX-512 only.
+        running = [w for w in fast["winograd_convs"] if w["runs"]]
+        self.assertEqual(len(running), 1 if fast["isa"].startswith("avx512") else 0)
+        lean = json.loads(memplan.compile(stem, prefer="memory").report("json"))
+        self.assertEqual(lean["winograd_convs"], [])
+        inputs, expected = data_set("cnn_stem")
+        assert_close(self, memplan.compile(stem, prefer="speed").run(inputs)["y"], expected["y"], "cnn_stem, Winograd")
+
     def test_save_plan_and_load(self):
         m = memplan.compile(TINY)
         with tempfile.TemporaryDirectory() as tmp:

@@ -437,6 +437,27 @@ TEST_CASE("run: --fixed-threads runs every inference at --threads, the same bits
   CHECK(run_cli({"compile", model("example"), "--fixed-threads"}).exit_code != 0);
 }
 
+TEST_CASE("run: preferring speed, a 3x3 convolution runs Winograd's kernel on AVX-512, from a plan too", "[run-cli][winograd]") {
+  TempDir out("run_winograd");
+  const std::string plan = out / "stem.mplan";
+  Run c = run_cli({"compile", model("cnn_stem"), "--prefer", "speed", "-o", plan, "--report", "json"});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  // oneDNN 2.6 has Winograd kernels on AVX-512 only: the plan records one convolution there.
+  const bool avx512 = c.out.find("\"isa\": \"avx512") != std::string::npos;
+  CHECK((c.out.find("\"runs\": true") != std::string::npos) == avx512);
+  Run r = run_cli({"run", model("cnn_stem"), "--plan", plan, "--input", "x=" + input("cnn_stem", "test_data_set_0", "x"),
+                   "--output-dir", out.path.string(), "--check-memory", "--profile"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK((r.out.find("winograd: 1 of 1 convolutions chosen run Winograd's kernels") != std::string::npos) == avx512);
+  require_expected(out / "y.npy", "cnn_stem", "y");
+  // Preferring memory, none is chosen.
+  Run m = run_cli({"compile", model("cnn_stem"), "--prefer", "memory"});
+  REQUIRE(m.exit_code == 0);
+  CHECK(m.out.find("winograd:") == std::string::npos);
+}
+
 TEST_CASE("run: a budget below the whole tensors' arena runs the first layers in patches, from a plan too",
           "[run-cli][patches]") {
   TempDir out("run_patches");
