@@ -88,8 +88,8 @@ std::vector<WinogradConv> choose_winograd_convs(Model& model, KernelPreference p
   const uint64_t peak = balanced && !live.empty() ? *std::max_element(live.begin(), live.end()) : unlimited;
   const size_t count = candidates.size();
   std::vector<WinogradConv> picked = pick_winograd_convs(std::move(candidates), budget, peak);
-  spdlog::debug("Winograd's kernels: {} convolutions have them, {} taken within {} added weight bytes", count,
-                picked.size(), budget);
+  spdlog::debug("Winograd's kernels: {} convolutions have them, {} taken within {}", count, picked.size(),
+                balanced ? std::to_string(budget) + " added weight bytes" : std::string("no limit"));
   mark_winograd_convs(model, picked);
   return picked;
 }

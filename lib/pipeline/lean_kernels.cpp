@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/winograd_conv.h"
 #include "memplan/error.h"
 #include "plan/plan_peak.h"
 #include "runtime/free_cores.h"
@@ -603,10 +604,20 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
 void take_planned_lean_kernels(Compilation& c, const std::string& plan_path) {
   const ThreadScope model_threads(c.dnnl->threads);  // as choose_lean_kernels made them
   size_t gi = 0;
+  // A Winograd convolution's first swap is its Winograd kernel giving way to the direct one: where
+  // this machine has no Winograd kernel (an AVX-512 plan loaded below AVX-512), the node runs the
+  // direct kernel already, and the swap is passed over.
+  std::vector<const Node*> direct_already;
   for_each_graph(*c.model.main, [&](Graph& g) {
     for (int32_t step : c.plan.graphs[gi].leaner_kernels) {
       const Node* n = g.nodes[static_cast<size_t>(step)].get();
       auto it = c.kernels.kernels.find(n);
+      if (winograd_tile(*n) != 0 && it != c.kernels.kernels.end() && it->second &&
+          !it->second->gives_way_for_memory() &&
+          std::find(direct_already.begin(), direct_already.end(), n) == direct_already.end()) {
+        direct_already.push_back(n);
+        continue;
+      }
       if (it != c.kernels.kernels.end() && it->second) c.fastest_scratchpad.emplace(n, it->second->scratchpad_bytes());
       std::unique_ptr<rt::Kernel> lean = it == c.kernels.kernels.end() || !it->second ? nullptr : it->second->take_leaner();
       if (!lean)

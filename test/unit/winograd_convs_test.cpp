@@ -4,17 +4,20 @@
 // arena's peak; what memory and speed preferences do; and that a plan records the choice.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "io/npy.h"
 #include "memplan/error.h"
 #include "memplan/memplan.h"
 #include "passes/winograd_convs.h"
 #include "plan/plan_file.h"
 #include "runtime/dnnl_context.h"
+#include "support/cli_runner.h"
 #include "support/model_builder.h"
 #include "support/naive_conv.h"
 #include "support/numeric.h"
@@ -139,6 +142,17 @@ std::string conv_implementation(const CompiledModel& model) {
   return "";
 }
 
+// y by the naive convolutions and Relu.
+std::vector<float> expected_y(const ConvModel& m) {
+  Conv2d conv;
+  conv.pads = {1, 1, 1, 1};
+  const std::vector<int64_t> image{1, C, H, H}, pointwise{C, C, 1, 1};
+  const std::vector<float> t = naive_conv2d(m.x, image, m.p, pointwise, {}, Conv2d{}, H, H);
+  std::vector<float> r = naive_conv2d(t, image, m.w, {C, C, 3, 3}, m.b, conv, H, H);
+  for (float& e : r) e = std::max(e, 0.f);
+  return naive_conv2d(r, image, m.p, pointwise, {}, Conv2d{}, H, H);
+}
+
 // Runs the model and checks y against the naive convolution and Relu.
 void check_output(const std::shared_ptr<const CompiledModel>& model, const ConvModel& m) {
   Session s(model);
@@ -150,14 +164,7 @@ void check_output(const std::shared_ptr<const CompiledModel>& model, const ConvM
   s.run();
   const TensorRef y = s.output("y");
   const float* p = static_cast<const float*>(y.data);
-  Conv2d conv;
-  conv.pads = {1, 1, 1, 1};
-  const std::vector<int64_t> image{1, C, H, H}, pointwise{C, C, 1, 1};
-  const std::vector<float> t = naive_conv2d(m.x, image, m.p, pointwise, {}, Conv2d{}, H, H);
-  std::vector<float> r = naive_conv2d(t, image, m.w, {C, C, 3, 3}, m.b, conv, H, H);
-  for (float& e : r) e = std::max(e, 0.f);
-  const std::vector<float> want = naive_conv2d(r, image, m.p, pointwise, {}, Conv2d{}, H, H);
-  require_close(std::vector<float>(p, p + y.bytes / 4), want, abs_rel(1e-4, 1e-4));
+  require_close(std::vector<float>(p, p + y.bytes / 4), expected_y(m), abs_rel(1e-4, 1e-4));
 }
 
 bool has_winograd_kernels() { return rt::dnnl_runs_isa(dnnl_cpu_isa_avx512_core); }
@@ -256,4 +263,31 @@ TEST_CASE("a plan records the Winograd convolutions, loading it runs them again,
   p.winograd_convs[0].tile = 3;
   write_plan_file(p, plan);
   CHECK_THROWS_WITH(CompiledModel::load(m.path, plan), Catch::Contains("of tile 3"));
+}
+
+TEST_CASE("a plan whose Winograd kernel gave way loads where oneDNN has no Winograd kernel, on the direct one",
+          "[winograd][run-cli]") {
+  TempDir dir("winograd");
+  const ConvModel m = conv_model(dir, Peak::ElsewhereUnshared, true);
+  const auto compiled = CompiledModel::compile(m.path, prefer("balanced"));
+  // Made here: on AVX-512 the plan records the convolution and its swap to the direct kernel.
+  if (has_winograd_kernels())
+    REQUIRE(compiled->report_text().find("winograd: 0 of 1 convolutions chosen") != std::string::npos);
+  const std::string plan = dir / "views.mplan";
+  compiled->save_plan(plan);
+  const std::vector<int64_t> x_dims{1, C, H, H}, v_dims{1, 8};
+  const std::vector<float> v(8, 0.5f);
+  io::write_npy(dir / "x.npy", DType::Float32, x_dims, m.x.data(), m.x.size() * 4);
+  io::write_npy(dir / "v.npy", DType::Float32, v_dims, v.data(), v.size() * 4);
+  // Loaded as an AVX2 CPU would (oneDNN reads the cap once per process: a child process).
+  REQUIRE(setenv("DNNL_MAX_CPU_ISA", "AVX2", 1) == 0);
+  const Run r = run_cli({"run", m.path, "--plan", plan, "--input", "x=" + dir / "x.npy", "--input", "v=" + dir / "v.npy",
+                         "--output-dir", dir.path.string(), "--check-memory"});
+  unsetenv("DNNL_MAX_CPU_ISA");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("1 run the direct kernel") != std::string::npos);
+  const io::NpyArray y = io::read_npy(dir / "y.npy");
+  const float* p = reinterpret_cast<const float*>(y.data.data());
+  require_close(std::vector<float>(p, p + y.data.size() / 4), expected_y(m), abs_rel(1e-4, 1e-4));
 }
