@@ -10,6 +10,7 @@
 
 #include "ir/channel_shuffle.h"
 #include "ir/fused_dequantize.h"
+#include "ir/layout_transpose.h"
 #include "ir/window_pool.h"
 #include "runtime/dnnl_context.h"
 
@@ -27,6 +28,10 @@ enum class Role {
               // is per-channel ([N, C, 1, 1], the same bytes in either layout) or a scalar
   ToPlain,    // reads a blocked input, writes a [N, C, 1, 1] output whose bytes are the same
               // plain or blocked (global pools, pools down to one pixel)
+  FromChannelsLast,  // NCHW -> NHWC Transpose (ir/layout_transpose.h): reads input 0 channels-last,
+                     // writes a plain output with its bytes
+  ToChannelsLast,    // NHWC -> NCHW Transpose: reads a plain input, writes its bytes as the
+                     // channels-last output
 };
 
 bool is_4d_float(const Value* v) {
@@ -143,6 +148,8 @@ Role role_of(const Node& n) {
   if (n.op_type == "Conv") return is_4d_float(n.inputs[0]) ? Role::Conv : Role::Plain;
   if (pools_on_window_loop(n)) return Role::Plain;
   if (n.op_type == "Transpose" && n.attr(kChannelShuffleAttr)) return Role::Same;
+  if (const LayoutTranspose t = layout_transpose(n); t != LayoutTranspose::None && is_4d_float(n.inputs[0]))
+    return t == LayoutTranspose::ToNhwc ? Role::FromChannelsLast : Role::ToChannelsLast;
   if (n.op_type == "GlobalAveragePool" || n.op_type == "GlobalMaxPool") return Role::ToPlain;
   const bool pool = n.op_type == "MaxPool" || n.op_type == "AveragePool";
   if (pool && y->type.dims[2].value == 1 && y->type.dims[3].value == 1) return Role::ToPlain;
@@ -199,7 +206,9 @@ bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int 
   if (consumer.graph != &main) return false;  // read inside a subgraph
   if (layout == Value::kChannelsLast && !takes_channels_last(consumer)) return false;
   switch (role_of(consumer)) {
-    case Role::Plain: return false;
+    case Role::Plain:
+    case Role::ToChannelsLast: return false;
+    case Role::FromChannelsLast: return layout == Value::kChannelsLast && consumer.inputs[0] == v;
     case Role::Conv: return consumer.inputs[0] == v || (consumer.inputs.size() > 3 && consumer.inputs[3] == v);
     case Role::ToPlain: return consumer.inputs[0] == v;
     case Role::Broadcast: return consumer.inputs[static_cast<size_t>(broadcast_input(consumer))] == v;
@@ -207,6 +216,13 @@ bool reads_blocked(const Node& consumer, const Value* v, const Graph& main, int 
       return (consumer.op_type != "BatchNormalization" && consumer.op_type != "Pad" && consumer.op_type != "Resize") ||
              consumer.inputs[0] == v;
   }
+  return false;
+}
+
+// Whether a Transpose to NHWC reads `v` (which it then reads as a view where `v` is channels-last).
+bool read_as_nhwc(const Value* v) {
+  for (const Node* c : v->consumers)
+    if (role_of(*c) == Role::FromChannelsLast && c->inputs[0] == v) return true;
   return false;
 }
 
@@ -292,8 +308,16 @@ int assign_layouts(Model& model, int preferred_block) {
   for (auto& n : g.nodes) {
     Value* y = n->outputs.empty() ? nullptr : n->outputs[0];
     const Role r = role_of(*n);
-    if (r != Role::Conv && r != Role::Same && r != Role::Broadcast) continue;
+    if (r != Role::Conv && r != Role::Same && r != Role::Broadcast && r != Role::ToChannelsLast) continue;
     if (y->is_graph_output || one_pixel(y)) continue;
+    // Channels-last is the only layout in which this Transpose copies nothing, and the one a
+    // Transpose to NHWC reading the value needs: a tensor between them stays channels-last
+    // (agree_within_groups below carries it to the rest of its group).
+    if (r == Role::ToChannelsLast || (takes_channels_last(*n) && read_as_nhwc(y))) {
+      y->channel_block = Value::kChannelsLast;
+      blocked.insert(y);
+      continue;
+    }
     const int64_t c = y->type.dims[1].value;
     int block = c % preferred_block == 0 ? preferred_block : 0;
     // A grouped Conv's block must also divide each group's channels (the limit says which does).

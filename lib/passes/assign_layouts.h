@@ -8,7 +8,9 @@
 // exactly as large as a plain one: the planner, the verifier and the memory guard do not change,
 // and elementwise ops and channel Concat give the same bytes in either layout. Where the CPU's
 // block does not divide the channels, the chain is stored channels-last (NHWC) instead, as
-// large as plain too, and 8-blocked only where a node cannot take channels-last.
+// large as plain too, and 8-blocked only where a node cannot take channels-last. A tensor read by
+// a Transpose to NHWC, or written by one from NHWC (ir/layout_transpose.h), is stored
+// channels-last too, where that Transpose then copies nothing.
 #pragma once
 
 #include "ir/graph.h"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "ir/control_flow_ports.h"
+#include "ir/layout_transpose.h"
 #include "memplan/error.h"
 #include "plan/lifetimes.h"
 #include "util/checked.h"
@@ -84,9 +85,12 @@ struct Member {
   int64_t first, end;
 };
 
-bool is_view_op(const std::string& op) {
+// Nodes whose output 0 is input 0's bytes: the view ops, and a Transpose between NCHW and NHWC
+// whose NCHW side is stored channels-last.
+bool is_view_node(const Node& n) {
+  const std::string& op = n.op_type;
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
-         op == "Dropout";
+         op == "Dropout" || transpose_keeps_bytes(n);
 }
 
 // Storage groups, checked without trusting the planner. Each member lies inside its root's bytes.
@@ -147,7 +151,7 @@ std::map<size_t, std::vector<const Member*>> verify_groups(const Graph& g, const
           (kind != AliasKind::ConcatSlice && (n->outputs.empty() || n->outputs[0] != m->value)))
         reject(where + ": '" + m->b->label() + "' shares bytes but is not output 0 of the node at its step");
       if (kind == AliasKind::View) {
-        if (!is_view_op(n->op_type) || n->inputs.empty() || !in_group(n->inputs[0], root) ||
+        if (!is_view_node(*n) || n->inputs.empty() || !in_group(n->inputs[0], root) ||
             member_of.at(n->inputs[0])->b->offset != m->b->offset)
           reject(where + ": '" + m->b->label() + "' is planned as a view, but " + n->describe() +
                  " is no view of a tensor at its bytes");

@@ -355,7 +355,82 @@ def channel_shuffle():
     }, [("x", "standard normal (rng.standard_normal)")]
 
 
-PATTERNS = [paddle_hardswish, tf_max_leakyrelu, mediapipe_block, channel_shuffle]
+# ----------------------------------------------------------------------------------------------
+# 5. convnext_block
+
+def layer_norm_written_out(g, x, tag, c):
+    """LayerNorm over the last axis as torch.onnx writes it below opset 17: ReduceMean, Sub, Pow,
+    ReduceMean, Add(eps), Sqrt, Div, Mul(weight), Add(bias)."""
+    mean = g.node("ReduceMean", [x], tag + ".mean", axes=[-1], keepdims=1)
+    d = g.node("Sub", [x, mean], tag + ".sub")
+    sq = g.node("Pow", [d, g.const(tag + ".two", 2.0)], tag + ".pow")
+    var = g.node("ReduceMean", [sq], tag + ".var", axes=[-1], keepdims=1)
+    var = g.node("Add", [var, g.const(tag + ".eps", 1e-6)], tag + ".add_eps")
+    std = g.node("Sqrt", [var], tag + ".sqrt")
+    n = g.node("Div", [d, std], tag + ".div")
+    n = g.node("Mul", [n, g.const(tag + ".weight", 1.0 + 0.1 * g.rng.standard_normal(c))], tag + ".mul")
+    return g.node("Add", [n, g.const(tag + ".bias", 0.1 * g.rng.standard_normal(c))], tag)
+
+
+def linear(g, x, tag, cin, cout, gain=1.0):
+    """torch.onnx's nn.Linear on a tensor of rank 4: MatMul by the transposed weight, then Add bias."""
+    w = g.rng.standard_normal((cin, cout)) * (gain * np.sqrt(2.0 / cin))
+    y = g.node("MatMul", [x, g.const(tag + ".weight", w)], tag + ".matmul")
+    return g.node("Add", [y, g.const(tag + ".bias", 0.1 * g.rng.standard_normal(cout))], tag)
+
+
+def gelu_erf(g, x, tag):
+    """GELU as torch.onnx writes it below opset 20: x * 0.5 * (1 + erf(x / sqrt(2)))."""
+    e = g.node("Div", [x, g.const(tag + ".sqrt2", np.sqrt(2.0))], tag + ".div")
+    e = g.node("Erf", [e], tag + ".erf")
+    e = g.node("Add", [e, g.const(tag + ".one", 1.0)], tag + ".add")
+    e = g.node("Mul", [x, e], tag + ".mul")
+    return g.node("Mul", [e, g.const(tag + ".half", 0.5)], tag)
+
+
+def convnext_stage_block(g, x, tag, c, h, w):
+    """torchvision's CNBlock: depthwise 7x7 -> Permute to NHWC -> LayerNorm -> Linear c->4c -> GELU
+    -> Linear 4c->c -> Permute back -> layer scale -> + x."""
+    d = g.conv(x, tag + ".dw", c, c, 7, group=c)
+    t = g.node("Transpose", [d], tag + ".to_nhwc", perm=[0, 2, 3, 1])
+    t = layer_norm_written_out(g, t, tag + ".norm", c)
+    t = linear(g, t, tag + ".fc1", c, 4 * c)
+    t = gelu_erf(g, t, tag + ".gelu")
+    t = linear(g, t, tag + ".fc2", 4 * c, c, gain=0.5)
+    t = g.node("Transpose", [t], tag + ".to_nchw", perm=[0, 3, 1, 2])
+    t = g.node("Mul", [t, g.const(tag + ".layer_scale", g.rng.uniform(0.5, 1.0, (c, 1, 1)))], tag + ".scale")
+    return g.node("Add", [t, x], tag)
+
+
+def convnext_block():
+    g = Graph("convnext_block")
+    x = g.input("x", [1, 3, 64, 64])
+    s = g.conv(x, "stem", 3, 32, 4, stride=4, pads=[0, 0, 0, 0])            # [1,32,16,16]
+    s = g.node("Transpose", [s], "stem.to_nhwc", perm=[0, 2, 3, 1])
+    s = layer_norm_written_out(g, s, "stem.norm", 32)
+    s = g.node("Transpose", [s], "stem.to_nchw", perm=[0, 3, 1, 2])
+    b = convnext_stage_block(g, s, "block1", 32, 16, 16)
+    b = convnext_stage_block(g, b, "block2", 32, 16, 16)
+    # downsampling: LayerNorm2d (Permute, LayerNorm, Permute) -> Conv 2x2 s2 32->64
+    t = g.node("Transpose", [b], "down.to_nhwc", perm=[0, 2, 3, 1])
+    t = layer_norm_written_out(g, t, "down.norm", 32)
+    t = g.node("Transpose", [t], "down.to_nchw", perm=[0, 3, 1, 2])
+    d = g.conv(t, "down.conv", 32, 64, 2, stride=2, pads=[0, 0, 0, 0])      # [1,64,8,8]
+    y = convnext_stage_block(g, d, "block3", 64, 8, 8)
+    g.output(y, [1, 64, 8, 8])
+    return g, {
+        "what": "ConvNeXt blocks as torch.onnx writes torchvision's convnext below opset 17: depthwise 7x7 between Transposes to NHWC and back, LayerNorm written out, Linear as MatMul + Add, GELU as Div/Erf/Add/Mul/Mul, opset 13",
+        "layers": [
+            "x [1,3,64,64] -> Conv 4x4 s4 3->32 -> Transpose (0,2,3,1) -> LayerNorm (ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul/Add) -> Transpose (0,3,1,2)",
+            "two CNBlocks of 32 channels at 16x16: depthwise Conv 7x7 -> Transpose (0,2,3,1) -> LayerNorm -> MatMul 32->128 + Add -> GELU (erf form) -> MatMul 128->32 + Add -> Transpose (0,3,1,2) -> Mul layer scale [32,1,1] -> Add x",
+            "downsampling: Transpose (0,2,3,1) -> LayerNorm -> Transpose (0,3,1,2) -> Conv 2x2 s2 32->64",
+            "one CNBlock of 64 channels at 8x8 -> y [1,64,8,8]",
+        ],
+        "converter": "torch.onnx 1.13 at opset 13 (torchvision convnext_tiny: Permute -> Transpose, LayerNorm below opset 17 -> its decomposition, nn.Linear on rank 4 -> MatMul + Add, nn.GELU -> erf form)",
+    }, [("x", "standard normal (rng.standard_normal)")]
+
+
+PATTERNS = [paddle_hardswish, tf_max_leakyrelu, mediapipe_block, channel_shuffle, convnext_block]
 
 
 # ----------------------------------------------------------------------------------------------

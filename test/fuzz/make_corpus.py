@@ -117,6 +117,17 @@ def hostile_models():
     out["layernorm_three_outputs.onnx"] = model_bytes(helper.make_graph(
         [helper.make_node("LayerNormalization", ["x", "scale"], ["y", "mean", "inv_std"], name="ln", axis=-1)],
         "ln", [vi("x", TensorProto.FLOAT, [2, 3])], [vi("y", TensorProto.FLOAT, None)], [scale]))
+    # Transposes between NCHW and NHWC around convolutions: channels-last views
+    # (ir/layout_transpose.h). The fuzzer's mutations of perm, rank and shapes land beside them.
+    wd = helper.make_tensor("wd", TensorProto.FLOAT, [16, 1, 3, 3], [0.1] * 144)
+    out["nhwc_transposes_as_views.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("Conv", ["x", "wd"], ["d"], name="depthwise", pads=[1, 1, 1, 1], group=16),
+         helper.make_node("Transpose", ["d"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Softmax", ["t"], ["s"], name="softmax", axis=-1),
+         helper.make_node("Transpose", ["s"], ["u"], name="to_nchw", perm=[0, 3, 1, 2]),
+         helper.make_node("Add", ["u", "d"], ["sum"], name="residual"),
+         helper.make_node("Conv", ["sum", "wd"], ["y"], name="last", pads=[1, 1, 1, 1], group=16)],
+        "nhwc_views", [vi("x", TensorProto.FLOAT, [1, 16, 4, 4])], [vi("y", TensorProto.FLOAT, [1, 16, 4, 4])], [wd]))
     # A weight large enough to be read out of line (onnx/inline_weights.h: 64 KiB or more of
     # raw_data), whole and cut inside its bytes.
     big = helper.make_tensor("w", TensorProto.FLOAT, [128, 128],

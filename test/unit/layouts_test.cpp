@@ -703,3 +703,88 @@ TEST_CASE("layouts: ShuffleNet's Reshape-Transpose-Reshape becomes one channel s
     require_output(model, {N, C, HW, HW}, x, want, 1, kApproxEpsilon, 1e-4);
   }
 }
+
+namespace {
+
+// ConvNeXt's block, shrunk: x[2, 32, 5, 5] -> depthwise Conv 3x3 -> d -> Transpose [0, 2, 3, 1]
+// -> t -> Softmax over the channels (standing for its LayerNorm and Linear layers, which read the
+// channels as rows) -> s -> Transpose [0, 3, 1, 2] -> u -> Add d -> sum -> Conv 3x3 32->16 -> y.
+// With `plain_reader`, d is a graph output too: plain, so the Transpose after it copies.
+constexpr int kNhwcN = 2, kNhwcC = 32, kNhwcM = 16, kNhwcHW = 5;
+
+ModelBuilder nhwc_block(const std::vector<float>& wd, const std::vector<float>& wy, bool plain_reader) {
+  constexpr int64_t N = kNhwcN, C = kNhwcC, M = kNhwcM, HW = kNhwcHW;
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {N, C, HW, HW});
+  add_initializer(g, tensor_f32("wd", {C, 1, 3, 3}, wd));
+  add_initializer(g, tensor_f32("wy", {M, C, 3, 3}, wy));
+  auto* depthwise = add_node(g, "Conv", {"x", "wd"}, {"d"}, "depthwise");
+  attr_ints(depthwise, "pads", {1, 1, 1, 1});
+  attr_int(depthwise, "group", C);
+  attr_ints(add_node(g, "Transpose", {"d"}, {"t"}, "to_nhwc"), "perm", {0, 2, 3, 1});
+  attr_int(add_node(g, "Softmax", {"t"}, {"s"}, "softmax"), "axis", -1);
+  attr_ints(add_node(g, "Transpose", {"s"}, {"u"}, "to_nchw"), "perm", {0, 3, 1, 2});
+  add_node(g, "Add", {"u", "d"}, {"sum"}, "residual");
+  attr_ints(add_node(g, "Conv", {"sum", "wy"}, {"y"}, "conv"), "pads", {1, 1, 1, 1});
+  add_output(g, "y", elem::kFloat, {N, M, HW, HW});
+  if (plain_reader) add_output(g, "d", elem::kFloat, {N, C, HW, HW});
+  return mb;
+}
+
+const PlannedBuffer& planned(const MemoryPlan& p, const std::string& name) {
+  for (const PlannedBuffer& b : p.graphs.at(0).buffers)
+    if (b.name == name) return b;
+  FAIL("no buffer " << name);
+  return p.graphs.at(0).buffers.front();
+}
+
+}  // namespace
+
+TEST_CASE("layouts: Transposes between NCHW and NHWC around convolutions read and write channels-last and copy nothing, "
+          "with the plain numbers", "[layouts][nhwc]") {
+  constexpr int N = kNhwcN, C = kNhwcC, M = kNhwcM, HW = kNhwcHW;
+  const std::vector<float> x = random_floats(N * C * HW * HW, 41), wd = random_floats(C * 9, 42), wy = random_floats(M * C * 9, 43);
+  // The reference, image by image in NCHW.
+  std::vector<float> want;
+  const size_t image = static_cast<size_t>(C * HW * HW), pixels = static_cast<size_t>(HW * HW);
+  for (size_t n = 0; n < N; ++n) {
+    const std::vector<float> d = reference_conv({x.begin() + n * image, x.begin() + (n + 1) * image}, wd, C, C, C, HW);
+    std::vector<float> sum(d);
+    for (size_t p = 0; p < pixels; ++p) {
+      double top = -1e30, total = 0;
+      for (size_t c = 0; c < C; ++c) top = std::max<double>(top, d[c * pixels + p]);
+      for (size_t c = 0; c < C; ++c) total += std::exp(d[c * pixels + p] - top);
+      for (size_t c = 0; c < C; ++c) sum[c * pixels + p] += static_cast<float>(std::exp(d[c * pixels + p] - top) / total);
+    }
+    const std::vector<float> y = reference_conv(sum, wy, C, M, 1, HW);
+    want.insert(want.end(), y.begin(), y.end());
+  }
+
+  for (const bool plain_reader : {false, true}) {
+    INFO("d also a graph output: " << plain_reader);
+    const std::string path = (std::filesystem::temp_directory_path() / "memplan_nhwc_block.onnx").string();
+    std::ofstream(path, std::ios::binary) << nhwc_block(wd, wy, plain_reader).bytes();
+    for (const char* block : {"0", "8", "16"}) {
+      INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
+      auto [m, model] = under_block(path, block);
+      const bool layouts = std::string(block) != "0";
+      // 32 channels divide into blocks, yet the tensors the Transposes read and write are stored
+      // channels-last, and so is the Add between them; the NHWC side is plain. A plain d (a graph
+      // output) holds the Add, and with it u, plain too.
+      const int nchw = layouts && !plain_reader ? Value::kChannelsLast : 0;
+      CHECK(block_of(m, "d") == nchw);
+      CHECK(block_of(m, "t") == 0);
+      CHECK(block_of(m, "s") == 0);
+      CHECK(block_of(m, "u") == nchw);
+      CHECK(block_of(m, "sum") == nchw);
+      require_output(model, {N, C, HW, HW}, x, want, 2, 1e-4, 1e-5);
+
+      setenv("MEMPLAN_CHANNEL_BLOCK", block, 1);
+      const Compilation c = compile_model(path, {}, {});
+      unsetenv("MEMPLAN_CHANNEL_BLOCK");
+      CHECK((planned(c.plan, "t").alias == AliasKind::View) == (nchw != 0));
+      CHECK((planned(c.plan, "u").alias == AliasKind::View) == (nchw != 0));
+    }
+  }
+}

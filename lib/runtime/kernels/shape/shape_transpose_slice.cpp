@@ -1,8 +1,10 @@
 // Transpose and Slice: strided copies whose strides are fixed at load for static shapes.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "ir/channel_shuffle.h"
+#include "ir/layout_transpose.h"
 #include "runtime/kernels/common/shape_common.h"
 #include "runtime/kernels/shape/factories.h"
 
@@ -34,14 +36,27 @@ void transpose_plan(const TensorView& in, const Ints& perm, CopyPlan& plan, int&
 class TransposeKernel final : public Kernel {
  public:
   TransposeKernel(std::string where, const Node& n, Ints perm, uint32_t elem)
-      : where_(std::move(where)), perm_(perm), elem_(elem), dynamic_(any_dynamic(n)) {
-    if (!dynamic_) {
+      : where_(std::move(where)), perm_(perm), elem_(elem), dynamic_(any_dynamic(n)), view_(transpose_keeps_bytes(n)) {
+    if (!view_ && (n.inputs[0]->channel_block != 0 || n.outputs[0]->channel_block != 0))
+      fail_internal(where_ + ": a Transpose between these layouts is not a view, and its copy reads plain tensors only");
+    if (view_) {
+      bytes_ = static_view(n.inputs[0], where_).byte_size();
+    } else if (!dynamic_) {
       int rank;
       std::array<int64_t, kMaxRank> dims;
       transpose_plan(static_view(n.inputs[0], where_), perm_, plan_, rank, dims, where_);
     }
   }
+  // Between NCHW and NHWC with the NCHW side channels-last: the input's bytes, copied only where the
+  // plan gave the output buffer of its own.
+  int view_of() const override { return view_ ? 0 : -1; }
+  std::string implementation() const override { return view_ ? "memplan view (channels-last)" : "memplan"; }
+
   void run(const KernelArgs& a) override {
+    if (view_) {
+      if (a.outputs[0].data != a.inputs[0].data && bytes_) std::memmove(a.outputs[0].data, a.inputs[0].data, bytes_);
+      return;
+    }
     const CopyPlan* p = &plan_;
     CopyPlan local;
     if (dynamic_) {
@@ -59,6 +74,8 @@ class TransposeKernel final : public Kernel {
   Ints perm_;
   uint32_t elem_;
   bool dynamic_;
+  bool view_;  // transpose_keeps_bytes: static shapes (layouts are assigned to those only)
+  uint64_t bytes_ = 0;
   CopyPlan plan_;
 };
 
