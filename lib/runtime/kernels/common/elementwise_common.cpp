@@ -1,6 +1,9 @@
 #include "runtime/kernels/common/elementwise_common.h"
 
 #include <algorithm>
+#include <optional>
+
+#include "runtime/run_threads.h"
 
 namespace memplan::rt::elt {
 
@@ -100,19 +103,26 @@ dnnl::primitive_attr user_scratchpad_attr() {
   return attr;
 }
 
-DnnlStep::DnnlStep(DnnlContext& ctx, const dnnl::primitive_desc& pd)
-    : ctx_(&ctx), prim_(pd), impl_(pd.impl_info_str()) {
+DnnlStep::DnnlStep(DnnlContext& ctx, const dnnl::primitive_desc& pd, StepThreads threads)
+    : ctx_(&ctx), prim_(pd), impl_(pd.impl_info_str()), threads_(threads) {
   const dnnl::memory::desc sp = pd.scratchpad_desc();
   scratchpad_bytes_ = sp.get_size();
-  if (scratchpad_bytes_ > 0) scratchpad_slot_ = static_cast<int>(arg(DNNL_ARG_SCRATCHPAD, sp));
+  if (scratchpad_bytes_ > 0) {
+    args_.push_back({DNNL_ARG_SCRATCHPAD, sp, dnnl::memory()});
+    scratchpad_slot_ = static_cast<int>(args_.size() - 1);
+  }
 }
 
 size_t DnnlStep::arg(int which, const dnnl::memory::desc& md) {
   args_.push_back({which, md, dnnl::memory()});
+  largest_operand_ = std::max<uint64_t>(largest_operand_, md.get_size());
   return args_.size() - 1;
 }
 
-void DnnlStep::fixed_arg(int which, const dnnl::memory& m) { args_.push_back({which, m.get_desc(), m}); }
+void DnnlStep::fixed_arg(int which, const dnnl::memory& m) {
+  args_.push_back({which, m.get_desc(), m});
+  largest_operand_ = std::max<uint64_t>(largest_operand_, m.get_desc().get_size());
+}
 
 DnnlStep::State DnnlStep::make_state() const {
   State s;
@@ -131,6 +141,9 @@ void DnnlStep::bind(State& s, size_t slot, const void* data) const {
 void DnnlStep::execute(State& s, std::byte* scratchpad, dnnl_stream* stream) const {
   if (scratchpad_slot_ >= 0) bind(s, static_cast<size_t>(scratchpad_slot_), scratchpad);
   if (!stream) stream = ctx_->stream.get();
+  // A region of one thread is no region: oneDNN calls its kernel directly (no team, no wake-up).
+  std::optional<ThreadScope> one;
+  if (on_calling_thread()) one.emplace(1);
   // The C call takes the argument array built with the state; the C++ execute() would build a map.
   dnnl_status_t st = dnnl_primitive_execute(prim_.get(), stream, static_cast<int>(s.args.size()), s.args.data());
   if (st == dnnl_success) st = dnnl_stream_wait(stream);

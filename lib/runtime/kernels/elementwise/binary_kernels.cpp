@@ -325,7 +325,7 @@ class BinaryKernel final : public Kernel {
         const auto w_md = plain_md(pad_rank(compiled_[1], out.rank), f32);
         dnnl::prelu_forward::desc d(dnnl::prop_kind::forward_inference, out_md, w_md);
         dnnl::prelu_forward::primitive_desc pd(d, user_scratchpad_attr(), ctx.engine);
-        Step s{DnnlStep(ctx, pd), 0, 1, 0, 0, 0};
+        Step s{DnnlStep(ctx, pd, StepThreads::Streamed), 0, 1, 0, 0, 0};
         s.src0 = s.prim.arg(DNNL_ARG_SRC, out_md);
         s.src1 = s.prim.arg(DNNL_ARG_WEIGHTS, w_md);
         s.dst = s.prim.arg(DNNL_ARG_DST, out_md);
@@ -348,7 +348,7 @@ class BinaryKernel final : public Kernel {
           attr.set_post_ops(po);
         }
         dnnl::binary::primitive_desc pd(d, attr, ctx.engine);
-        Step s{DnnlStep(ctx, pd), k == 1 ? order[0] : -1, order[k], 0, 0, 0};
+        Step s{DnnlStep(ctx, pd, StepThreads::Streamed), k == 1 ? order[0] : -1, order[k], 0, 0, 0};
         s.src0 = s.prim.arg(DNNL_ARG_SRC_0, dst_md);
         s.src1 = s.prim.arg(DNNL_ARG_SRC_1, src1_md);
         s.dst = s.prim.arg(DNNL_ARG_DST, dst_md);

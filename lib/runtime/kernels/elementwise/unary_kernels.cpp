@@ -265,7 +265,7 @@ class UnaryKernel final : public Kernel {
       const auto& [algorithm, alpha, beta] = *alg;
       dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, algorithm, md, alpha, beta);
       dnnl::eltwise_forward::primitive_desc pd(d, user_scratchpad_attr(), env.dnnl->engine);
-      step_.emplace(*env.dnnl, pd);
+      step_.emplace(*env.dnnl, pd, StepThreads::Streamed);
       src_ = step_->arg(DNNL_ARG_SRC, md);
       dst_ = step_->arg(DNNL_ARG_DST, md);
     } catch (const dnnl::error&) {

@@ -69,7 +69,7 @@ class ReduceKernel final : public Kernel {
       // an index computation per element, is slower than the loop below, which runs along the
       // tensor's contiguous runs.
       if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return;
-      step_.emplace(*env.dnnl, pd);
+      step_.emplace(*env.dnnl, pd, StepThreads::Streamed);
       src_ = step_->arg(DNNL_ARG_SRC, src);
       dst_ = step_->arg(DNNL_ARG_DST, dst);
     } catch (const dnnl::error&) {
