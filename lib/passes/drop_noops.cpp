@@ -82,6 +82,28 @@ bool fold_pad(Graph& g, Node& pad) {
   return true;
 }
 
+// A Dropout as inference runs it: its output is its input, and the mask (all true) unread. Not
+// one whose training_mode is an input that may be true, nor one whose mask anything reads. The
+// node's own kernel copies nothing, but as a plain-layout node (its mask is a second output) it
+// kept its input plain, and with it the convolutions and Concat before it: SqueezeNet's last fire
+// module then ran a 1x1 convolution on oneDNN's GEMM, whose first use makes 16 GEMM kernels,
+// 3.3 MB of jit code the process holds to its end.
+bool inference_dropout(const Node& n) {
+  if (n.op_type != "Dropout" || !n.domain.empty() || n.inputs.empty() || !n.inputs[0] || n.outputs.empty() ||
+      !n.outputs[0] || n.outputs.size() > 2)
+    return false;
+  if (n.outputs.size() == 2 && n.outputs[1] && (n.outputs[1]->is_graph_output || !n.outputs[1]->consumers.empty()))
+    return false;
+  if (n.opset < 7 && n.attr_int("is_test", 0) == 0) return false;  // before opset 7: training unless is_test
+  if (n.inputs.size() > 2 && n.inputs[2]) {
+    const Value* training = n.inputs[2];
+    if (!training->constant || training->constant->dtype != DType::Bool || training->constant->element_count() != 1 ||
+        training->constant->int_at(0) != 0)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int drop_noops(Model& model) {
@@ -91,15 +113,17 @@ int drop_noops(Model& model) {
         dead.insert(n.get());
         continue;
       }
-      if (!zero_pad(*n)) continue;
+      if (!zero_pad(*n) && !inference_dropout(*n)) continue;
       Value* in = n->inputs[0];
       Value* out = n->outputs[0];
       // A graph output keeps its own name (and buffer); so does a value a subgraph captures by name.
       if (out->is_graph_output || in->type.dtype != out->type.dtype) continue;
       replace_uses(g, out, in);
       dead.insert(n.get());
-      n->outputs[0] = nullptr;
-      g.release_value(out);
+      for (Value*& v : n->outputs) {
+        if (v) g.release_value(v);
+        v = nullptr;
+      }
     }
   });
 }

@@ -1,7 +1,8 @@
-// Pads that need no op of their own, removed before layouts and planning: a Pad of zeros
-// (PyTorch exports one before every AvgPool2d), and a zero-filling spatial Pad before a Conv or an
-// AveragePool that counts padding (folded into its pads). Each would otherwise copy its input
-// and, as a plain-layout reader, keep a whole chain of convolutions out of the blocked layout.
+// Nodes that need no op of their own, removed before layouts and planning: a Pad of zeros
+// (PyTorch exports one before every AvgPool2d), a zero-filling spatial Pad before a Conv or an
+// AveragePool that counts padding (folded into its pads), and a Dropout in inference mode whose
+// mask nothing reads (Caffe2's and older exporters' classifiers). Each would otherwise copy its
+// input or, as a plain-layout reader, keep a whole chain of convolutions out of the blocked layout.
 #pragma once
 
 #include "ir/graph.h"

@@ -16,6 +16,7 @@
 #include "runtime/kernels/dnnl/grouped_pointwise_conv.h"
 #include "runtime/kernels/dnnl/row_bands.h"
 #include "runtime/kernels/dnnl/winograd.h"
+#include "runtime/kernels/linalg/weights_gemv.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -95,6 +96,7 @@ class ConvBuilder {
       return k;
     }
     if (std::unique_ptr<Kernel> k = depthwise_loop()) return k;
+    if (std::unique_ptr<Kernel> k = one_pixel_gemv()) return k;
     try_block_diagonal();
     std::unique_ptr<Kernel> k = bind_clamped_gemm(addend_ != nullptr);
     if (!k) k = bind();
@@ -405,6 +407,25 @@ class ConvBuilder {
     return make_depthwise_loop({s_.x, s_.y, w_, constant_floats(wv_, at_),
                                 b ? constant_floats(b, at_) : std::vector<float>{}, *steps},
                                at_);
+  }
+
+  // A convolution of one pixel (a squeeze-and-excitation block's two 1x1 convolutions after its
+  // global pool, a classifier written as a Conv) is a product of [N, C] by the weights' [M, C]
+  // rows: memplan's weights-in-place loop (linalg/weights_gemv.h) with the fused activation, where
+  // oneDNN would run its GEMM. The GEMM's first use makes its kernels, a megabyte of jit code that
+  // the process holds to its end: PaddleOCR's classifier (0.5 MB of weights, 0.33 MB of arena) took
+  // it for its 18 such convolutions, and paid it. (A [N, C, 1, 1] tensor has the bytes of [N, C]
+  // in every layout.)
+  std::unique_ptr<Kernel> one_pixel_gemv() const {
+    const auto ones = [](auto begin, auto end) { return std::all_of(begin, end, [](int64_t v) { return v == 1; }); };
+    const Value* b = input_at(node_, 2);
+    const std::optional<std::vector<EltwiseStep>> steps = fused_steps(node_);
+    if (s_.group != 1 || addend_ || !steps || !wv_->is_constant() || (b && !b->is_constant()) || !dense_.empty() ||
+        s_.x[0] > kWeightsInPlaceRows || !ones(s_.x.begin() + 2, s_.x.end()) ||
+        !ones(s_.y.begin() + 2, s_.y.end()) || !ones(w_.kernel.begin(), w_.kernel.end()) ||
+        std::string(pd_.impl_info_str()).find("gemm:") == std::string::npos)
+      return nullptr;
+    return linalg::make_weights_gemv({s_.x[0], c_, m_, true, 1.f, 1.f, b ? 1 : 0, b ? m_ : 0, *steps}, at_);
   }
 
   // A few groups with odd channel counts (ShuffleNet) as one dense convolution with block-diagonal

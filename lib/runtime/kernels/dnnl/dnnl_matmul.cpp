@@ -99,7 +99,7 @@ std::unique_ptr<Kernel> make_gemm(const Node& node, const KernelEnv& env) {
   }
 
   if (!ta && reads_in_place(b, m))
-    return linalg::make_weights_gemv({m, k, n, tb, alpha, beta, use_c ? cd2[0] : 0, use_c ? cd2[1] : 0}, at);
+    return linalg::make_weights_gemv({m, k, n, tb, alpha, beta, use_c ? cd2[0] : 0, use_c ? cd2[1] : 0, {}}, at);
 
   float out_scale = alpha;
   dnnl::post_ops po;
@@ -192,7 +192,7 @@ std::unique_ptr<Kernel> make_matmul(const Node& node, const KernelEnv& env) {
   if (bias && (ad.size() != 2 || !bias->is_constant() || product(dims_of(bias)) != bd[1]))
     fail_internal(at + ": the fused bias does not fit a product of " + dims_string(ad) + " by " + dims_string(bd));
   if (ad.size() == 2 && reads_in_place(b, ad[0]) && !activation && !ao.permuted && !bo.permuted)
-    return linalg::make_weights_gemv({ad[0], ad[1], bd[1], false, 1.f, 1.f, bias ? 1 : 0, bias ? bd[1] : 0}, at);
+    return linalg::make_weights_gemv({ad[0], ad[1], bd[1], false, 1.f, 1.f, bias ? 1 : 0, bias ? bd[1] : 0, {}}, at);
   const dnnl::memory::desc user_a_md = ao.md(), user_b_md = bo.md(), y_md = plain_md(out);
   dnnl::memory::desc a_md = user_a_md, b_md = b->is_constant() ? any_md(bd) : user_b_md;
   dnnl::primitive_attr attr = user_scratchpad_attr();

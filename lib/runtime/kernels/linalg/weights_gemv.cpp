@@ -7,6 +7,7 @@
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/common/shape_common.h"
+#include "runtime/kernels/dnnl/conv_kernel.h"
 
 namespace memplan::rt::linalg {
 namespace {
@@ -152,6 +153,8 @@ class WeightsGemvKernel final : public Kernel {
           if (c) v += s_.beta * c[(s_.c_rows == 1 ? 0 : r) * s_.c_cols + (s_.c_cols == 1 ? 0 : j)];
           y[r * n + j] = v;
         }
+      for (const EltwiseStep& step : s_.steps)
+        for (int64_t r = 0; r < m; ++r) dnnl_kernels::apply_step(step, y + r * n + lo, static_cast<uint64_t>(hi - lo));
     });
   }
   std::string implementation() const override { return "memplan weights-in-place gemv"; }
