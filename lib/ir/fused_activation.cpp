@@ -1,6 +1,10 @@
 #include "ir/fused_activation.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ir/constant_operands.h"
 
 namespace memplan {
 
@@ -119,6 +123,48 @@ std::optional<PreActivation> pre_activation(const Node& node) {
   if (shift && shift->kind == Attribute::Kind::Floats) pre.shift = shift->floats;
   pre.relu = node.attr_int(kPreReluAttr, 0) != 0;
   return pre;
+}
+
+std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y, bool gelu) {
+  using K = EltwiseStep::Kind;
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (!n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0] || n.inputs.empty() || n.inputs[0] == nullptr)
+    return {};
+  const Value* out = n.outputs[0];
+  if (!out->type.is_static() || !y->type.is_static() || out->type.static_dims() != y->type.static_dims() ||
+      out->type.dtype != DType::Float32)
+    return {};
+  const std::string& op = n.op_type;
+  const bool binary = op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min";
+  if (binary) {
+    if (n.inputs.size() != 2) return {};  // (a variadic Max or Min of more)
+    const std::optional<float> c = scalar_f32(other_input(n, y));
+    if (!c) return {};
+    const bool y_first = n.inputs[0] == y;
+    if (op == "Add") return {{K::Linear, 1.f, *c}};
+    if (op == "Sub") return {y_first ? EltwiseStep{K::Linear, 1.f, -*c} : EltwiseStep{K::Linear, -1.f, *c}};
+    if (op == "Mul") return {{K::Linear, *c, 0.f}};
+    if (op == "Div" && y_first && *c != 0.f && std::isfinite(1.f / *c)) return {{K::Linear, 1.f / *c, 0.f}};
+    if (op == "Max") return {{K::Clip, *c, inf}};
+    if (op == "Min") return {{K::Clip, -inf, *c}};
+    return {};  // c / y, or a division by 0
+  }
+  if (n.inputs.size() > 1 && op != "Clip") return {};
+  if (op == "Relu") return {{K::Relu, 0.f, 0.f}};
+  if (op == "LeakyRelu") return {{K::Relu, n.attr_float("alpha", 0.01f), 0.f}};
+  if (op == "HardSwish") return {{K::HardSwish, 0.f, 0.f}};
+  if (op == "Sigmoid") return {{K::Logistic, 0.f, 0.f}};
+  if (op == "Gelu" && gelu) {
+    const std::string approximate = n.attr_string("approximate", "none");
+    if (approximate == "none") return {{K::GeluErf, 0.f, 0.f}};
+    if (approximate == "tanh") return {{K::GeluTanh, 0.f, 0.f}};
+  }
+  if (op == "HardSigmoid") return {{K::Linear, n.attr_float("alpha", 0.2f), n.attr_float("beta", 0.5f)}, {K::Clip, 0.f, 1.f}};
+  if (op == "Clip") {
+    const std::optional<std::pair<float, float>> bounds = clip_bounds(n);
+    if (bounds) return {{K::Clip, bounds->first, bounds->second}};
+  }
+  return {};
 }
 
 }  // namespace memplan

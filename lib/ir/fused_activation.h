@@ -56,6 +56,13 @@ struct EltwiseStep {
 
 // The node's activation as a list of steps (None: empty; nullopt for an invalid attribute).
 std::optional<std::vector<EltwiseStep>> fused_steps(const Node& node);
+
+// The steps that `n`, a reader of `y`, computes from y alone: a scalar Add, Sub, Mul, Div, Max or
+// Min, Relu, LeakyRelu, Clip, HardSigmoid, HardSwish or Sigmoid, and with `gelu` Gelu. Empty for
+// any other node (and for c / y, or a division by 0). Div by c becomes a product by 1 / c, as
+// oneDNN has no division post-op (within an ulp of the quotient). What passes/fuse_conv folds into
+// a convolution, and what a patch chain's pointwise layer runs.
+std::vector<EltwiseStep> eltwise_steps(const Node& n, const Value* y, bool gelu);
 // Appends `step` to `steps`, merged into the last step where both are Linear, both Clip, or both
 // Relu with a slope >= 0 (one step computing both), and refused (false, `steps` unchanged) where
 // a step of its kind remains: oneDNN 2.6's jit post-op injector keeps one set of parameters per

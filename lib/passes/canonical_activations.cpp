@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "passes/constant_operands.h"
+#include "ir/constant_operands.h"
 
 namespace memplan {
 namespace {

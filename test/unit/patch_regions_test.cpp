@@ -219,6 +219,36 @@ TEST_CASE("pointwise layers between the convolutions, and an input's normalizati
   CHECK(patch_kernel(*m)->implementation().find("memplan's pointwise loop") != std::string::npos);
 }
 
+TEST_CASE("activations and a value divided by the tensor run in the chain as the whole plan computes them",
+          "[patches][runtime]") {
+  memplan::test::TempDir dir("patch_activations");
+  Chain c("x", {1, 3, 64, 48});
+  c.constant("slope", {}, {0.25f});
+  c.constant("lo", {}, {-0.5f});
+  c.constant("hi", {}, {0.5f});
+  c.constant("shift", {}, {1.5f});
+  c.constant("two", {}, {2.f});
+  c.conv("c0", "x", "a", {3, 16, 3, 2, 1});  // 32 x 24
+  // After a PRelu nothing fuses into a Conv: each op below is a layer of the chain of its own.
+  c.node("PRelu", {"a", "slope"}, "p", "prelu");
+  c.node("Tanh", {"p"}, "t", "tanh");
+  c.node("HardSigmoid", {"t"}, "h", "hard_sigmoid");
+  c.node("Mul", {"p", "h"}, "m", "gate");
+  c.node("Clip", {"m", "lo", "hi"}, "k", "clip");
+  c.node("Add", {"k", "shift"}, "s", "shift");
+  c.node("Div", {"two", "s"}, "d", "reciprocal");  // a value divided by the tensor (in [1, 2])
+  c.node("LeakyRelu", {"d"}, "l", "leaky");
+  c.conv("c1", "l", "y", {16, 8, 3, 1, 1});
+  const std::string path = c.write(dir, "y", {1, 8, 32, 24});
+  const auto m = require_same_as_whole(path, {"c0", "c1", 4});
+  std::vector<std::string> ops;
+  for (const auto& n : m->impl().model.main->nodes)
+    if (n->fused_chain)
+      for (const auto& layer : n->fused_chain->nodes) ops.push_back(layer->op_type);
+  CHECK(ops == std::vector<std::string>{"Conv", "PRelu", "Tanh", "HardSigmoid", "Mul", "Clip", "Add", "Div", "LeakyRelu",
+                                        "Conv"});
+}
+
 TEST_CASE("a budget only a patch region reaches is met through the public interface, and its plan file loads",
           "[patches][pipeline]") {
   memplan::test::TempDir dir("patch_budget");

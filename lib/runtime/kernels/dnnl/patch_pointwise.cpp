@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <cstring>
 
+#include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/dnnl/conv_kernel.h"
+#include "runtime/kernels/elementwise/binary_layout_loop.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -30,54 +33,64 @@ bool per_channel(const Value* v, int64_t channels) {
   return true;
 }
 
-// Channel c's constant.
-float at(const std::vector<float>& k, int64_t c) { return k.size() == 1 ? k[0] : k[static_cast<size_t>(c)]; }
-
-float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-
-// One output element from x (and the other operand w).
-float apply(const PointwiseLayer& p, float x, float w) {
-  switch (p.op) {
-    case Op::Relu: return x < 0.f ? 0.f : x;
-    case Op::LeakyRelu: return x < 0.f ? p.alpha * x : x;
-    case Op::Clip: return x < p.alpha ? p.alpha : x > p.beta ? p.beta : x;
-    case Op::Sigmoid: return sigmoid(x);
-    case Op::HardSigmoid: return std::clamp(p.alpha * x + p.beta, 0.f, 1.f);
-    case Op::HardSwish: return x * std::clamp(x + 3.f, 0.f, 6.f) / 6.f;
-    case Op::Tanh: return std::tanh(x);
-    case Op::PRelu: return x < 0.f ? w * x : x;
-    case Op::Add: return x + w;
-    case Op::Sub: return p.constant_first ? w - x : x - w;
-    case Op::Mul: return x * w;
-    case Op::Div: return p.constant_first ? w / x : x / w;
-  }
-  return x;
-}
-
+// The layer in the forms memplan's other kernels share where they have one: eltwise steps (an
+// activation, or arithmetic with one value: ir/fused_activation.h, as a Conv applies what it
+// fused), the binary loop of elementwise ops (a constant per channel, another tensor of the chain,
+// a value divided by the tensor), and a loop of its own for PRelu and Tanh alone.
 class RowsPointwise final : public Kernel {
  public:
-  RowsPointwise(PointwiseLayer p, int64_t channels) : p_(std::move(p)), channels_(channels) {}
+  RowsPointwise(PointwiseLayer p, int64_t channels, std::vector<EltwiseStep> steps, std::optional<elt::LayoutLoop> binary)
+      : p_(std::move(p)), channels_(channels), steps_(std::move(steps)), binary_(binary) {}
 
   void run(const KernelArgs& args) override {
     const float* x = args.inputs[0].as<const float>();
-    const float* w = p_.operand >= 0 ? args.inputs[1].as<const float>() : nullptr;
     float* y = args.outputs[0].as<float>();
-    const int64_t c = channels_, pixels = static_cast<int64_t>(args.outputs[0].capacity / sizeof(float)) / c;
-    const PointwiseLayer& p = p_;
-    const float none = 0.f;
-#pragma omp parallel for schedule(static) if (pixels * c > (1 << 15))
-    for (int64_t px = 0; px < pixels; ++px) {
-      const int64_t base = px * c;
-      for (int64_t k = 0; k < c; ++k)
-        y[base + k] = apply(p, x[base + k], w ? w[base + k] : p.constant.empty() ? none : at(p.constant, k));
+    const uint64_t count = args.outputs[0].capacity / sizeof(float);
+    if (!steps_.empty()) {
+      if (y != x) std::memmove(y, x, count * sizeof(float));
+      for (const EltwiseStep& s : steps_) apply_step(s, y, count);
+      return;
     }
+    const float* w = p_.operand >= 0 ? args.inputs[1].as<const float>() : p_.constant.data();
+    if (binary_) {
+      elt::LayoutLoop rows = *binary_;
+      rows.hw = static_cast<int64_t>(count) / channels_;
+      rows.run(x, w, y);
+      return;
+    }
+    const int64_t c = channels_, pixels = static_cast<int64_t>(count) / c;
+    const bool prelu = p_.op == Op::PRelu, per_channel = p_.constant.size() > 1;
+#pragma omp parallel for schedule(static) if (pixels * c > (1 << 15))
+    for (int64_t px = 0; px < pixels; ++px)
+      for (int64_t k = px * c; k < (px + 1) * c; ++k) {
+        const float slope = prelu ? w[per_channel ? k % c : 0] : 0.f;
+        y[k] = prelu ? (x[k] < 0.f ? slope * x[k] : x[k]) : std::tanh(x[k]);
+      }
   }
   std::string implementation() const override { return "memplan's pointwise loop"; }
 
  private:
   PointwiseLayer p_;
   int64_t channels_;
+  std::vector<EltwiseStep> steps_;
+  std::optional<elt::LayoutLoop> binary_;
 };
+
+// The binary loop for an Add, Sub, Mul or Div whose other operand is not one value (or is one
+// dividing it, c / x), on channels-last rows of `channels` channels.
+std::optional<elt::LayoutLoop> binary_loop(const PointwiseLayer& p, int64_t channels) {
+  static const std::vector<std::pair<Op, elt::FlatBinOp>> kOps{
+      {Op::Add, elt::FlatBinOp::Add}, {Op::Sub, elt::FlatBinOp::Sub}, {Op::Mul, elt::FlatBinOp::Mul}, {Op::Div, elt::FlatBinOp::Div}};
+  const auto it = std::find_if(kOps.begin(), kOps.end(), [&](const auto& o) { return o.first == p.op; });
+  if (it == kOps.end()) return std::nullopt;
+  elt::LayoutLoop l;
+  l.op = it->second;
+  l.operand = p.operand >= 0 ? elt::Operand::Full : p.constant.size() == 1 ? elt::Operand::Scalar : elt::Operand::PerChannel;
+  l.swapped = p.constant_first;
+  l.c = channels;
+  l.channels_last = true;
+  return l;
+}
 
 }  // namespace
 
@@ -120,38 +133,23 @@ std::optional<PointwiseLayer> pointwise_layer(const Node& n, std::string& why) {
       return std::nullopt;
     }
   }
-  switch (p.op) {
-    case Op::LeakyRelu: p.alpha = n.attr_float("alpha", 0.01f); break;
-    case Op::HardSigmoid:
-      p.alpha = n.attr_float("alpha", 0.2f);
-      p.beta = n.attr_float("beta", 0.5f);
-      break;
-    case Op::Clip: {
-      p.alpha = n.attr_float("min", -std::numeric_limits<float>::max());
-      p.beta = n.attr_float("max", std::numeric_limits<float>::max());
-      for (size_t i : {size_t{1}, size_t{2}}) {
-        if (i >= n.inputs.size() || !n.inputs[i]) continue;
-        if (!per_channel(n.inputs[i], 1)) {
-          why = "a Clip whose bounds are not constants";
-          return std::nullopt;
-        }
+  if (p.op == Op::Clip)
+    for (size_t i : {size_t{1}, size_t{2}})
+      if (i < n.inputs.size() && n.inputs[i] && !per_channel(n.inputs[i], 1)) {
+        why = "a Clip whose bounds are not constants";
+        return std::nullopt;
       }
-      break;
-    }
-    default: break;
-  }
   return p;
 }
 
 std::unique_ptr<Kernel> make_rows_pointwise(const Node& n, PointwiseLayer p, int64_t channels, const std::string& where) {
   if (p.constant_input >= 0)
     p.constant = constant_floats(n.inputs[static_cast<size_t>(p.constant_input)], where);
-  if (p.op == Op::Clip)
-    for (size_t i : {size_t{1}, size_t{2}})
-      if (i < n.inputs.size() && n.inputs[i]) (i == 1 ? p.alpha : p.beta) = constant_floats(n.inputs[i], where).at(0);
   if (!p.constant.empty() && p.constant.size() != 1 && static_cast<int64_t>(p.constant.size()) != channels)
     fail_internal(where + ": a constant of " + std::to_string(p.constant.size()) + " values for " + std::to_string(channels) + " channels");
-  return std::make_unique<RowsPointwise>(std::move(p), channels);
+  std::vector<EltwiseStep> steps = p.operand < 0 ? eltwise_steps(n, n.inputs[p.activation], false) : std::vector<EltwiseStep>{};
+  const std::optional<elt::LayoutLoop> binary = steps.empty() ? binary_loop(p, channels) : std::nullopt;
+  return std::make_unique<RowsPointwise>(std::move(p), channels, std::move(steps), binary);
 }
 
 }  // namespace memplan::rt::dnnl_kernels

@@ -18,7 +18,6 @@ namespace memplan::rt::dnnl_kernels {
 struct PointwiseLayer {
   enum class Op : uint8_t { Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, PRelu, Add, Sub, Mul, Div };
   Op op = Op::Relu;
-  float alpha = 0, beta = 0;  // LeakyRelu's slope, Clip's bounds, HardSigmoid's alpha and beta
   // The other operand where it is a constant (PRelu's slope, Add's ...): the node's input, and
   // its values (one, or one per channel; read when the kernel is made).
   int constant_input = -1;

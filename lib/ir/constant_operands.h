@@ -1,4 +1,5 @@
-// What the fusion passes read off constant operands: a float32 scalar, a Clip's bounds.
+// What the fusion passes and the kernels of fused steps read off constant operands: a float32
+// scalar, a Clip's bounds.
 #pragma once
 
 #include <optional>

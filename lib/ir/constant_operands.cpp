@@ -1,4 +1,4 @@
-#include "passes/constant_operands.h"
+#include "ir/constant_operands.h"
 
 #include <limits>
 
