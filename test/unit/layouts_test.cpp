@@ -426,36 +426,51 @@ TEST_CASE("layouts: a dilated convolution whose padding oneDNN's direct kernels 
   }
 }
 
-TEST_CASE("layouts: a 3x3 convolution writing a plain output runs oneDNN's direct kernel and a reorder, not its GEMM",
+TEST_CASE("layouts: a 3x3 or 1x1 convolution from a blocked source writing a plain output runs oneDNN's direct kernel "
+          "and a reorder, not its GEMM",
           "[layouts]") {
-  // x -> 3x3 (16 -> 32, blocked) -> 3x3 (32 -> 16) -> y, a plain graph output. oneDNN's direct
-  // kernels write blocked tensors only; its GEMM (im2col) would run at half their speed.
+  // x -> 3x3 (16 -> 32, blocked) -> k x k (32 -> 16) -> y, a plain graph output. oneDNN's direct
+  // kernels write blocked tensors only; its GEMM (im2col) would run at half their speed, and for a
+  // 1x1 it reorders the source to plain first (one reorder either way), its kernels a megabyte of
+  // jit code the process keeps.
   constexpr int C = 16, M = 32, HW = 10;
-  const std::vector<float> x = random_floats(C * HW * HW, 71), w1 = random_floats(M * C * 9, 72),
-                           w2 = random_floats(C * M * 9, 73);
-  ModelBuilder mb;
-  auto& g = mb.graph();
-  add_input(g, "x", elem::kFloat, {1, C, HW, HW});
-  add_initializer(g, tensor_f32("w1", {M, C, 3, 3}, w1));
-  add_initializer(g, tensor_f32("w2", {C, M, 3, 3}, w2));
-  attr_ints(add_node(g, "Conv", {"x", "w1"}, {"a"}, "widen"), "pads", {1, 1, 1, 1});
-  attr_ints(add_node(g, "Conv", {"a", "w2"}, {"y"}, "to_plain"), "pads", {1, 1, 1, 1});
-  add_output(g, "y", elem::kFloat, {1, C, HW, HW});
-  const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_to_plain.onnx").string();
-  std::ofstream(path, std::ios::binary) << mb.bytes();
-  const std::vector<float> want = reference_conv(reference_conv(x, w1, C, M, 1, HW), w2, M, C, 1, HW);
-  for (const char* block : {"8", "16"}) {
-    INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
-    CompileOptions options;
-    options.prefer = "speed";
-    auto [m, model] = under_block(path, block, options);
-    CHECK(block_of(m, "a") == std::stoi(block));
-    for (const NodeKernel& k : model->kernels()) {
-      INFO(k.node << ": " << k.implementation);
-      CHECK(!k.reference);
-      CHECK(k.implementation.find("gemm") == std::string::npos);
+  for (const int k : {3, 1}) {
+    INFO("the second convolution " << k << "x" << k);
+    const std::vector<float> x = random_floats(C * HW * HW, 71), w1 = random_floats(M * C * 9, 72),
+                             w2 = random_floats(C * M * k * k, 73);
+    ModelBuilder mb;
+    auto& g = mb.graph();
+    add_input(g, "x", elem::kFloat, {1, C, HW, HW});
+    add_initializer(g, tensor_f32("w1", {M, C, 3, 3}, w1));
+    add_initializer(g, tensor_f32("w2", {C, M, k, k}, w2));
+    attr_ints(add_node(g, "Conv", {"x", "w1"}, {"a"}, "widen"), "pads", {1, 1, 1, 1});
+    attr_ints(add_node(g, "Conv", {"a", "w2"}, {"y"}, "to_plain"), "pads", std::vector<int64_t>(4, k / 2));
+    add_output(g, "y", elem::kFloat, {1, C, HW, HW});
+    const std::string path = (std::filesystem::temp_directory_path() / "memplan_layouts_to_plain.onnx").string();
+    std::ofstream(path, std::ios::binary) << mb.bytes();
+    const std::vector<float> a = reference_conv(x, w1, C, M, 1, HW);
+    std::vector<float> want(static_cast<size_t>(C * HW * HW), 0.f);
+    if (k == 3) {
+      want = reference_conv(a, w2, M, C, 1, HW);
+    } else {
+      for (int o = 0; o < C; ++o)
+        for (int i = 0; i < M; ++i)
+          for (int p = 0; p < HW * HW; ++p)
+            want[static_cast<size_t>(o * HW * HW + p)] += w2[static_cast<size_t>(o * M + i)] * a[static_cast<size_t>(i * HW * HW + p)];
     }
-    require_output(model, {1, C, HW, HW}, x, want, 1, 1e-4, 1e-3);
+    for (const char* block : {"8", "16"}) {
+      INFO("MEMPLAN_CHANNEL_BLOCK=" << block);
+      CompileOptions options;
+      options.prefer = "speed";
+      auto [m, model] = under_block(path, block, options);
+      CHECK(block_of(m, "a") == std::stoi(block));
+      for (const NodeKernel& kernel : model->kernels()) {
+        INFO(kernel.node << ": " << kernel.implementation);
+        CHECK(!kernel.reference);
+        CHECK(kernel.implementation.find("gemm") == std::string::npos);
+      }
+      require_output(model, {1, C, HW, HW}, x, want, 1, 1e-4, 1e-3);
+    }
   }
 }
 
