@@ -102,13 +102,13 @@ bool elementwise(const std::string& op) {
   static const std::set<std::string> ops = {
       "Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Softplus",
       "Softsign", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf", "Reciprocal", "Identity",
-      "Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean"};
+      "Add", "Sub", "Mul", "Div", "Sum", "Max", "Min", "Mean", "PRelu"};
   return ops.count(op) > 0;
 }
 
 // For a binary op oneDNN runs with its second input broadcast: the index of the full-shape input.
 int broadcast_input(const Node& n) {
-  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"};
   static const std::set<std::string> commutative = {"Add", "Mul", "Max", "Min"};
   if (!binary.count(n.op_type) || n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[1]) return -1;
   const Value* y = n.outputs[0];

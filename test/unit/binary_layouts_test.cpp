@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "memplan/memplan.h"
+#include "passes/assign_layouts.h"
 #include "support/model_builder.h"
 #include "support/numeric.h"
 
@@ -105,6 +107,37 @@ TEST_CASE("a binary op with a scalar, per-channel or full operand on a channel-b
           CHECK(b8.y[i] == Approx(plain.y[i]).epsilon(1e-4).margin(1e-4));
         }
       }
+}
+
+TEST_CASE("a PRelu between convolutions stays channel-blocked and gives the plain layout's numbers on no oneDNN "
+          "reference kernel",
+          "[layouts][binary]") {
+  // MobileFaceNet and PaddleOCR write a PRelu after every convolution: as a plain-only node it held
+  // every tensor around it plain, and the convolutions on oneDNN's GEMM.
+  for (const auto& [name, dims, full] : std::vector<std::tuple<const char*, std::vector<int64_t>, bool>>{
+           {"scalar [1]", {1}, false}, {"per channel [16,1,1]", {16, 1, 1}, false},
+           {"per channel [1,16,1,1]", {1, 16, 1, 1}, false}, {"full shape", {}, true}}) {
+    INFO("PRelu with a " << name << " slope");
+    const std::string path = binary_model("PRelu", dims, full, false, "prelu");
+    const Result plain = run(path, "0"), b16 = run(path, "16"), b8 = run(path, "8");
+    for (const Result* r : {&plain, &b16, &b8}) CHECK(r->report.find("\"reference_kernels\": 0,") != std::string::npos);
+    // Blocked as the CPU's kernels are, conv1 writes and conv2 reads the PRelu's tensors as they
+    // are: no reorders.
+    const std::string& native = (preferred_channel_block() == 8 ? b8 : b16).report;
+    for (const char* conv : {"conv1", "conv2"}) {
+      const size_t at = native.find(std::string("\"node\": \"Conv node '") + conv + "'");
+      REQUIRE(at != std::string::npos);
+      const std::string entry = native.substr(at, native.find('}', at) - at);
+      INFO(entry);
+      if (preferred_channel_block() > 0) CHECK(entry.find("reorder") == std::string::npos);
+    }
+    REQUIRE(b16.y.size() == plain.y.size());
+    REQUIRE(b8.y.size() == plain.y.size());
+    for (size_t i = 0; i < plain.y.size(); ++i) {
+      CHECK(b16.y[i] == Approx(plain.y[i]).epsilon(1e-4).margin(1e-4));
+      CHECK(b8.y[i] == Approx(plain.y[i]).epsilon(1e-4).margin(1e-4));
+    }
+  }
 }
 
 TEST_CASE("the report names what runs each node, and the blocked scalar op runs on memplan's layout loop",

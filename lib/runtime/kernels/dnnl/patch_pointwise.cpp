@@ -6,6 +6,7 @@
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/dnnl/conv_kernel.h"
 #include "runtime/kernels/elementwise/binary_layout_loop.h"
 
@@ -35,8 +36,8 @@ bool per_channel(const Value* v, int64_t channels) {
 
 // The layer in the forms memplan's other kernels share where they have one: eltwise steps (an
 // activation, or arithmetic with one value: ir/fused_activation.h, as a Conv applies what it
-// fused), the binary loop of elementwise ops (a constant per channel, another tensor of the chain,
-// a value divided by the tensor), and a loop of its own for PRelu and Tanh alone.
+// fused), the binary loop of elementwise ops (PRelu, a constant per channel, another tensor of the
+// chain, a value divided by the tensor), and a loop of its own for Tanh alone.
 class RowsPointwise final : public Kernel {
  public:
   RowsPointwise(PointwiseLayer p, int64_t channels, std::vector<EltwiseStep> steps, std::optional<elt::LayoutLoop> binary)
@@ -51,21 +52,16 @@ class RowsPointwise final : public Kernel {
       for (const EltwiseStep& s : steps_) apply_step(s, y, count);
       return;
     }
-    const float* w = p_.operand >= 0 ? args.inputs[1].as<const float>() : p_.constant.data();
     if (binary_) {
       elt::LayoutLoop rows = *binary_;
       rows.hw = static_cast<int64_t>(count) / channels_;
-      rows.run(x, w, y);
+      rows.run(x, p_.operand >= 0 ? args.inputs[1].as<const float>() : p_.constant.data(), y);
       return;
     }
-    const int64_t c = channels_, pixels = static_cast<int64_t>(count) / c;
-    const bool prelu = p_.op == Op::PRelu, per_channel = p_.constant.size() > 1;
-#pragma omp parallel for schedule(static) if (pixels * c > (1 << 15))
-    for (int64_t px = 0; px < pixels; ++px)
-      for (int64_t k = px * c; k < (px + 1) * c; ++k) {
-        const float slope = prelu ? w[per_channel ? k % c : 0] : 0.f;
-        y[k] = prelu ? (x[k] < 0.f ? slope * x[k] : x[k]) : std::tanh(x[k]);
-      }
+    // Tanh: no eltwise step or binary op computes it.
+    parallel_chunks(count, kParallelChunkBytes / sizeof(float), [&](uint64_t begin, uint64_t end) {
+      for (uint64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+    });
   }
   std::string implementation() const override { return "memplan's pointwise loop"; }
 
@@ -76,11 +72,14 @@ class RowsPointwise final : public Kernel {
   std::optional<elt::LayoutLoop> binary_;
 };
 
-// The binary loop for an Add, Sub, Mul or Div whose other operand is not one value (or is one
-// dividing it, c / x), on channels-last rows of `channels` channels.
+// The binary loop for a PRelu, or an Add, Sub, Mul or Div whose other operand is not one value (or
+// is one dividing it, c / x), on channels-last rows of `channels` channels.
 std::optional<elt::LayoutLoop> binary_loop(const PointwiseLayer& p, int64_t channels) {
-  static const std::vector<std::pair<Op, elt::FlatBinOp>> kOps{
-      {Op::Add, elt::FlatBinOp::Add}, {Op::Sub, elt::FlatBinOp::Sub}, {Op::Mul, elt::FlatBinOp::Mul}, {Op::Div, elt::FlatBinOp::Div}};
+  static const std::vector<std::pair<Op, elt::FlatBinOp>> kOps{{Op::Add, elt::FlatBinOp::Add},
+                                                                {Op::Sub, elt::FlatBinOp::Sub},
+                                                                {Op::Mul, elt::FlatBinOp::Mul},
+                                                                {Op::Div, elt::FlatBinOp::Div},
+                                                                {Op::PRelu, elt::FlatBinOp::PRelu}};
   const auto it = std::find_if(kOps.begin(), kOps.end(), [&](const auto& o) { return o.first == p.op; });
   if (it == kOps.end()) return std::nullopt;
   elt::LayoutLoop l;

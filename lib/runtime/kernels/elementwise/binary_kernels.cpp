@@ -322,7 +322,7 @@ class BinaryKernel final : public Kernel {
     };
     try {
       if (spec_.op == Bin::PRelu) {
-        const auto w_md = plain_md(pad_rank(compiled_[1], out.rank), f32);
+        const auto w_md = operand_md(pad_rank(compiled_[1], out.rank));
         dnnl::prelu_forward::desc d(dnnl::prop_kind::forward_inference, out_md, w_md);
         dnnl::prelu_forward::primitive_desc pd(d, user_scratchpad_attr(), ctx.engine);
         Step s{DnnlStep(ctx, pd, StepThreads::Streamed), 0, 1, 0, 0, 0};
@@ -371,11 +371,12 @@ class BinaryKernel final : public Kernel {
       case Bin::Div: op = FlatBinOp::Div; break;
       case Bin::Max: op = FlatBinOp::Max; break;
       case Bin::Min: op = FlatBinOp::Min; break;
+      case Bin::PRelu: op = FlatBinOp::PRelu; break;
       default: break;
     }
     if (!op || spec_.mean || compiled_.size() != 2) return std::nullopt;
     const Shape& out = out_shape_;
-    for (int full = 0; full < 2; ++full) {
+    for (int full = 0; full < (spec_.op == Bin::PRelu ? 1 : 2); ++full) {  // PRelu's slope is never the full operand
       const Shape a = pad_rank(compiled_[static_cast<size_t>(full)], out.rank);
       const Shape b = pad_rank(compiled_[static_cast<size_t>(1 - full)], out.rank);
       if (!(a == out)) continue;

@@ -8,7 +8,8 @@
 namespace memplan::rt::elt {
 namespace {
 
-// The ops as the other binary loops define them (std::max / std::min order for Max / Min).
+// The ops as the other binary loops define them (std::max / std::min order for Max / Min; PRelu
+// the slope y where x is negative).
 template <FlatBinOp op>
 MEMPLAN_INLINE float apply(float x, float y) {
   if constexpr (op == FlatBinOp::Add) return x + y;
@@ -17,6 +18,7 @@ MEMPLAN_INLINE float apply(float x, float y) {
   if constexpr (op == FlatBinOp::Div) return x / y;
   if constexpr (op == FlatBinOp::Max) return x < y ? y : x;
   if constexpr (op == FlatBinOp::Min) return y < x ? y : x;
+  if constexpr (op == FlatBinOp::PRelu) return x < 0.f ? x * y : x;
 }
 
 template <FlatBinOp op>
@@ -66,6 +68,10 @@ MEMPLAN_INLINE void blocks_vector(const float* a, const float* b, float* y, uint
     } break;                                        \
     case FlatBinOp::Min: {                          \
       constexpr auto o = FlatBinOp::Min;            \
+      __VA_ARGS__;                                  \
+    } break;                                        \
+    case FlatBinOp::PRelu: {                        \
+      constexpr auto o = FlatBinOp::PRelu;          \
       __VA_ARGS__;                                  \
     } break;                                        \
   }

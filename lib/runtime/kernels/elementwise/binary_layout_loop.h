@@ -14,7 +14,7 @@
 
 namespace memplan::rt::elt {
 
-enum class FlatBinOp { Add, Sub, Mul, Div, Max, Min };
+enum class FlatBinOp { Add, Sub, Mul, Div, Max, Min, PRelu };  // PRelu: a < 0 ? a * b : a
 
 // How the second operand `b` lines up with the full-shape operand `a` and the output.
 enum class Operand {
