@@ -1,6 +1,7 @@
 // The plain C++ shape, indexing, comparison and logic kernels (lib/runtime/kernels/shape_*.cpp)
 // against hand-computed values.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "memplan/error.h"
+#include "runtime/run_threads.h"
 #include "support/kernel_harness.h"
 
 namespace {
@@ -995,3 +997,57 @@ TEST_CASE("Slice, Transpose and Where match naive index math on random shapes", 
     }
   }
 }
+TEST_CASE("Transposes and Slices large enough to split across the run's threads match naive index math",
+          "[kernels][shape][threads]") {
+  // Two chunks of the strided copy's 64 KB or more: the copy goes to the threads by its outermost
+  // dim (a run's two threads here, whatever the machine's count).
+  const memplan::ThreadScope two(2);
+  std::mt19937 gen(4321);
+  for (const Dims& dims : {Dims{37, 29, 41}, Dims{2, 12, 197, 64}, Dims{96, 1, 700}, Dims{3, 70000}}) {
+    const int rank = static_cast<int>(dims.size());
+    const Floats x = iota_floats(static_cast<size_t>(count_of(dims)));
+    INFO("dims " << dims.size());
+    I64 perm(static_cast<size_t>(rank));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), gen);
+    if (std::is_sorted(perm.begin(), perm.end())) std::reverse(perm.begin(), perm.end());
+    Dims out_dims(static_cast<size_t>(rank));
+    for (int d = 0; d < rank; ++d) out_dims[static_cast<size_t>(d)] = dims[static_cast<size_t>(perm[static_cast<size_t>(d)])];
+    Floats want;
+    for_each_coord(out_dims, [&](const Dims& c) {
+      Dims src(c.size());
+      for (size_t d = 0; d < c.size(); ++d) src[static_cast<size_t>(perm[d])] = c[d];
+      want.push_back(x[static_cast<size_t>(flat_index(src, dims))]);
+    });
+    {
+      KernelCase c("Transpose", 13);
+      c.input<float>("x", F32, dims, x);
+      c.attr("perm", perm);
+      c.output("y", F32, out_dims);
+      REQUIRE(c.run());
+      CHECK(c.result_as<float>(0) == want);
+    }
+    {  // every other element of the last axis, from the second: a strided source
+      const int64_t last = dims.back();
+      const I64 idx = slice_indices(last, 1, last, 2);
+      Dims sliced = dims;
+      sliced.back() = static_cast<int64_t>(idx.size());
+      Floats picked;
+      for_each_coord(sliced, [&](const Dims& c) {
+        Dims src = c;
+        src.back() = idx[static_cast<size_t>(c.back())];
+        picked.push_back(x[static_cast<size_t>(flat_index(src, dims))]);
+      });
+      KernelCase c("Slice", 13);
+      c.input<float>("x", F32, dims, x);
+      int64s(c, "starts", I64{1});
+      int64s(c, "ends", I64{last});
+      int64s(c, "axes", I64{rank - 1});
+      int64s(c, "steps", I64{2});
+      c.output("y", F32, sliced);
+      REQUIRE(c.run());
+      CHECK(c.result_as<float>(0) == picked);
+    }
+  }
+}
+

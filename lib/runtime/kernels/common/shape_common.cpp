@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/kernels/common/parallel_chunks.h"
+
 namespace memplan::rt::shape {
 
 void fail_at(const std::string& where, const std::string& what) { fail(where + ": " + what); }
@@ -216,10 +218,25 @@ void copy_loop(std::byte* dst, const std::byte* src, const CopyPlan& p) {
 }
 }  // namespace
 
+// A large copy goes to the run's threads in chunks of its outermost dim: the tensor it reads was
+// written by all of them, and one thread reading the others' caches' halves ran at half its
+// single-thread speed (ViT's 49 head Transposes: 1.3 ms at one thread, 2.4 at two).
 void strided_copy(std::byte* dst, const std::byte* src, uint32_t elem_size, const CopyPlan& p) {
   if (p.count == 0) return;
-  if (!dispatch_size(elem_size, [&](auto es) { copy_loop<decltype(es)::value>(dst, src, p); }))
-    fail_internal("strided copy of elements of " + std::to_string(elem_size) + " bytes");
+  const auto outer = static_cast<uint64_t>(p.dims[0]);
+  const uint64_t outer_bytes = p.count / outer * elem_size;  // bytes written per index of the outermost dim
+  const bool split = p.count * elem_size >= 2 * kParallelChunkBytes && outer > 1;
+  const bool sized = dispatch_size(elem_size, [&](auto es) {
+    if (!split) return copy_loop<decltype(es)::value>(dst, src, p);
+    parallel_chunks(outer, std::max<uint64_t>(kParallelChunkBytes / outer_bytes, 1), [&](uint64_t begin, uint64_t end) {
+      CopyPlan part = p;
+      part.dims[0] = static_cast<int64_t>(end - begin);
+      part.base = p.base + static_cast<int64_t>(begin) * p.strides[0];
+      part.count = (end - begin) * (p.count / outer);
+      copy_loop<decltype(es)::value>(dst + begin * outer_bytes, src, part);
+    });
+  });
+  if (!sized) fail_internal("strided copy of elements of " + std::to_string(elem_size) + " bytes");
 }
 
 Broadcast make_broadcast(const TensorView* const* in, int n, const std::string& where) {
