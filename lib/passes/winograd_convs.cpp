@@ -83,9 +83,10 @@ std::vector<WinogradConv> choose_winograd_convs(Model& model, KernelPreference p
     }
   }
   const uint64_t unlimited = std::numeric_limits<uint64_t>::max();
-  const uint64_t budget = balanced ? static_cast<uint64_t>(std::floor(kWinogradWeightShare * static_cast<double>(weights_bytes(model))))
-                                   : unlimited;
   const uint64_t peak = balanced && !live.empty() ? *std::max_element(live.begin(), live.end()) : unlimited;
+  // The run's floor: the weights and the arena, which the peak's live bytes bound from below.
+  const double floor_bytes = static_cast<double>(weights_bytes(model)) + static_cast<double>(live.empty() ? 0 : peak);
+  const uint64_t budget = balanced ? static_cast<uint64_t>(std::floor(kWinogradWeightShare * floor_bytes)) : unlimited;
   const size_t count = candidates.size();
   std::vector<WinogradConv> picked = pick_winograd_convs(std::move(candidates), budget, peak);
   spdlog::debug("Winograd's kernels: {} convolutions have them, {} taken within {}", count, picked.size(),

@@ -6,8 +6,10 @@
 // trade of memory for speed, made here by preference, always in oneDNN's choice of tile: none under
 // memory; under balanced, on outputs of kWinogradMinPixels or more, the convolutions with the most
 // output pixels first (the time saved per weight byte added grows with them) while the weights they
-// add stay within kWinogradWeightShare of the model's, leaving out those whose scratchpad would
-// make their step the model's largest; every one under speed.
+// add stay within kWinogradWeightShare of the run's floor (the model's weights and its arena, as
+// its largest step's live bytes bound it: a detector's 2.5 MB of weights beside 12 MB of
+// activations is as much a 15 MB process as a classifier's 12 MB of weights beside 3), leaving out
+// those whose scratchpad would make their step the model's largest; every one under speed.
 // While a model compiles, a chosen convolution also holds the direct kernel's weights it may give
 // way to, until the kernels are settled. The kernel gives way to the direct one wherever its scratchpad
 // would set the arena's peak, unless speed is preferred (pipeline/lean_kernels).
@@ -25,7 +27,8 @@
 
 namespace memplan {
 
-// Under balanced, the weight bytes Winograd's kernels may add, as a share of the model's weights.
+// Under balanced, the weight bytes Winograd's kernels may add, as a share of the model's weights
+// and arena.
 constexpr double kWinogradWeightShare = 0.05;
 // Under balanced, the fewest output pixels a convolution takes Winograd's kernel at. oneDNN's
 // Winograd kernels ran 3x3 convolutions 1.4x to 3x as fast as its direct one at 14x14 and more

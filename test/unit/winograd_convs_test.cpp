@@ -81,15 +81,16 @@ constexpr int64_t C = 32, H = 28;
 // the 3x3 with its Winograd scratchpad (about 1 MB at 2 threads); Elsewhere, a second output
 // z = x + K (K a constant of 16 images); or ElsewhereUnshared, twelve Reshapes of x summed in a chain
 // of Adds, whose step holds the most only while each tensor has bytes of its own (each view shares
-// x's bytes in the plan, so the 3x3's step sets the arena's peak after all). `heavy`: a MatMul on its own
-// input whose weights are 25 times the 3x3's, so the balanced weight budget (5% of the model's) has
-// room for its Winograd form.
+// x's bytes in the plan, so the 3x3's step sets the arena's peak after all); or InActivations, a second
+// input of 64 images, through a Relu to a second output: bytes of the arena, no weights. `heavy`: a
+// MatMul on its own input whose weights are 25 times the 3x3's, so the balanced weight budget (5% of
+// the model's weights and arena) has room for its Winograd form.
 struct ConvModel {
   std::string path;
   std::vector<float> x, w, b, p;
 };
 
-enum class Peak { AtConv, Elsewhere, ElsewhereUnshared };
+enum class Peak { AtConv, Elsewhere, ElsewhereUnshared, InActivations };
 
 ConvModel conv_model(const TempDir& dir, Peak peak, bool heavy) {
   ConvModel m;
@@ -126,6 +127,11 @@ ConvModel conv_model(const TempDir& dir, Peak peak, bool heavy) {
     add_node(g, "Add", {"x", "k"}, {"z"}, "add");
     add_output(g, "z", elem::kFloat, {16, C, H, H});
   }
+  if (peak == Peak::InActivations) {
+    add_input(g, "z", elem::kFloat, {64, C, H, H});
+    add_node(g, "Relu", {"z"}, {"zr"}, "relu_z");
+    add_output(g, "zr", elem::kFloat, {64, C, H, H});
+  }
   if (heavy) {
     add_input(g, "v", elem::kFloat, {1, 8});
     add_initializer(g, tensor_f32("big", {8, 30000}, random_floats(8 * 30000, 5)));
@@ -159,8 +165,12 @@ void check_output(const std::shared_ptr<const CompiledModel>& model, const ConvM
   const std::vector<int64_t> x_dims{1, C, H, H}, v_dims{1, 8};
   s.set_input("x", kFloat32, x_dims, m.x.data(), m.x.size() * 4);
   const std::vector<float> v(8, 0.5f);
-  for (const TensorInfo& in : model->inputs())
+  const std::vector<int64_t> z_dims{64, C, H, H};
+  const std::vector<float> z(static_cast<size_t>(64 * C * H * H), -1.f);
+  for (const TensorInfo& in : model->inputs()) {
     if (in.name == "v") s.set_input("v", kFloat32, v_dims, v.data(), v.size() * 4);
+    if (in.name == "z") s.set_input("z", kFloat32, z_dims, z.data(), z.size() * 4);
+  }
   s.run();
   const TensorRef y = s.output("y");
   const float* p = static_cast<const float*>(y.data);
@@ -190,6 +200,19 @@ TEST_CASE("a 3x3 convolution the balanced budget has room for runs Winograd's F(
   } else {
     CHECK(impl.find("wino") == std::string::npos);
   }
+  check_output(model, m);
+}
+
+TEST_CASE("the balanced budget counts the arena beside the weights: a model of few weights and large activations runs "
+          "its 3x3 convolution in Winograd's form",
+          "[winograd]") {
+  // 41 KB of weights beside a 25.7 MB arena: 5% of the weights alone (2 KB) had no room for the
+  // 28 KB F(2,3) adds; 5% of the run's floor has.
+  TempDir dir("winograd");
+  const ConvModel m = conv_model(dir, Peak::InActivations, false);
+  const auto model = CompiledModel::compile(m.path, prefer("balanced"));
+  if (has_winograd_kernels()) CHECK(conv_implementation(*model).find("wino_2x3") != std::string::npos);
+  else CHECK(conv_implementation(*model).find("wino") == std::string::npos);
   check_output(model, m);
 }
 
