@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memplan/error.h"
@@ -895,6 +896,19 @@ Dims random_dims(std::mt19937& gen, int rank, int64_t max_dim) {
   return d;
 }
 
+// x of `dims` transposed by `perm` (the output's dim d is the input's perm[d]): its dims and values.
+std::pair<Dims, Floats> transposed(const Floats& x, const Dims& dims, const I64& perm) {
+  Dims out_dims(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) out_dims[d] = dims[static_cast<size_t>(perm[d])];
+  Floats want;
+  for_each_coord(out_dims, [&](const Dims& c) {
+    Dims src(c.size());
+    for (size_t d = 0; d < c.size(); ++d) src[static_cast<size_t>(perm[d])] = c[d];
+    want.push_back(x[static_cast<size_t>(flat_index(src, dims))]);
+  });
+  return {out_dims, want};
+}
+
 int64_t count_of(const Dims& d) { return std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>()); }
 
 }  // namespace
@@ -946,14 +960,7 @@ TEST_CASE("Slice, Transpose and Where match naive index math on random shapes", 
       I64 perm(static_cast<size_t>(rank));
       std::iota(perm.begin(), perm.end(), 0);
       std::shuffle(perm.begin(), perm.end(), gen);
-      Dims out_dims(static_cast<size_t>(rank));
-      for (int d = 0; d < rank; ++d) out_dims[static_cast<size_t>(d)] = dims[static_cast<size_t>(perm[static_cast<size_t>(d)])];
-      Floats want;
-      for_each_coord(out_dims, [&](const Dims& c) {
-        Dims src(c.size());
-        for (size_t d = 0; d < c.size(); ++d) src[static_cast<size_t>(perm[d])] = c[d];
-        want.push_back(x[static_cast<size_t>(flat_index(src, dims))]);
-      });
+      const auto [out_dims, want] = transposed(x, dims, perm);
       KernelCase c("Transpose", 13);
       c.input<float>("x", F32, dims, x);
       c.attr("perm", perm);
@@ -1011,14 +1018,7 @@ TEST_CASE("Transposes and Slices large enough to split across the run's threads 
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), gen);
     if (std::is_sorted(perm.begin(), perm.end())) std::reverse(perm.begin(), perm.end());
-    Dims out_dims(static_cast<size_t>(rank));
-    for (int d = 0; d < rank; ++d) out_dims[static_cast<size_t>(d)] = dims[static_cast<size_t>(perm[static_cast<size_t>(d)])];
-    Floats want;
-    for_each_coord(out_dims, [&](const Dims& c) {
-      Dims src(c.size());
-      for (size_t d = 0; d < c.size(); ++d) src[static_cast<size_t>(perm[d])] = c[d];
-      want.push_back(x[static_cast<size_t>(flat_index(src, dims))]);
-    });
+    const auto [out_dims, want] = transposed(x, dims, perm);
     {
       KernelCase c("Transpose", 13);
       c.input<float>("x", F32, dims, x);

@@ -340,11 +340,12 @@ class ConvBuilder {
   // whose direct kernels take blocked tensors only: the direct kernel and a reorder of the output
   // are faster (AVX2, 1 thread: 3x3 of 64 -> 16 channels at 80x80, 2.74 ms against 1.33; of
   // 32 -> 32 at 160x160, 7.66 against 4.34; of 128 -> 64 at 40x40, 3.29 against 3.42). So is a 1x1
-  // convolution from a blocked source, which the GEMM reorders to plain first: one reorder either
-  // way, and the GEMM's kernels, a megabyte of jit code once made, are then never made at all.
+  // convolution from a blocked source to an output no larger, which the GEMM reorders to plain
+  // first: one reorder either way, the direct kernel's no larger (the arena does not grow), and the
+  // GEMM's kernels, a megabyte of jit code once made, are then never made at all.
   void try_direct_kernel() {
     const bool pointwise = std::all_of(w_.kernel.begin(), w_.kernel.end(), [](int64_t k) { return k == 1; });
-    if (s_.group != 1 || (pointwise && xv_->channel_block == 0) ||
+    if (s_.group != 1 || (pointwise && (xv_->channel_block == 0 || product(s_.y) > product(s_.x))) ||
         std::string(pd_.impl_info_str()).find("gemm") == std::string::npos)
       return;
     const dnnl::memory::desc given = dst_md_;
