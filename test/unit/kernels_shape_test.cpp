@@ -909,6 +909,17 @@ std::pair<Dims, Floats> transposed(const Floats& x, const Dims& dims, const I64&
   return {out_dims, want};
 }
 
+// Runs Transpose by `perm` on x of `dims` and requires transposed()'s values.
+void check_transpose(const Floats& x, const Dims& dims, const I64& perm) {
+  const auto [out_dims, want] = transposed(x, dims, perm);
+  KernelCase c("Transpose", 13);
+  c.input<float>("x", F32, dims, x);
+  c.attr("perm", perm);
+  c.output("y", F32, out_dims);
+  REQUIRE(c.run());
+  CHECK(c.result_as<float>(0) == want);
+}
+
 int64_t count_of(const Dims& d) { return std::accumulate(d.begin(), d.end(), int64_t{1}, std::multiplies<>()); }
 
 }  // namespace
@@ -960,13 +971,7 @@ TEST_CASE("Slice, Transpose and Where match naive index math on random shapes", 
       I64 perm(static_cast<size_t>(rank));
       std::iota(perm.begin(), perm.end(), 0);
       std::shuffle(perm.begin(), perm.end(), gen);
-      const auto [out_dims, want] = transposed(x, dims, perm);
-      KernelCase c("Transpose", 13);
-      c.input<float>("x", F32, dims, x);
-      c.attr("perm", perm);
-      c.output("y", F32, out_dims);
-      REQUIRE(c.run());
-      CHECK(c.result_as<float>(0) == want);
+      check_transpose(x, dims, perm);
     }
     {  // Where over three shapes broadcast from one random output shape
       auto squash = [&](Dims d) {  // drop leading dims and set some to 1
@@ -1018,15 +1023,7 @@ TEST_CASE("Transposes and Slices large enough to split across the run's threads 
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), gen);
     if (std::is_sorted(perm.begin(), perm.end())) std::reverse(perm.begin(), perm.end());
-    const auto [out_dims, want] = transposed(x, dims, perm);
-    {
-      KernelCase c("Transpose", 13);
-      c.input<float>("x", F32, dims, x);
-      c.attr("perm", perm);
-      c.output("y", F32, out_dims);
-      REQUIRE(c.run());
-      CHECK(c.result_as<float>(0) == want);
-    }
+    check_transpose(x, dims, perm);
     {  // every other element of the last axis, from the second: a strided source
       const int64_t last = dims.back();
       const I64 idx = slice_indices(last, 1, last, 2);
