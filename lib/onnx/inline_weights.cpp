@@ -8,7 +8,13 @@ namespace {
 
 // Field numbers of onnx.proto3 that the rewrite walks through or writes.
 constexpr uint32_t kModelGraph = 7;         // ModelProto.graph
+constexpr uint32_t kGraphNode = 1;          // GraphProto.node
 constexpr uint32_t kGraphInitializer = 5;   // GraphProto.initializer
+constexpr uint32_t kNodeAttribute = 5;      // NodeProto.attribute
+constexpr uint32_t kAttributeTensor = 5;    // AttributeProto.t (a Constant's value)
+constexpr uint32_t kAttributeGraph = 6;     // AttributeProto.g (If's, Loop's, Scan's bodies)
+constexpr uint32_t kAttributeTensors = 10;  // AttributeProto.tensors
+constexpr uint32_t kAttributeGraphs = 11;   // AttributeProto.graphs
 constexpr uint32_t kTensorRawData = 9;      // TensorProto.raw_data
 constexpr uint32_t kTensorExternal = 13;    // TensorProto.external_data (StringStringEntryProto)
 constexpr uint32_t kTensorLocation = 14;    // TensorProto.data_location
@@ -68,10 +74,29 @@ class Wire {
   uint64_t pos_ = 0;
 };
 
-enum class Kind { Model, Graph, Tensor };
+enum class Kind { Model, Graph, Node, Attribute, Tensor, Other };
+
+// The kind of message field `field` of a `kind` holds, where the rewrite walks into it; Other
+// where it copies the field's bytes as they are.
+Kind inner(Kind kind, uint32_t field) {
+  switch (kind) {
+    case Kind::Model: return field == kModelGraph ? Kind::Graph : Kind::Other;
+    case Kind::Graph: return field == kGraphInitializer ? Kind::Tensor : field == kGraphNode ? Kind::Node : Kind::Other;
+    case Kind::Node: return field == kNodeAttribute ? Kind::Attribute : Kind::Other;
+    case Kind::Attribute:
+      if (field == kAttributeTensor || field == kAttributeTensors) return Kind::Tensor;
+      return field == kAttributeGraph || field == kAttributeGraphs ? Kind::Graph : Kind::Other;
+    default: return Kind::Other;
+  }
+}
+
+// Graphs nest in attributes: deeper than this, the file is left to protobuf's parse (whose own
+// recursion limit then refuses it) rather than this rewrite's stack.
+constexpr int kMaxDepth = 256;
 
 // The message from the current position to `end`, rewritten.
-std::string message(Wire& w, uint64_t end, Kind kind, const std::string& file_name) {
+std::string message(Wire& w, uint64_t end, Kind kind, const std::string& file_name, int depth = 0) {
+  if (depth > kMaxDepth) throw Malformed{};
   std::string out;
   std::optional<std::pair<uint64_t, uint64_t>> raw;  // offset, length in the file
   while (w.pos() < end) {
@@ -82,8 +107,8 @@ std::string message(Wire& w, uint64_t end, Kind kind, const std::string& file_na
       const uint64_t n = w.varint(end);
       if (n > end - w.pos()) throw Malformed{};
       const uint64_t stop = w.pos() + n;
-      if ((kind == Kind::Model && field == kModelGraph) || (kind == Kind::Graph && field == kGraphInitializer)) {
-        put_bytes_field(out, field, message(w, stop, kind == Kind::Model ? Kind::Graph : Kind::Tensor, file_name));
+      if (const Kind in = inner(kind, field); in != Kind::Other) {
+        put_bytes_field(out, field, message(w, stop, in, file_name, depth + 1));
       } else if (kind == Kind::Tensor && field == kTensorRawData && n >= kOutOfLineBytes && !raw) {
         raw.emplace(w.pos(), n);
         w.skip(n, end);

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "memplan/error.h"
 #include "onnx/importer.h"
 #include "onnx/inline_weights.h"
@@ -107,4 +110,83 @@ TEST_CASE("wire data that is not protobuf is left to protobuf's own parse", "[im
     std::istringstream in(bytes);
     CHECK_FALSE(memplan::out_of_line_weights(in, bytes.size(), "m.onnx"));
   }
+}
+
+namespace {
+
+// x [1, 300] -> MatMul(Constant w [300, 300]) -> If(c): then MatMul(Constant [300, 300]), else
+// Identity: the weights as Paddle2ONNX and tf2onnx write them, in Constant nodes, one of them in a
+// subgraph.
+std::string constants_model() {
+  std::vector<float> w(300 * 300), v(300 * 300);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 613) * 0.002f - 0.6f;
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 419) * 0.003f - 0.5f;
+  mt::ModelBuilder mb;
+  auto& g = mb.graph();
+  mt::add_input(g, "x", mt::elem::kFloat, {1, 300});
+  mt::add_input(g, "c", mt::elem::kBool, {});
+  mt::add_constant(g, mt::tensor_f32("w", {300, 300}, w));
+  mt::add_node(g, "MatMul", {"x", "w"}, {"h"}, "fc");
+  onnx::GraphProto then_branch = mt::branch_graph("then");
+  mt::add_constant(then_branch, mt::tensor_f32("v", {300, 300}, v));
+  mt::add_node_to_output(then_branch, "MatMul", {"h", "v"}, mt::value_info("t", mt::elem::kFloat, {1, 300}), "fc2");
+  const onnx::GraphProto else_branch =
+      mt::one_node_branch("else", "Identity", {"h"}, mt::value_info("e", mt::elem::kFloat, {1, 300}), "same");
+  mt::add_if(g, "c", {"y"}, then_branch, else_branch);
+  mt::add_output(g, "y", mt::elem::kFloat, {1, 300});
+  return mb.bytes();
+}
+
+// The bytes of the constant named `name` in g or its subgraphs (empty when none).
+std::string constant_bytes(memplan::Graph& g, const std::string& name) {
+  std::string out;
+  memplan::for_each_graph(g, [&](memplan::Graph& sub) {
+    for (const auto& v : sub.values)
+      if (v->name == name && v->constant)
+        out.assign(reinterpret_cast<const char*>(v->constant->bytes.data()), v->constant->bytes.size());
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Constant nodes' large values, in the main graph and in subgraphs, are read out of line too", "[import]") {
+  mt::TempDir dir("inline_weights_constants");
+  const std::string bytes = constants_model();
+  std::istringstream in(bytes);
+  const std::optional<std::string> lean = memplan::out_of_line_weights(in, bytes.size(), "m.onnx");
+  REQUIRE(lean);
+  CHECK(lean->size() < bytes.size() - 2 * 300 * 300 * 4 + 400);  // both values' 360,000 bytes are gone
+  memplan::Model from_file = memplan::import_model(write(dir, "m.onnx", bytes));
+  memplan::Model from_bytes = memplan::import_model_bytes(bytes, "m.onnx");
+  for (const char* name : {"w", "v"}) {
+    INFO(name);
+    const std::string got = constant_bytes(*from_file.main, name);
+    CHECK(got.size() == 300 * 300 * 4);
+    CHECK(got == constant_bytes(*from_bytes.main, name));
+  }
+}
+
+TEST_CASE("graphs nested past the rewrite's depth are left to protobuf's parse", "[import]") {
+  auto field = [](uint32_t number, const std::string& payload) {
+    std::string f(1, static_cast<char>((number << 3) | 2));
+    for (uint64_t n = payload.size();; n >>= 7) {
+      f.push_back(static_cast<char>(n >= 0x80 ? (n & 0x7f) | 0x80 : n));
+      if (n < 0x80) break;
+    }
+    return f + payload;
+  };
+  // ModelProto.graph { node { attribute { g { node { ... } } } } }, 300 graphs deep: well-formed
+  // wire data, and 900 messages of the rewrite's recursion.
+  std::string graph;
+  for (int i = 0; i < 300; ++i) graph = field(1, field(5, field(6, graph)));
+  const std::string bytes = field(7, graph);
+  std::istringstream in(bytes);
+  CHECK_FALSE(memplan::out_of_line_weights(in, bytes.size(), "deep.onnx"));
+  // Well-formed: protobuf parses it under the importer's recursion limit (its default is 100).
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  coded.SetRecursionLimit(3 * 1200);
+  onnx::ModelProto mp;
+  CHECK(mp.ParseFromCodedStream(&coded));
 }
