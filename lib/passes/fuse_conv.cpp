@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -86,6 +87,70 @@ void fold_scale_shift(Graph& g, Node& bn, std::unordered_set<const Node*>& dead)
   }
 }
 
+// The output channel each weight of a Conv or ConvTranspose feeds, and how many there are: a
+// Conv's weights are [M, C/group, k...], a ConvTranspose's [C, M/group, k...].
+struct OutputChannels {
+  int64_t count = 0;
+  int64_t of(size_t weight) const {
+    const auto e = static_cast<int64_t>(weight);
+    if (!transposed) return e / per_channel;
+    const int64_t c = e / (mg * taps), mo = e / taps % mg;
+    return c / cg * mg + mo;
+  }
+  bool transposed = false;
+  int64_t per_channel = 1, mg = 1, cg = 1, taps = 1;
+};
+std::optional<OutputChannels> output_channels(const Node& conv) {
+  const Value* w = conv.inputs.size() > 1 ? conv.inputs[1] : nullptr;
+  if (!is_const_f32(w) || w->constant->dims.size() < 2) return std::nullopt;
+  const std::vector<int64_t>& d = w->constant->dims;
+  const int64_t elements = static_cast<int64_t>(w->constant->element_count());
+  OutputChannels oc;
+  if (conv.op_type == "Conv") {
+    oc.count = d[0];
+    if (oc.count < 1) return std::nullopt;
+    oc.per_channel = elements / oc.count;
+    return oc;
+  }
+  const int64_t group = conv.attr_int("group", 1);
+  if (group < 1 || d[0] < 1 || d[1] < 1 || d[0] % group != 0) return std::nullopt;
+  oc.transposed = true;
+  oc.mg = d[1];
+  oc.cg = d[0] / group;
+  oc.taps = elements / (d[0] * d[1]);
+  oc.count = oc.mg * group;
+  return oc;
+}
+
+// Conv -> Add of a per-channel constant  ==>  the Conv with it in its bias (Paddle2ONNX writes a
+// ConvTranspose's bias so).
+bool fold_bias_add(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
+  Node* add = sole_consumer(conv.outputs[0]);
+  const std::optional<OutputChannels> oc = output_channels(conv);
+  if (!oc || !add || add->op_type != "Add" || !add->domain.empty() || add->inputs.size() != 2 || !add->outputs[0] ||
+      conv.inputs.size() > 3 || has_fused_activation(conv) || !conv.outputs[0]->type.has_rank)
+    return false;
+  const TensorType& y = conv.outputs[0]->type;
+  const TensorType& sum = add->outputs[0]->type;
+  if (!y.is_static() || !sum.is_static() || sum.static_dims() != y.static_dims()) return false;
+  const std::vector<float> v = per_channel(other_input(*add, conv.outputs[0]), oc->count, y.dims.size());
+  const Value* b = conv.inputs.size() > 2 ? conv.inputs[2] : nullptr;
+  if (v.empty() || (b && !is_const_f32(b))) return false;
+  std::vector<float> bias = b ? floats_of(*b->constant) : std::vector<float>(v.size(), 0.f);
+  if (bias.size() != v.size()) return false;
+  for (size_t c = 0; c < v.size(); ++c) bias[c] += v[c];
+  Value* new_b = g.add_fresh_value(conv.name + "_add_folded_B");
+  new_b->constant = f32_tensor({oc->count}, bias);
+  new_b->type.dtype = DType::Float32;
+  new_b->type.has_rank = true;
+  new_b->type.dims = {Dim{oc->count, {}}};
+  conv.inputs.resize(3);
+  conv.inputs[2] = new_b;
+  g.absorb_output(conv, *add);
+  dead.insert(add);
+  return true;
+}
+
 // Conv(X, W, B) -> BatchNormalization  ==>  Conv(X, W * s, (B - mean) * s + beta), s = scale / sqrt(var + eps).
 bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead) {
   Node* bn = sole_consumer(conv.outputs[0]);
@@ -97,8 +162,9 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
     if (!is_const_f32(bn->inputs[k])) return false;
   const Value* w = conv.inputs[1];
   const Value* b = conv.inputs.size() > 2 ? conv.inputs[2] : nullptr;
-  if (!is_const_f32(w) || (b && !is_const_f32(b)) || w->constant->dims.empty()) return false;
-  const int64_t channels = w->constant->dims[0];
+  const std::optional<OutputChannels> oc = output_channels(conv);
+  if (!oc || (b && !is_const_f32(b))) return false;
+  const int64_t channels = oc->count;
   const std::vector<float> scale = floats_of(*bn->inputs[1]->constant), beta = floats_of(*bn->inputs[2]->constant),
                            mean = floats_of(*bn->inputs[3]->constant), var = floats_of(*bn->inputs[4]->constant);
   for (const auto* p : {&scale, &beta, &mean, &var})
@@ -112,12 +178,12 @@ bool fold_batch_norm(Graph& g, Node& conv, std::unordered_set<const Node*>& dead
   if (!w->is_graph_output && w->consumers.size() == 1 && w->consumers[0] == &conv && w->constant.use_count() == 1)
     conv.inputs[1]->release_constant_bytes();
   std::vector<float> bias = b ? floats_of(*b->constant) : std::vector<float>(static_cast<size_t>(channels), 0.f);
-  const size_t per_channel = weights.size() / static_cast<size_t>(channels);
+  std::vector<float> s(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {
-    const float s = scale[c] / std::sqrt(var[c] + eps);
-    for (size_t i = 0; i < per_channel; ++i) weights[static_cast<size_t>(c) * per_channel + i] *= s;
-    bias[c] = (bias[c] - mean[c]) * s + beta[c];
+    s[c] = scale[c] / std::sqrt(var[c] + eps);
+    bias[c] = (bias[c] - mean[c]) * s[c] + beta[c];
   }
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] *= s[static_cast<size_t>(oc->of(i))];
   Value* new_w = g.add_fresh_value(conv.name + "_bn_folded_W");
   new_w->constant = f32_tensor(w->constant->dims, weights);
   new_w->type = w->type;
@@ -379,9 +445,19 @@ int fuse_conv(Model& model) {
       if (matmul_rows(*n) > kWeightsInPlaceRows) fuse_eltwise_chain(g, *n, dead, true);
     }
     for (auto& n : g.nodes) {
+      if (dead.count(n.get()) || n->op_type != "ConvTranspose" || !n->domain.empty() || n->outputs.empty() ||
+          !n->outputs[0] || n->outputs[0]->type.dtype != DType::Float32)
+        continue;
+      fold_bias_add(g, *n, dead);
+      fold_batch_norm(g, *n, dead);
+      fuse_activation(g, *n, dead);
+      fuse_eltwise_chain(g, *n, dead);
+    }
+    for (auto& n : g.nodes) {
       if (dead.count(n.get()) || n->op_type != "Conv" || !n->domain.empty() || n->outputs.empty() || !n->outputs[0])
         continue;
       if (n->outputs[0]->type.dtype != DType::Float32) continue;
+      fold_bias_add(g, *n, dead);
       fold_batch_norm(g, *n, dead);
       fuse_add(g, *n, dead, position);
       if (!fuse_swish(g, *n, dead)) fuse_activation(g, *n, dead);

@@ -103,6 +103,49 @@ TEST_CASE("Conv + BatchNormalization + Relu/Clip become one Conv with the same a
   }
 }
 
+TEST_CASE("an Add of a per-channel constant after a Conv becomes its bias, but not after its activation",
+          "[passes][fusion]") {
+  ConvBnAct m;  // its x and w; `b` as the Add's constant
+  for (const bool after_relu : {false, true}) {
+    INFO((after_relu ? "Conv -> Relu -> Add" : "Conv -> Add -> Relu"));
+    ModelBuilder mb;
+    auto& g = mb.graph();
+    add_input(g, "x", elem::kFloat, {1, m.C, m.H, m.H});
+    add_initializer(g, tensor_f32("w", {m.O, m.C, m.K, m.K}, m.w));
+    add_initializer(g, tensor_f32("shift", {1, m.O, 1, 1}, m.b));  // Paddle2ONNX's bias, written apart
+    attr_ints(add_node(g, "Conv", {"x", "w"}, {"c"}, "conv"), "pads", {1, 1, 1, 1});
+    add_node(g, after_relu ? "Relu" : "Add", after_relu ? std::vector<std::string>{"c"} : std::vector<std::string>{"c", "shift"},
+             {"t"}, "first");
+    add_node(g, after_relu ? "Add" : "Relu", after_relu ? std::vector<std::string>{"t", "shift"} : std::vector<std::string>{"t"},
+             {"y"}, "second");
+    add_output(g, "y", elem::kFloat, {1, m.O, m.H, m.H});
+    const std::string path = (std::filesystem::temp_directory_path() / "fuse_bias_add.onnx").string();
+    std::ofstream(path, std::ios::binary) << mb.bytes();
+    Model ir = prepare_model(path, {});
+    CHECK(ir.main->nodes.size() == (after_relu ? 2u : 1u));
+
+    auto model = CompiledModel::compile(path, {});
+    Session s(model);
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    for (int o = 0; o < m.O; ++o)
+      for (int i = 0; i < m.H; ++i)
+        for (int j = 0; j < m.H; ++j) {
+          float conv = 0;
+          for (int c = 0; c < m.C; ++c)
+            for (int ki = 0; ki < m.K; ++ki)
+              for (int kj = 0; kj < m.K; ++kj) {
+                const int r = i + ki - 1, q = j + kj - 1;
+                if (r >= 0 && q >= 0 && r < m.H && q < m.H)
+                  conv += m.x[(c * m.H + r) * m.H + q] * m.w[((o * m.C + c) * m.K + ki) * m.K + kj];
+              }
+          const float want = after_relu ? std::max(conv, 0.f) + m.b[o] : std::max(conv + m.b[o], 0.f);
+          REQUIRE(std::abs(y[(o * m.H + i) * m.H + j] - want) <= 1e-4f + 1e-3f * std::abs(want));
+        }
+  }
+}
+
 TEST_CASE("a folded constant takes a fresh name where the model already uses the one it would take", "[passes][fusion]") {
   // The folded weights would be "conv_bn_folded_W", the name the model gives the BatchNormalization's output.
   ConvBnAct m;

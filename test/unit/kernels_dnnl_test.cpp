@@ -31,36 +31,6 @@ const RequireClose require_close{scaled(1e-4f)};
 
 // ---- Naive references --------------------------------------------------------------------------
 
-// x [N, C, H, W], w [C, M/g, KH, KW] (ONNX ConvTranspose layout); scatter form.
-Floats naive_conv_transpose2d(const Floats& x, const Dims& xd, const Floats& w, const Dims& wd, const Floats& b,
-                              const Conv2d& p, int64_t oh, int64_t ow) {
-  const int64_t n = xd[0], c = xd[1], h = xd[2], wi = xd[3], mg = wd[1], kh = wd[2], kw = wd[3];
-  const int64_t cg = c / p.group, m = mg * p.group;
-  Floats y(static_cast<size_t>(n * m * oh * ow), 0.f);
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t om = 0; om < m; ++om)
-      for (int64_t i = 0; i < oh * ow; ++i)
-        y[static_cast<size_t>((in * m + om) * oh * ow + i)] = b.empty() ? 0.f : b[static_cast<size_t>(om)];
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t ic = 0; ic < c; ++ic) {
-      const int64_t g = ic / cg;
-      for (int64_t iy = 0; iy < h; ++iy)
-        for (int64_t ix = 0; ix < wi; ++ix)
-          for (int64_t o = 0; o < mg; ++o)
-            for (int64_t ky = 0; ky < kh; ++ky)
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                const int64_t y0 = iy * p.strides[0] - p.pads[0] + ky * p.dilations[0];
-                const int64_t x0 = ix * p.strides[1] - p.pads[1] + kx * p.dilations[1];
-                if (y0 < 0 || y0 >= oh || x0 < 0 || x0 >= ow) continue;
-                const int64_t om = g * mg + o;
-                y[static_cast<size_t>(((in * m + om) * oh + y0) * ow + x0)] +=
-                    x[static_cast<size_t>(((in * c + ic) * h + iy) * wi + ix)] *
-                    w[static_cast<size_t>(((ic * mg + o) * kh + ky) * kw + kx)];
-              }
-    }
-  return y;
-}
-
 // Batched matmul with numpy broadcasting of the (already padded to equal rank) batch dims.
 Floats naive_matmul(const Floats& a, const Dims& ad, const Floats& b, const Dims& bd, Dims& out_dims) {
   const size_t r = ad.size();

@@ -27,7 +27,8 @@ TEST_CASE("weights: oneDNN's reordered copies replace the model's, run-time read
   auto& g = mb.graph();
   add_input(g, "x", elem::kFloat, {1, 1, 2, 2});
   add_initializer(g, tensor_f32("w", {2, 1, 1, 1}, {2.f, -3.f}));
-  add_initializer(g, tensor_f32("bias", {2, 1, 1}, {20.f, 30.f}));  // per channel: not a Conv post-op
+  // Varies along the width too: no Conv bias or post-op takes it.
+  add_initializer(g, tensor_f32("bias", {2, 1, 2}, {20.f, 21.f, 30.f, 31.f}));
   add_node(g, "Conv", {"x", "w"}, {"c"}, "conv");
   add_node(g, "Add", {"c", "bias"}, {"y"}, "add");  // the binary kernel reads its operands each run
   add_output(g, "y", elem::kFloat, {1, 2, 2, 2});
@@ -40,7 +41,7 @@ TEST_CASE("weights: oneDNN's reordered copies replace the model's, run-time read
   REQUIRE(w);
   REQUIRE(bias);
   CHECK(w->constant->bytes.empty());       // the Conv holds its own reordered copy
-  CHECK(bias->constant->bytes.size() == 8);  // read each run
+  CHECK(bias->constant->bytes.size() == 16);  // read each run
 
   Session s(model);
   const std::vector<float> x = {1.f, 2.f, 3.f, 4.f};
@@ -48,7 +49,7 @@ TEST_CASE("weights: oneDNN's reordered copies replace the model's, run-time read
   s.run();
   const float* y = static_cast<const float*>(s.output("y").data);
   for (int i = 0; i < 4; ++i) {
-    CHECK(y[i] == Approx(2.f * x[i] + 20.f));
-    CHECK(y[4 + i] == Approx(-3.f * x[i] + 30.f));
+    CHECK(y[i] == Approx(2.f * x[i] + 20.f + static_cast<float>(i % 2)));
+    CHECK(y[4 + i] == Approx(-3.f * x[i] + 30.f + static_cast<float>(i % 2)));
   }
 }

@@ -15,6 +15,7 @@
 #include "runtime/kernels/dnnl/factories.h"
 #include "runtime/kernels/dnnl/grouped_pointwise_conv.h"
 #include "runtime/kernels/dnnl/row_bands.h"
+#include "runtime/kernels/dnnl/tiled_deconv.h"
 #include "runtime/kernels/dnnl/winograd.h"
 #include "runtime/kernels/linalg/weights_gemv.h"
 
@@ -936,6 +937,9 @@ std::unique_ptr<Kernel> make_deconvolution(const Node& node, const KernelEnv& en
   dnnl::memory::desc src_md = plain_md(s.x), dst_md = plain_md(s.y);
   dnnl::memory::desc w_md = wv->is_constant() ? any_md(user_w_md.dims()) : user_w_md;
   dnnl::primitive_attr attr = user_scratchpad_attr();
+  dnnl::post_ops po;
+  append_activation(po, node, at);
+  attr.set_post_ops(po);
   const Value* b = input_at(node, 2);
   auto pd = make_pd(at, [&] {
     using fwd = dnnl::deconvolution_forward;
@@ -958,6 +962,31 @@ std::unique_ptr<Kernel> make_deconvolution(const Node& node, const KernelEnv& en
   bind_bias(*k, node, pd);
   k->bind_output(DNNL_ARG_DST, 0, dst_md);
   return k;
+}
+
+// The upsampling kind (kernel = stride, nothing padded or dilated, 1-D or 2-D) as memplan's own
+// loop (tiled_deconv.h), else nullopt.
+std::optional<TiledDeconv> as_tiled(const Node& node, const ConvShapes& s, const Window& w, const Dims& pad_r,
+                                    int64_t m) {
+  if (s.spatial < 1 || s.spatial > 2) return std::nullopt;
+  for (size_t i = 0; i < s.spatial; ++i)
+    if (w.strides[i] != w.kernel[i] || w.kernel[i] > kTiledDeconvMaxKernel || w.dilations[i] != 1 ||
+        w.pads_begin[i] != 0 || w.pads_end[i] != 0 || pad_r[i] != 0)
+      return std::nullopt;
+  const std::optional<std::vector<EltwiseStep>> steps = fused_steps(node);
+  if (!steps) return std::nullopt;  // make_deconvolution names what is wrong with it
+  TiledDeconv t;
+  t.n = s.x[0];
+  t.c = s.x[1];
+  t.m = m;
+  t.group = s.group;
+  t.h = s.spatial == 2 ? s.x[2] : 1;
+  t.w = s.x.back();
+  t.kh = s.spatial == 2 ? w.kernel[0] : 1;
+  t.kw = w.kernel.back();
+  t.bias = input_at(node, 2) != nullptr;
+  t.steps = *steps;
+  return t;
 }
 
 }  // namespace
@@ -984,6 +1013,7 @@ std::unique_ptr<Kernel> make_conv_transpose(const Node& node, const KernelEnv& e
   // go negative: those outputs then get only the bias).
   Dims pad_r(s.spatial);
   for (size_t i = 0; i < s.spatial; ++i) pad_r[i] = w.pads_end[i] - out_pad[i];
+  if (std::optional<TiledDeconv> tiled = as_tiled(node, s, w, pad_r, m)) return make_tiled_deconv(*tiled, at);
   return make_deconvolution(node, env, at, s, w, pad_r, m, transpose_weights_md(s, w, m, c));
 }
 
