@@ -61,6 +61,15 @@ struct ConvBnAct {
     std::ofstream(path, std::ios::binary) << m.bytes();
     return path;
   }
+  // The model at `path` (input x [1, C, H, H], output y [1, O, H, H]) run on x.
+  std::vector<float> run(const std::string& path) const {
+    auto model = CompiledModel::compile(path, {});
+    Session s(model);
+    s.set_input("x", kFloat32, std::vector<int64_t>{1, C, H, H}, x.data(), x.size() * 4);
+    s.run();
+    const float* y = static_cast<const float*>(s.output("y").data);
+    return {y, y + O * H * H};
+  }
   float expected(int o, int i, int j, const std::string& act) const {
     float s = b[o];
     for (int c = 0; c < C; ++c)
@@ -74,6 +83,8 @@ struct ConvBnAct {
     return act == "Relu" ? std::max(s, 0.f) : std::clamp(s, -0.5f, 0.5f);
   }
 };
+
+bool close(float got, float want) { return std::abs(got - want) <= 1e-4f + 1e-3f * std::abs(want); }
 
 }  // namespace
 
@@ -89,17 +100,10 @@ TEST_CASE("Conv + BatchNormalization + Relu/Clip become one Conv with the same a
     CHECK(conv.attr_int("memplan_fused_activation", 0) == (act == "Relu" ? 1 : 2));
     CHECK(ir.main->find_local("w") == nullptr);  // the replaced weights are dropped
 
-    auto model = CompiledModel::compile(path, {});
-    Session s(model);
-    s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
-    s.run();
-    const float* y = static_cast<const float*>(s.output("y").data);
+    const std::vector<float> y = m.run(path);
     for (int o = 0; o < m.O; ++o)
       for (int i = 0; i < m.H; ++i)
-        for (int j = 0; j < m.H; ++j) {
-          const float want = m.expected(o, i, j, act);
-          REQUIRE(std::abs(y[(o * m.H + i) * m.H + j] - want) <= 1e-4f + 1e-3f * std::abs(want));
-        }
+        for (int j = 0; j < m.H; ++j) REQUIRE(close(y[(o * m.H + i) * m.H + j], m.expected(o, i, j, act)));
   }
 }
 
@@ -124,11 +128,7 @@ TEST_CASE("an Add of a per-channel constant after a Conv becomes its bias, but n
     Model ir = prepare_model(path, {});
     CHECK(ir.main->nodes.size() == (after_relu ? 2u : 1u));
 
-    auto model = CompiledModel::compile(path, {});
-    Session s(model);
-    s.set_input("x", kFloat32, std::vector<int64_t>{1, m.C, m.H, m.H}, m.x.data(), m.x.size() * 4);
-    s.run();
-    const float* y = static_cast<const float*>(s.output("y").data);
+    const std::vector<float> y = m.run(path);
     for (int o = 0; o < m.O; ++o)
       for (int i = 0; i < m.H; ++i)
         for (int j = 0; j < m.H; ++j) {
@@ -141,7 +141,7 @@ TEST_CASE("an Add of a per-channel constant after a Conv becomes its bias, but n
                   conv += m.x[(c * m.H + r) * m.H + q] * m.w[((o * m.C + c) * m.K + ki) * m.K + kj];
               }
           const float want = after_relu ? std::max(conv, 0.f) + m.b[o] : std::max(conv + m.b[o], 0.f);
-          REQUIRE(std::abs(y[(o * m.H + i) * m.H + j] - want) <= 1e-4f + 1e-3f * std::abs(want));
+          REQUIRE(close(y[(o * m.H + i) * m.H + j], want));
         }
   }
 }

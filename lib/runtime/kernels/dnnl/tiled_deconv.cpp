@@ -11,19 +11,11 @@
 namespace memplan::rt::dnnl_kernels {
 namespace {
 
-// Eight floats (GCC's and clang's vector extensions, as linalg/weights_gemv.cpp: AVX2's width in
-// every clone), loaded and stored at any float's address by memcpy.
-using v8 = float __attribute__((vector_size(32)));
+// v8 (simd_clones.h): everything here is inlined into the clones.
 #if defined(__GNUC__)  // GCC and clang
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
-MEMPLAN_INLINE v8 load8(const float* p) {
-  v8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-MEMPLAN_INLINE void store8(float* p, v8 v) { __builtin_memcpy(p, &v, sizeof v); }
 
 // 8 x NT input columns of one tile row for MB output channels: MB x NT x KW sums held in registers
 // while the group's input channels stream past (each column vector loaded once for all of them),

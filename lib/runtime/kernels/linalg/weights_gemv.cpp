@@ -12,28 +12,13 @@
 namespace memplan::rt::linalg {
 namespace {
 
-// Eight floats (GCC's and clang's vector extensions: registers of the clone's ISA, AVX2's width
-// in every clone), loaded from and stored to any float's address by memcpy, which both compilers
-// make one unaligned move (a typedef of lower alignment: clang keeps the vector's 32 bytes, and
-// UBSan flags the load; a packed struct: GCC assembles it from halves). Everything here is
-// inlined into the clones, so the compilers' warning that passing vectors changes the calling
-// convention does not apply (it is off down to WeightsGemvKernel).
-using v8 = float __attribute__((vector_size(32)));
+// v8 (simd_clones.h): everything here is inlined into the clones; -Wpsabi is off down to
+// WeightsGemvKernel.
 #if defined(__GNUC__)  // GCC and clang
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
-MEMPLAN_INLINE v8 load8(const float* p) {
-  v8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-MEMPLAN_INLINE void add8(float* p, v8 x) {
-  v8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  v += x;
-  __builtin_memcpy(p, &v, sizeof v);
-}
+MEMPLAN_INLINE void add8(float* p, v8 x) { store8(p, load8(p) + x); }
 
 // Over [K, N] rows of B: y's columns [lo, hi) for M rows of A, B's rows eight at a time, each a
 // contiguous stream, each y vector loaded and stored once per eight rows of B. (A sum kept in y for
