@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "runtime/kernel.h"
@@ -58,6 +59,23 @@ bool next_index(Index& idx, const Dims& dims, int rank, Moved&& moved) {
 template <typename Index, typename Dims>
 bool next_index(Index& idx, const Dims& dims, int rank) {
   return next_index(idx, dims, rank, [](int, int64_t) {});
+}
+
+// A run of fewer than 32 bytes, by fixed-size moves inline.
+inline void copy_short(std::byte* dst, const std::byte* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(dst + i, src + i, 8);
+  if (n - i >= 4) std::memcpy(dst + i, src + i, 4), i += 4;
+  if (n - i >= 2) std::memcpy(dst + i, src + i, 2), i += 2;
+  if (n - i >= 1) dst[i] = src[i];
+}
+
+// memcpy for runs that may be a few bytes (a box's 2 or 4 coordinates, sliced or concatenated
+// 4420 times in a detector's decoding), where a call to libc's memcpy per run costs more than the
+// bytes.
+inline void copy_run(std::byte* dst, const std::byte* src, size_t n) {
+  if (n < 32) copy_short(dst, src, n);
+  else std::memcpy(dst, src, n);
 }
 
 }  // namespace memplan::rt

@@ -206,9 +206,18 @@ void copy_loop(std::byte* dst, const std::byte* src, const CopyPlan& p) {
   const int64_t inner = p.dims[r - 1], step = p.strides[r - 1], es = static_cast<int64_t>(ES);
   std::array<int64_t, kMaxLoopRank> coord{};
   int64_t off = p.base;
+  if (step == 1 && r >= 2 && inner * es < 32) {
+    // Short rows (a box's coordinates): the row dim as a plain loop, not an index step per row.
+    const int64_t rows = p.dims[r - 2], row_step = p.strides[r - 2];
+    const auto bytes = static_cast<size_t>(inner) * ES;
+    for (;;) {
+      for (int64_t i = 0; i < rows; ++i, dst += bytes) copy_short(dst, src + (off + i * row_step) * es, bytes);
+      if (!next_index(coord, p.dims, r - 2, [&](int d, int64_t by) { off += p.strides[d] * by; })) return;
+    }
+  }
   for (;;) {
     if (step == 1) {
-      std::memcpy(dst, src + off * es, static_cast<size_t>(inner) * ES);
+      copy_run(dst, src + off * es, static_cast<size_t>(inner) * ES);
       dst += static_cast<size_t>(inner) * ES;
     } else {
       for (int64_t j = 0; j < inner; ++j, dst += ES) std::memcpy(dst, src + (off + j * step) * es, ES);

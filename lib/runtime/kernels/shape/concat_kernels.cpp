@@ -57,7 +57,7 @@ class ConcatKernel final : public Kernel {
         for (const TensorView& in : args.inputs) {
           const uint64_t bytes = static_cast<uint64_t>(in.dims[axis]) * inner;  // (axis: the same extent)
           if (bytes == 0) continue;
-          if (dst != in.data + o * bytes) std::memcpy(dst, in.data + o * bytes, bytes);  // else written in place
+          if (dst != in.data + o * bytes) copy_run(dst, in.data + o * bytes, bytes);  // else written in place
           dst += bytes;
         }
     });
