@@ -9,6 +9,7 @@
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/common/eltwise_step.h"
 
 namespace memplan::rt::dnnl_kernels {
 
@@ -16,9 +17,6 @@ namespace memplan::rt::dnnl_kernels {
 // else nullopt (no steps, or Sigmoid or Swish, which oneDNN's post-ops compute better).
 std::optional<std::vector<EltwiseStep>> after_primitive(const Node& node);
 
-// One fused step over n floats in place, vectorized for the CPU at hand (every kind: memplan's
-// own convolution loops apply Sigmoid and Swish too). NaN stays NaN.
-void apply_step(const EltwiseStep& s, float* y, uint64_t n);
 
 // A convolution whose result is added to input 3 (a sum post-op) accumulates into dst, so dst
 // must hold the addend before the primitive runs: a staged dst is preloaded with it by

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "runtime/kernels/common/eltwise_step.h"
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/simd_clones.h"
-#include "runtime/kernels/dnnl/conv_kernel.h"
 
 namespace memplan::rt::dnnl_kernels {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "ir/fused_activation.h"
 #include "runtime/kernels/common/dnnl_common.h"
+#include "runtime/kernels/common/eltwise_step.h"
 #include "runtime/kernels/common/parallel_chunks.h"
-#include "runtime/kernels/dnnl/conv_kernel.h"
 #include "runtime/kernels/elementwise/binary_layout_loop.h"
 
 namespace memplan::rt::dnnl_kernels {

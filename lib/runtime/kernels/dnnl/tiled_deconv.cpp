@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "memplan/error.h"
+#include "runtime/kernels/common/eltwise_step.h"
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/shape_common.h"
 #include "runtime/kernels/common/simd_clones.h"
-#include "runtime/kernels/dnnl/conv_kernel.h"
 
 namespace memplan::rt::dnnl_kernels {
 namespace {

@@ -213,6 +213,9 @@ std::pair<Shape, Shape> broadcast_canonical(const Shape& out, const Shape& in) {
   return {o, i};
 }
 
+// Outputs up to this size take memplan's layout loop where it applies, not oneDNN's primitive.
+constexpr uint64_t kSmallBinaryBytes = 16 * 1024;
+
 class BinaryKernel final : public Kernel {
  public:
   BinaryKernel(const Node& n, const KernelEnv& env, BinSpec spec)
@@ -230,7 +233,10 @@ class BinaryKernel final : public Kernel {
     // mask, [1, 64, 3, 49, 49] + [1, 64, 1, 49, 49]: 45 ms on ref:any).
     const bool reference = std::any_of(steps_.begin(), steps_.end(),
                                        [](const Step& s) { return is_reference_implementation(s.prim.implementation()); });
-    if (dtype_ == DType::Float32 && all_fixed(n) && (steps_.empty() || reference)) {
+    // A small tensor (an LSTM cell's gates, [1, 512]) is a fraction of a microsecond's pass, where
+    // calling a oneDNN primitive costs about two (an RNN-T predictor's 150 gate Adds and Muls).
+    const bool small = all_fixed(n) && out_shape_.count() * sizeof(float) <= kSmallBinaryBytes;
+    if (dtype_ == DType::Float32 && all_fixed(n) && (steps_.empty() || reference || small)) {
       layout_loop_ = make_layout_loop();
       if (layout_loop_ || (reference && !block_)) steps_.clear();
     }

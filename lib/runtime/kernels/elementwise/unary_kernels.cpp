@@ -16,8 +16,10 @@
 #include <immintrin.h>
 #endif
 
+#include "ir/fused_activation.h"
 #include "ir/tensor.h"
 #include "runtime/kernels/common/element_types.h"
+#include "runtime/kernels/common/eltwise_step.h"
 #include "runtime/kernels/common/elementwise_common.h"
 #include "runtime/kernels/common/parallel_chunks.h"
 #include "runtime/kernels/common/simd_clones.h"
@@ -247,6 +249,10 @@ std::optional<std::tuple<dnnl::algorithm, float, float>> dnnl_alg(const UnaryOp&
   }
 }
 
+// Float tensors up to this size run an op that a fused step computes (Sigmoid, LeakyRelu,
+// HardSwish, HardSigmoid) as that step, not as a oneDNN primitive.
+constexpr uint64_t kSmallUnaryBytes = 16 * 1024;
+
 class UnaryKernel final : public Kernel {
  public:
   // lo_input / hi_input: Clip's bound inputs read at run time (0 when constant or absent).
@@ -255,11 +261,17 @@ class UnaryKernel final : public Kernel {
     const DType dtype = n.inputs[0]->type.dtype;
     dispatch(dtype, AllNumericTypes{}, [&](auto tag) { loop_ = &unary_loop<decltype(tag)>; });
     if (!loop_) fail_internal(where_ + ": unexpected dtype " + dtype_name(dtype));
-    const auto alg = dnnl_alg(op);
-    if (dtype != DType::Float32 || !alg || !env.dnnl || !fixed_shape(n.inputs[0]) || !fixed_shape(n.outputs[0]))
-      return;
+    if (dtype != DType::Float32 || !fixed_shape(n.inputs[0]) || !fixed_shape(n.outputs[0])) return;
     compiled_ = static_shape(n.inputs[0]);
     if (compiled_.count() == 0 || !(static_shape(n.outputs[0]) == compiled_)) return;
+    // A small tensor (an LSTM cell's gates, [1, 512]) is a fraction of a microsecond's pass, where
+    // calling a oneDNN primitive costs about two: the ops a fused step computes run as one.
+    if (compiled_.count() * sizeof(float) <= kSmallUnaryBytes) {
+      small_steps_ = eltwise_steps(n, n.inputs[0], false);
+      if (!small_steps_.empty()) return;
+    }
+    const auto alg = dnnl_alg(op);
+    if (!alg || !env.dnnl) return;
     try {
       const auto md = plain_md(compiled_, dnnl::memory::data_type::f32);
       const auto& [algorithm, alpha, beta] = *alg;
@@ -278,6 +290,11 @@ class UnaryKernel final : public Kernel {
     TensorView& y = args.outputs[0];
     const Shape s = Shape::of(x);
     set_output_shape(y, s, where_);
+    if (!small_steps_.empty() && s == compiled_) {
+      if (y.data != x.data) std::memcpy(y.data, x.data, x.byte_size());
+      for (const EltwiseStep& step : small_steps_) apply_step(step, y.as<float>(), s.count());
+      return;
+    }
     if (step_ && s == compiled_) {
       DnnlStep::State& st = step_state(args, 0, where_);
       step_->bind(st, src_, x.data);
@@ -295,12 +312,15 @@ class UnaryKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return step_ ? step_->scratchpad_bytes() : 0; }
-  std::string implementation() const override { return step_ ? step_->implementation() : "memplan"; }
+  std::string implementation() const override {
+    if (!small_steps_.empty()) return "memplan step loop";
+    return step_ ? step_->implementation() : "memplan";
+  }
 
-  // oneDNN's eltwise runs in place (src = dst), and so do the Relu and Clip loops; the other loops
-  // are not offered (some change the type).
+  // oneDNN's eltwise runs in place (src = dst), and so do the step loop and the Relu and Clip
+  // loops; the other loops are not offered (some change the type).
   bool may_overwrite_input(size_t input) const override {
-    return input == 0 && (step_.has_value() || op_.op == Un::Relu || op_.op == Un::Clip);
+    return input == 0 && (step_.has_value() || !small_steps_.empty() || op_.op == Un::Relu || op_.op == Un::Clip);
   }
   std::unique_ptr<KernelState> make_state() const override {
     return step_ ? make_step_states(&*step_, &*step_ + 1, [](const DnnlStep& s) -> const DnnlStep& { return s; })
@@ -326,6 +346,7 @@ class UnaryKernel final : public Kernel {
   Shape compiled_;
   std::optional<DnnlStep> step_;
   size_t src_ = 0, dst_ = 0;
+  std::vector<EltwiseStep> small_steps_;  // a small float tensor's op as fused steps (apply_step)
 };
 
 // Clip's bound from input k (opset >= 11), of the input's type and a scalar. A constant is copied

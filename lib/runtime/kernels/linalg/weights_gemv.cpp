@@ -4,10 +4,10 @@
 
 #include "ir/fused_activation.h"
 #include "memplan/error.h"
+#include "runtime/kernels/common/eltwise_step.h"
 #include "runtime/kernels/common/parallel_chunks.h"
-#include "runtime/kernels/common/simd_clones.h"
 #include "runtime/kernels/common/shape_common.h"
-#include "runtime/kernels/dnnl/conv_kernel.h"
+#include "runtime/kernels/common/simd_clones.h"
 
 namespace memplan::rt::linalg {
 namespace {
@@ -139,7 +139,7 @@ class WeightsGemvKernel final : public Kernel {
           y[r * n + j] = v;
         }
       for (const EltwiseStep& step : s_.steps)
-        for (int64_t r = 0; r < m; ++r) dnnl_kernels::apply_step(step, y + r * n + lo, static_cast<uint64_t>(hi - lo));
+        for (int64_t r = 0; r < m; ++r) apply_step(step, y + r * n + lo, static_cast<uint64_t>(hi - lo));
     });
   }
   std::string implementation() const override { return "memplan weights-in-place gemv"; }
