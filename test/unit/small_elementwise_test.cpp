@@ -76,3 +76,30 @@ TEST_CASE("small elementwise ops run memplan's loops with ONNX's numbers, NaN ke
     CHECK(implementation_of(*model, "mul").find("memplan") == std::string::npos);
   }
 }
+
+// The step's clip (and oneDNN's) would give the min below it: such a Clip keeps its own loop.
+TEST_CASE("a small Clip whose min is above its max gives its max everywhere, as ONNX defines it, NaN kept",
+          "[kernels][elementwise]") {
+  ModelBuilder mb;
+  auto& g = mb.graph();
+  add_input(g, "x", elem::kFloat, {1, 64});
+  add_initializer(g, tensor_f32("lo", {}, {2.f}));
+  add_initializer(g, tensor_f32("hi", {}, {1.f}));
+  add_node(g, "Clip", {"x", "lo", "hi"}, {"y"}, "clip");
+  add_output(g, "y", elem::kFloat, {1, 64});
+  const std::string path = (std::filesystem::temp_directory_path() / "memplan_small_clip.onnx").string();
+  std::ofstream(path, std::ios::binary) << mb.bytes();
+  const auto model = CompiledModel::compile(path, {});
+  CHECK(implementation_of(*model, "clip") == "memplan");
+  std::vector<float> x = random_floats(64, 93, -4.f, 4.f);
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  Session s(model);
+  s.set_input("x", kFloat32, std::vector<int64_t>{1, 64}, x.data(), x.size() * 4);
+  s.run();
+  const float* y = static_cast<const float*>(s.output("y").data);
+  for (size_t k = 0; k < x.size(); ++k) {
+    INFO("x = " << x[k]);
+    if (std::isnan(x[k])) CHECK(std::isnan(y[k]));
+    else CHECK(y[k] == 1.f);
+  }
+}
