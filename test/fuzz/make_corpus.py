@@ -169,6 +169,38 @@ def hostile_models():
         "list", [vi("n", TensorProto.INT64, []), vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, None)]))
     out["out_of_line_weight.onnx"] = whole
     out["out_of_line_weight_cut.onnx"] = whole[:len(whole) // 2]
+    # Weights as Constant nodes (Paddle2ONNX's, tf2onnx's), one of them in an If branch: read out
+    # of line too, through nodes, attributes and subgraphs.
+    cw = helper.make_tensor("cw", TensorProto.FLOAT, [128, 128],
+                            np.linspace(-1, 1, 128 * 128, dtype=np.float32).tobytes(), raw=True)
+    cv = helper.make_tensor("cv", TensorProto.FLOAT, [128, 128],
+                            np.linspace(1, -1, 128 * 128, dtype=np.float32).tobytes(), raw=True)
+    then_branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["cv"], name="weights_in_branch", value=cv),
+         helper.make_node("MatMul", ["h", "cv"], ["t"], name="fc2")],
+        "then", [], [vi("t", TensorProto.FLOAT, [1, 128])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["h"], ["e"], name="same")], "else", [], [vi("e", TensorProto.FLOAT, [1, 128])])
+    out["constant_weights_in_branch.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("Constant", [], ["cw"], name="weights", value=cw),
+         helper.make_node("MatMul", ["x", "cw"], ["h"], name="fc"),
+         helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_branch, else_branch=else_branch)],
+        "constants", [vi("x", TensorProto.FLOAT, [1, 128]), vi("c", TensorProto.BOOL, [])],
+        [vi("y", TensorProto.FLOAT, [1, 128])]))
+    # An upsampling ConvTranspose (kernel = stride: runtime/kernels/dnnl/tiled_deconv.h) with the
+    # bias Add, batch norm and Relu it takes in.
+    c = 4
+    up_inits = [helper.make_tensor("uw", TensorProto.FLOAT, [c, c, 2, 2], [0.1] * (c * c * 4)),
+                helper.make_tensor("shift", TensorProto.FLOAT, [1, c, 1, 1], [0.5] * c)]
+    up_inits += [helper.make_tensor(n, TensorProto.FLOAT, [c], [v] * c)
+                 for n, v in (("gamma", 1.0), ("beta", 0.0), ("mean", 0.0), ("var", 1.0))]
+    out["upsampling_conv_transpose.onnx"] = model_bytes(helper.make_graph(
+        [helper.make_node("ConvTranspose", ["x", "uw"], ["u"], name="up", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Add", ["u", "shift"], ["a"], name="bias"),
+         helper.make_node("BatchNormalization", ["a", "gamma", "beta", "mean", "var"], ["b"], name="bn"),
+         helper.make_node("Relu", ["b"], ["y"], name="relu")],
+        "upsampling", [vi("x", TensorProto.FLOAT, [1, c, 3, 5])], [vi("y", TensorProto.FLOAT, [1, c, 6, 10])],
+        up_inits))
     return out
 
 
