@@ -14,7 +14,8 @@
 # Usage: tools/benchmark.sh [--repeat N] [--filter REGEX] [--out FILE] [--build DIR] [--shared DIR] [--no-setup]
 #                          [--no-load] [--real | --transformers]
 #   --repeat N      timed inferences per model and thread count (default 20; 10 for the sections
-#                   at both instruction sets)
+#                   at both instruction sets, which time memplan and ONNX Runtime in turn, 3
+#                   rounds, each cell the median of the rounds)
 #   --filter REGEX  only models whose folder name matches; the page then goes to
 #                   BUILD/bench/BENCHMARKS.md unless --out is given
 #   --out FILE      where the markdown goes (default docs/BENCHMARKS.md)
@@ -34,6 +35,7 @@ build=$here/build
 shared=""
 repeat=20
 both_isa_repeat=10
+both_isa_rounds=3
 filter=""
 out=""
 setup=1
@@ -75,8 +77,8 @@ sections_at_both_isas() {
     [ "$isa" = native ] || { section="$section, oneDNN capped to $isa"; isa_env=("DNNL_MAX_CPU_ISA=$isa"); }
     env "${isa_env[@]}" /usr/bin/python3 "$here/tools/bench/bench.py" \
       --memplan "$build/tools/memplan" --node-modules "$build/bench/node_modules" --repeat "$both_isa_repeat" \
-      --filter "$filter" --out "$out" --work "$build/bench/${work}_$isa" --command "$command_line" --no-load \
-      --section "$section" "$@"
+      --rounds "$both_isa_rounds" --filter "$filter" --out "$out" --work "$build/bench/${work}_$isa" \
+      --command "$command_line" --no-load --section "$section" "$@"
   done
 }
 real_sets=("models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real"

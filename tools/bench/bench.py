@@ -9,6 +9,8 @@ ONNX Runtime at 1 and 2 threads on the same inputs, peak RSS of both, and the ou
 each other and with the expected ones. A model that a runtime cannot run stays in the table with the
 reason. Options:
   --repeat N            timed inferences per model and thread count (default 10)
+  --rounds R            rounds of memplan then ONNX Runtime, in turn, per thread count; a cell is
+                        the median of the rounds' medians (default 1)
   --compile-repeat K    memplan compile runs, the fastest is kept (default 3)
   --filter REGEX        only models whose name matches
   --out FILE            the markdown (default docs/BENCHMARKS.md)
@@ -28,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 
 import bench_models
@@ -63,24 +66,59 @@ def _without_path(error, case):
     return str(error).replace(case.model + ": ", "")
 
 
-def bench_memplan(memplan, case, work, args, r, base_kb):
+def compile_memplan(memplan, case, args, r):
+    """memplan compile's report into `r`; the bounds its runs need, or None when it failed."""
     try:
         report, r["compile_s"], bounds = compile_with_bounds(memplan, case, args.compile_repeat)
     except RunFailed as e:
         r["notes"].append(f"memplan compile: {_without_path(e, case)}")
-        return
+        return None
     if bounds:
         r["notes"].append("memplan: " + ", ".join(f"--bound {k}={dims_text(v)}" for k, v in bounds.items()))
     for key in ("arena_bytes", "lower_bound_bytes", "naive_bytes", "weights_bytes"):
         r[key] = report[key]
     r["isa"] = report.get("isa", "")
+    return bounds
+
+
+def time_in_turn(memplan, ort, case, bounds, work, args, r):
+    """Latency at 1 and 2 threads: per thread count, `args.rounds` rounds of one memplan run then one
+    ONNX Runtime run (each a process: warm-up, `args.repeat` timed inferences, their median), and the
+    median of the rounds. A shared machine drifts over a minute; taken in turn, both runtimes see
+    the same drift, and one slow round does not decide a cell. A runtime that fails stops being
+    timed (its note says why); the other goes on."""
+    memplan_ok, ort_ok = bounds is not None, True
+    for t in ("1", "2"):
+        mine, theirs = [], []
+        for _ in range(args.rounds):
+            if memplan_ok:
+                try:
+                    rep = memplan.run(case, bounds, int(t), args.repeat, os.path.join(work, f"memplan_{t}"))
+                    mine.append(rep["run_ms"]["median"])
+                    if t == "1":
+                        r["memplan_per_s"]["1"] = rep.get("throughput_per_s")
+                except RunFailed as e:
+                    r["notes"].append(f"memplan run: {_without_path(e, case)}")
+                    memplan_ok = False
+            if ort_ok:
+                try:
+                    rep = ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None)
+                    theirs.append(rep["run_ms"]["median"])
+                    if t == "1":
+                        r["ort_per_s"]["1"] = rep.get("throughput_per_s")
+                except RunFailed as e:
+                    r["notes"].append(f"ONNX Runtime: {e}")
+                    ort_ok = False
+        if memplan_ok and mine:
+            r["memplan_ms"][t], r["memplan_ms_rounds"][t] = statistics.median(mine), mine
+        if ort_ok and theirs:
+            r["ort_ms"][t], r["ort_ms_rounds"][t] = statistics.median(theirs), theirs
+    return memplan_ok, ort_ok
+
+
+def bench_memplan(memplan, case, bounds, work, args, r, base_kb):
+    """The columns under load, peak RSS and the outputs against the expected ones."""
     try:
-        for t in ("1", "2"):
-            out = os.path.join(work, f"memplan_{t}")
-            rep = memplan.run(case, bounds, int(t), args.repeat, out)
-            r["memplan_ms"][t] = rep["run_ms"]["median"]
-            if t == "1":
-                r["memplan_per_s"]["1"] = rep.get("throughput_per_s")
         if not args.no_load:
             with busy_core():
                 rep = memplan.run(case, bounds, 2, args.repeat, os.path.join(work, "memplan_busy"))
@@ -94,13 +132,8 @@ def bench_memplan(memplan, case, work, args, r, base_kb):
         r["notes"].append(f"memplan run: {_without_path(e, case)}")
 
 
-def bench_ort(ort, case, work, args, r, base_kb):
+def bench_ort(ort, case, args, r, base_kb):
     try:
-        for t in ("1", "2"):
-            rep = ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None)
-            r["ort_ms"][t] = rep["run_ms"]["median"]
-            if t == "1":
-                r["ort_per_s"]["1"] = rep.get("throughput_per_s")
         if not args.no_load:
             with busy_core():
                 r["ort_ms"]["2busy"] = ort.run(case, 2, args.repeat)["run_ms"]["median"]
@@ -114,15 +147,19 @@ def bench_case(folder, memplan, ort, bases, args):
     work = os.path.join(args.work, os.path.basename(folder))
     shutil.rmtree(work, ignore_errors=True)
     r = {"name": os.path.basename(folder), "nodes": 0, "weights_bytes": None, "notes": [], "memplan_ms": {},
-         "ort_ms": {}, "memplan_per_s": {}, "ort_per_s": {}}
+         "ort_ms": {}, "memplan_ms_rounds": {}, "ort_ms_rounds": {}, "memplan_per_s": {}, "ort_per_s": {}}
     try:
         case = bench_models.prepare(folder, os.path.join(work, "inputs"))
     except bench_models.NotTensors as e:
         r["notes"].append(str(e))
         return r
     r.update(nodes=case.nodes, weights_bytes=case.weights_bytes)
-    bench_memplan(memplan, case, work, args, r, bases["memplan"])
-    bench_ort(ort, case, work, args, r, bases["ort"])
+    bounds = compile_memplan(memplan, case, args, r)
+    memplan_ok, ort_ok = time_in_turn(memplan, ort, case, bounds, work, args, r)
+    if memplan_ok:
+        bench_memplan(memplan, case, bounds, work, args, r, bases["memplan"])
+    if ort_ok:
+        bench_ort(ort, case, args, r, bases["ort"])
     if r["memplan_ms"].get("1") is not None and r["ort_ms"].get("1") is not None:
         try:
             ort_outputs = bench_models.load_outputs(os.path.join(work, "ort_1"))
@@ -139,6 +176,7 @@ def parse_args():
     p.add_argument("--node-modules")
     p.add_argument("--node", default="node")
     p.add_argument("--repeat", type=int, default=10)
+    p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--compile-repeat", type=int, default=3)
     p.add_argument("--filter", default="")
     p.add_argument("--out", default="docs/BENCHMARKS.md")
@@ -155,11 +193,12 @@ def parse_args():
     return a
 
 
-def write(args, info, groups, repeat):
+def write(args, info, groups, repeat, rounds):
+    timed = bench_report.timing(repeat, rounds)
     if args.section:
-        bench_report.write_section(args.out, args.section, info, groups, repeat, args.command)
+        bench_report.write_section(args.out, args.section, info, groups, timed, args.command)
     else:
-        bench_report.write(args.out, info, groups, repeat, args.command)
+        bench_report.write(args.out, info, groups, timed, args.command)
 
 
 def main():
@@ -170,7 +209,7 @@ def main():
     if args.from_results:
         with open(args.from_results) as f:
             saved = json.load(f)
-        write(args, saved["machine"], saved["groups"], saved["repeat"])
+        write(args, saved["machine"], saved["groups"], saved["repeat"], saved.get("rounds", 1))
         return
     memplan, ort = Memplan(args.memplan), OnnxRuntime(args.node_modules, args.node)
     print(f"bench: load average {os.getloadavg()[0]:.2f} at the start (timings need an idle machine)", flush=True)
@@ -195,8 +234,9 @@ def main():
                                             if os.environ.get("DNNL_MAX_CPU_ISA") else "")
     results_path = args.results or os.path.join(args.work, "results.json")
     with open(results_path, "w") as f:
-        json.dump({"machine": info, "groups": groups, "repeat": args.repeat, "baselines_kib": bases}, f, indent=1)
-    write(args, info, groups, args.repeat)
+        json.dump({"machine": info, "groups": groups, "repeat": args.repeat, "rounds": args.rounds,
+                   "baselines_kib": bases}, f, indent=1)
+    write(args, info, groups, args.repeat, args.rounds)
     print(f"bench: wrote {args.out} and {results_path}")
 
 
