@@ -290,7 +290,9 @@ std::unique_ptr<Kernel> make_softmax_like(const Node& node, const KernelEnv& env
   // Along an axis that is not the last, oneDNN 2.6 has only its reference kernel.
   if (is_reference_implementation(pd.impl_info_str()))
     return norm::make_softmax_loop(static_cast<uint64_t>(mid), static_cast<uint64_t>(inner), log);
-  return src_to_dst(std::make_unique<PrimitiveKernel>(node, env), pd, md, md);
+  auto k = std::make_unique<PrimitiveKernel>(node, env);
+  k->allow_in_place(0);  // oneDNN's softmax runs in place: attention's scores need no buffer of their own
+  return src_to_dst(std::move(k), pd, md, md);
 }
 
 }  // namespace
