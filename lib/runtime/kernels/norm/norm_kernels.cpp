@@ -144,6 +144,9 @@ class NormKernel final : public Kernel {
   }
 
   uint64_t scratchpad_bytes() const override { return 2 * max_groups_ * sizeof(double); }
+  // Every path takes its statistics from x before it writes, then writes each element of y after
+  // reading the same element of x: y may take x's bytes.
+  bool may_overwrite_input(size_t input) const override { return input == 0; }
   std::string implementation() const override {
     if (has_stats_[0] || has_stats_[1]) return "memplan broadcast loop";
     if (!dynamic_) return row_ > 0 ? "memplan row loop" : "memplan broadcast loop";
