@@ -108,23 +108,32 @@ TEST_CASE("Softmax writes over attention's scores where they die, to a softmax's
   require_close(got, want, scaled(1e-4));
 }
 
-TEST_CASE("LayerNormalization and InstanceNormalization write over an input that dies at them, to the normalized values",
-          "[kernels][norm]") {
-  const std::string op = GENERATE(std::string("LayerNormalization"), std::string("InstanceNormalization"));
+TEST_CASE("Layer, instance, group and RMS normalization write over an input that dies at them, to the normalized "
+          "values", "[kernels][norm]") {
+  const std::string op = GENERATE(std::string("LayerNormalization"), std::string("InstanceNormalization"),
+                                  std::string("GroupNormalization"), std::string("RMSNormalization"));
   INFO(op);
-  // x [1, C, L] -> Relu -> the normalization (LayerNormalization over L, scale and bias [L];
-  // InstanceNormalization per channel, scale and bias [C]) -> Neg -> y.
-  constexpr int64_t kC = 8, kL = 300;
-  const int64_t params = op == "LayerNormalization" ? kL : kC;
+  // x [1, C, L] -> Relu -> the normalization -> Neg -> y. Statistics over L (LayerNormalization,
+  // RMSNormalization: scale and bias [L]; InstanceNormalization: [C]) or over pairs of channels
+  // (GroupNormalization, opset 21: scale and bias [C]).
+  constexpr int64_t kC = 8, kL = 300, kGroup = 2;
+  const bool over_rows = op == "LayerNormalization" || op == "RMSNormalization";
+  const int64_t params = over_rows ? kL : kC;
   const std::vector<float> scale = random_floats(static_cast<size_t>(params), 11, 0.5f, 2.f),
                            bias = random_floats(static_cast<size_t>(params), 12);
-  ModelBuilder b;
+  const int64_t opset = op == "RMSNormalization" ? 23 : op == "GroupNormalization" ? 21 : 17;
+  ModelBuilder b("norm", opset, opset >= 21 ? 10 : 8);
   auto& g = b.graph();
   add_input(g, "x", elem::kFloat, {1, kC, kL});
   add_initializer(g, tensor_f32("scale", {params}, scale));
-  add_initializer(g, tensor_f32("bias", {params}, bias));
   add_node(g, "Relu", {"x"}, {"r"}, "relu");
-  add_node(g, op, {"r", "scale", "bias"}, {"n"}, "norm");
+  if (op == "RMSNormalization") {
+    add_node(g, op, {"r", "scale"}, {"n"}, "norm");
+  } else {
+    add_initializer(g, tensor_f32("bias", {params}, bias));
+    onnx::NodeProto* norm = add_node(g, op, {"r", "scale", "bias"}, {"n"}, "norm");
+    if (op == "GroupNormalization") attr_int(norm, "num_groups", kC / kGroup);
+  }
   add_node(g, "Neg", {"n"}, {"y"}, "neg");
   add_output(g, "y", elem::kFloat, {1, kC, kL});
   TempDir dir("norm_in_place");
@@ -135,17 +144,24 @@ TEST_CASE("LayerNormalization and InstanceNormalization write over an input that
 
   const std::vector<float> x = random_floats(static_cast<size_t>(kC * kL), 13, -3.f, 3.f);
   const std::vector<float> got = run_guarded(model, {{"x", &x}}, {1, kC, kL});
+  auto relu = [&](int64_t c, int64_t l) { return static_cast<double>(std::max(x[static_cast<size_t>(c * kL + l)], 0.f)); };
   std::vector<double> want(x.size());
-  for (int64_t c = 0; c < kC; ++c) {
-    double mean = 0, var = 0;
-    for (int64_t l = 0; l < kL; ++l) mean += std::max(x[static_cast<size_t>(c * kL + l)], 0.f);
-    mean /= kL;
-    for (int64_t l = 0; l < kL; ++l) var += std::pow(std::max(x[static_cast<size_t>(c * kL + l)], 0.f) - mean, 2);
-    const double inv = 1 / std::sqrt(var / kL + 1e-5);
-    for (int64_t l = 0; l < kL; ++l) {
-      const size_t p = static_cast<size_t>(op == "LayerNormalization" ? l : c), e = static_cast<size_t>(c * kL + l);
-      want[e] = -((std::max(x[e], 0.f) - mean) * inv * scale[p] + bias[p]);
-    }
+  const int64_t per = op == "GroupNormalization" ? kGroup : 1;  // channels per statistic
+  for (int64_t c0 = 0; c0 < kC; c0 += per) {
+    double mean = 0, var = 0, square = 0;
+    for (int64_t c = c0; c < c0 + per; ++c)
+      for (int64_t l = 0; l < kL; ++l) mean += relu(c, l) / static_cast<double>(per * kL);
+    for (int64_t c = c0; c < c0 + per; ++c)
+      for (int64_t l = 0; l < kL; ++l) {
+        var += std::pow(relu(c, l) - mean, 2) / static_cast<double>(per * kL);
+        square += relu(c, l) * relu(c, l) / static_cast<double>(per * kL);
+      }
+    for (int64_t c = c0; c < c0 + per; ++c)
+      for (int64_t l = 0; l < kL; ++l) {
+        const size_t p = static_cast<size_t>(over_rows ? l : c), e = static_cast<size_t>(c * kL + l);
+        want[e] = op == "RMSNormalization" ? -(relu(c, l) / std::sqrt(square + 1e-5) * scale[p])
+                                           : -((relu(c, l) - mean) / std::sqrt(var + 1e-5) * scale[p] + bias[p]);
+      }
   }
   require_close(got, want, scaled(1e-4));
 }

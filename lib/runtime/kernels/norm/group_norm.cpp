@@ -17,6 +17,10 @@ class GroupNormKernel final : public Kernel {
   GroupNormKernel(std::string where, int64_t groups, double epsilon, bool per_channel)
       : where_(std::move(where)), groups_(groups), epsilon_(epsilon), per_channel_(per_channel) {}
 
+  // Each group's (row's) statistics are taken before any of it is written, then each element is
+  // written after its own read: y may take x's bytes.
+  bool may_overwrite_input(size_t input) const override { return input == 0; }
+
   void run(const KernelArgs& a) override {
     const TensorView& x = a.inputs[0];
     if (x.rank < 2) fail_at(where_, "the input must have rank 2 or more");

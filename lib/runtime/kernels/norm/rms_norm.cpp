@@ -16,6 +16,10 @@ class RmsNormKernel final : public Kernel {
  public:
   RmsNormKernel(std::string where, int64_t axis, double epsilon) : where_(std::move(where)), axis_(axis), epsilon_(epsilon) {}
 
+  // Each group's (row's) statistics are taken before any of it is written, then each element is
+  // written after its own read: y may take x's bytes.
+  bool may_overwrite_input(size_t input) const override { return input == 0; }
+
   void run(const KernelArgs& a) override {
     const TensorView& x = a.inputs[0];
     const TensorView& scale = a.inputs[1];
