@@ -160,6 +160,7 @@ Compilation plan_model(const std::string& path, const ShapeOptions& shapes, Plan
   planning.scratchpad_bytes = [&c](const Node& n) { return c.kernels.scratchpad_bytes(n); };
   if (planning.share_storage) planning.aliasing = [&c](const Node& n) { return c.kernels.aliasing(n); };
   c.plan = plan_memory(c.model, planning);
+  choose_faster_variants(c, planning, planning.prefer);
   choose_lean_kernels(c, planning, planning.prefer);
   lean_for_budget(c, planning);
   c.plan.patch_regions = patch_region_costs(*c.model.main, patches, c.model.path);

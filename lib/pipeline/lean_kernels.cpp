@@ -250,8 +250,12 @@ double now_seconds() {
 // time share.
 class Timer {
  public:
-  Timer(const Compilation& c, const Graph& main, double budget_seconds)
-      : c_(c), main_(main), clock_(budget_seconds, now_seconds), share_([this] { return model_seconds(); }) {}
+  // `share`: slower kernels may spend a share of the model's time (choose_lean_kernels); without
+  // it, none can (choose_faster_variants, where only a faster one is taken), and the model is not
+  // timed for it.
+  Timer(const Compilation& c, const Graph& main, double budget_seconds, bool share = true)
+      : c_(c), main_(main), clock_(budget_seconds, now_seconds),
+        share_([this, share] { return share ? model_seconds() : 0.0; }) {}
   TuningClock& clock() { return clock_; }
   TimeBudget& share() { return share_; }
   TimingPool& pool() { return pool_; }
@@ -406,6 +410,60 @@ Slowdown round_slowdown(const std::vector<TimedRound>& rounds) {
   return {lower_quartile(&TimedRound::lean) / std::max(fast, 1e-12), fast};
 }
 
+int choose_faster_variants(Compilation& c, const PlanOptions& planning, KernelPreference prefer) {
+  if (prefer != KernelPreference::Balanced || planning.tuning_seconds <= 0) return 0;
+  const ThreadScope model_threads(c.dnnl->threads);  // as the kernels and their variants were made
+  const Graph& main = *c.model.main;
+  Timer timer(c, main, planning.tuning_seconds * kFasterVariantsShare, false);
+  KernelTuning tuning = c.plan.tuning;
+  std::vector<int32_t> swapped;
+  for (size_t step = 0; step < main.nodes.size(); ++step) {
+    const Node& n = *main.nodes[step];
+    auto it = c.kernels.kernels.find(&n);
+    if (it == c.kernels.kernels.end() || !it->second || !it->second->reorders_both_ways() ||
+        it->second->gives_way_for_memory())
+      continue;
+    if (timer.clock().left() <= 0) {
+      spdlog::debug("the tuning budget of {:.2f} s is spent: no more kernels are timed for speed", timer.clock().budget());
+      ++tuning.candidates_skipped;
+      break;
+    }
+    std::unique_ptr<rt::Kernel> variant = it->second->take_leaner();
+    if (!variant) continue;
+    const Timing t = slowdown(*it->second, *variant, n, c.dnnl->threads, timer);
+    if (t.verdict != TimingVerdict::Time) {
+      ++tuning.candidates_skipped;
+    } else {
+      ++tuning.candidates_timed;
+      ++tuning.nodes_timed;
+    }
+    if (t.verdict == TimingVerdict::Time && faster_variant_wins(t.slowdown)) {
+      spdlog::debug("{}: its leaner kernel ({}) takes {:.2f}x the time of the one reordering both ways ({}): taken",
+                    n.describe(), variant->implementation(), t.slowdown.ratio, it->second->implementation());
+      it->second = std::move(variant);
+      swapped.push_back(static_cast<int32_t>(step));
+    } else {
+      if (t.verdict == TimingVerdict::Time)
+        spdlog::debug("{}: its leaner kernel ({}) takes {:.2f}x the time of the one reordering both ways: kept for memory's "
+                      "choice",
+                      n.describe(), variant->implementation(), t.slowdown.ratio);
+      else
+        spdlog::debug("{}: its leaner kernel ({}) is not timed for speed: {}", n.describe(), variant->implementation(),
+                      t.verdict == TimingVerdict::CannotWin ? "its first run rules it out" : "the budget has no room");
+      it->second->set_leaner(std::move(variant));  // back at the head of its chain, for memory's choice
+    }
+  }
+  tuning.seconds += timer.clock().spent();
+  if (!swapped.empty()) {
+    std::vector<int32_t> listed = std::move(c.plan.graphs[0].leaner_kernels);
+    listed.insert(listed.end(), swapped.begin(), swapped.end());
+    c.plan = plan_memory(c.model, planning);
+    c.plan.graphs[0].leaner_kernels = std::move(listed);
+  }
+  c.plan.tuning = tuning;
+  return static_cast<int>(swapped.size());
+}
+
 int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPreference prefer) {
   if (prefer == KernelPreference::Speed) return 0;
   // Variants are made here (take_leaner), for the thread count the model's kernels were made for
@@ -434,9 +492,10 @@ int choose_lean_kernels(Compilation& c, const PlanOptions& planning, KernelPrefe
   std::vector<Trial> trial;
   MemoryPlan before_trial;
   const bool timing = prefer == KernelPreference::Balanced;
-  Timer timer(c, *graphs[0], planning.tuning_seconds);
-  TimeBudget& budget = timer.share();
   KernelTuning tuning = c.plan.tuning;
+  // What choose_faster_variants spent of the budget is spent.
+  Timer timer(c, *graphs[0], std::max(planning.tuning_seconds - tuning.seconds, 0.0));
+  TimeBudget& budget = timer.share();
   if (timing) tuning.budget_seconds = planning.tuning_seconds;
   std::vector<const Node*> timed_nodes;
   bool out_of_time = false;

@@ -146,6 +146,27 @@ class VariantPick {
   std::optional<double> added_;
 };
 
+// A kernel that reorders its input and its output (Kernel::reorders_both_ways) gives way to its
+// leaner variant, on the plain tensors, where that runs in at most this share of its time: oneDNN
+// picks its blocked kernel for a convolution whatever its neighbours' layouts, and between plain
+// ones the two reorders can cost more than the blocked kernel saves (wav2vec2's 1-D convolutions,
+// [512, 3199] -> [512, 1599]: 14.9 ms against 12.2 on oneDNN's plain GEMM). Below 1 by a margin
+// over the timing's noise, so that a variant as fast is not taken on a lucky round.
+constexpr double kFasterVariant = 0.9;
+inline bool faster_variant_wins(const Slowdown& s) { return s.ratio <= kFasterVariant; }
+
+// The share of the tuning budget (PlanOptions::tuning_seconds) that choose_faster_variants may
+// spend; choose_lean_kernels has what it leaves.
+constexpr double kFasterVariantsShare = 0.5;
+
+// Under Balanced (speed takes oneDNN's kernels untimed, so that its choice does not depend on the
+// machine's load while it compiles; memory, the leanest): times each main-graph kernel that
+// reorders both ways against its
+// first leaner variant, in kFasterVariantsShare of the tuning budget, and takes the variant where
+// faster_variant_wins; then plans again. c.plan lists the swaps (GraphPlan::leaner_kernels) as choose_lean_kernels
+// does, which keeps them. Returns the number of kernels swapped.
+int choose_faster_variants(Compilation& c, const PlanOptions& planning, KernelPreference prefer);
+
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels;
 // under Balanced its tuning_seconds bound the timing, and c.plan.tuning says what was spent);
 // c.plan is the last plan kept, and lists the swapped nodes (GraphPlan::leaner_kernels, a node once

@@ -126,6 +126,11 @@ class Kernel {
   // a candidate whose estimate cannot win or does not fit the time left to choose. 1: oneDNN's
   // own work, cut differently (bands of rows, chunks of channels); more for memplan's plain loops.
   virtual double expected_slowdown() const { return 1; }
+  // run() reorders an input into a layout of its own and its output back out of one (oneDNN's
+  // blocked kernel between neighbours in plain layouts): its leaner variant, on the plain tensors,
+  // can be the faster of the two, and compile-time kernel choice times it for speed too
+  // (pipeline/lean_kernels' choose_faster_variants).
+  virtual bool reorders_both_ways() const { return false; }
   // Chosen for speed at a cost in memory (Winograd's convolutions): unless speed is preferred,
   // it gives way to its leaner variant wherever its scratchpad would set the arena's peak, however
   // much slower the variant is (pipeline/lean_kernels).

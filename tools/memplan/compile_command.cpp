@@ -44,8 +44,9 @@ void register_compile(CLI::App& app) {
                   "whatever the time) or speed")
       ->check(CLI::IsMember({"balanced", "memory", "speed"}));
   sub->add_option("--tuning-seconds", args->tuning_seconds,
-                  "Most wall-clock seconds balanced spends timing leaner kernels against the fastest (default 1.5); "
-                  "a candidate whose estimated cost is past what is left is never run");
+                  "Most wall-clock seconds balanced spends timing leaner kernels against the fastest (default 1.5; "
+                  "it first spends up to half of it timing kernels that reorder both ways against their plain "
+                  "variants); a candidate whose estimated cost is past what is left is never run");
   sub->add_option("--max-arena", args->max_arena, "Fail unless the arena fits in this many bytes");
   sub->add_flag("--external-inputs", args->external_inputs,
                 "Plan no arena bytes for the inputs: each run reads them from the caller's buffers (zero copy)");

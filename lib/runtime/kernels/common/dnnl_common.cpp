@@ -308,6 +308,13 @@ std::string PrimitiveKernel::implementation() const {
   return out;
 }
 
+bool PrimitiveKernel::reorders_both_ways() const {
+  const auto staged = [&](bool output) {
+    return std::any_of(staged_.begin(), staged_.end(), [&](const Staged& st) { return st.output == output; });
+  };
+  return staged(false) && staged(true);
+}
+
 void PrimitiveKernel::bind_input(int arg, size_t input_index, const dnnl::memory::desc& md) {
   args_.push_back({Arg::From::Slot, arg, slots_.size()});
   slots_.push_back({md, false, input_index, md.get_size()});

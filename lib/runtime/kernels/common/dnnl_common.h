@@ -111,6 +111,8 @@ class PrimitiveKernel : public Kernel {
   bool may_overwrite_input(size_t input) const override;
   // oneDNN's implementation of the primitive, then of each staged tensor's reorder.
   std::string implementation() const override;
+  // A staged input and a staged output (bind_input_staged, bind_output_staged).
+  bool reorders_both_ways() const override;
   // The primitive may write output 0 over `input` (oneDNN allows src = dst for it).
   void allow_in_place(size_t input) { in_place_.push_back(input); }
 
