@@ -87,33 +87,33 @@ def time_in_turn(memplan, ort, case, bounds, work, args, r):
     median of the rounds. A shared machine drifts over a minute; taken in turn, both runtimes see
     the same drift, and one slow round does not decide a cell. A runtime that fails stops being
     timed (its note says why); the other goes on."""
-    memplan_ok, ort_ok = bounds is not None, True
+    runners = {  # name: (whether it can run, one timed process at t threads, its failure's note)
+        "memplan": (bounds is not None,
+                    lambda t: memplan.run(case, bounds, int(t), args.repeat, os.path.join(work, f"memplan_{t}")),
+                    lambda e: f"memplan run: {_without_path(e, case)}"),
+        "ort": (True, lambda t: ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None),
+                lambda e: f"ONNX Runtime: {e}"),
+    }
+    ok = {name: can for name, (can, _, _) in runners.items()}
     for t in ("1", "2"):
-        mine, theirs = [], []
+        times = {name: [] for name in runners}
         for _ in range(args.rounds):
-            if memplan_ok:
+            for name, (_, run, note) in runners.items():
+                if not ok[name]:
+                    continue
                 try:
-                    rep = memplan.run(case, bounds, int(t), args.repeat, os.path.join(work, f"memplan_{t}"))
-                    mine.append(rep["run_ms"]["median"])
-                    if t == "1":
-                        r["memplan_per_s"]["1"] = rep.get("throughput_per_s")
+                    rep = run(t)
                 except RunFailed as e:
-                    r["notes"].append(f"memplan run: {_without_path(e, case)}")
-                    memplan_ok = False
-            if ort_ok:
-                try:
-                    rep = ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None)
-                    theirs.append(rep["run_ms"]["median"])
-                    if t == "1":
-                        r["ort_per_s"]["1"] = rep.get("throughput_per_s")
-                except RunFailed as e:
-                    r["notes"].append(f"ONNX Runtime: {e}")
-                    ort_ok = False
-        if memplan_ok and mine:
-            r["memplan_ms"][t], r["memplan_ms_rounds"][t] = statistics.median(mine), mine
-        if ort_ok and theirs:
-            r["ort_ms"][t], r["ort_ms_rounds"][t] = statistics.median(theirs), theirs
-    return memplan_ok, ort_ok
+                    r["notes"].append(note(e))
+                    ok[name] = False
+                    continue
+                times[name].append(rep["run_ms"]["median"])
+                if t == "1":
+                    r[f"{name}_per_s"]["1"] = rep.get("throughput_per_s")
+        for name, got in times.items():
+            if ok[name] and got:
+                r[f"{name}_ms"][t], r[f"{name}_ms_rounds"][t] = statistics.median(got), got
+    return ok["memplan"], ok["ort"]
 
 
 def bench_memplan(memplan, case, bounds, work, args, r, base_kb):
