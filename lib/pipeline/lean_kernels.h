@@ -159,12 +159,12 @@ inline bool faster_variant_wins(const Slowdown& s) { return s.ratio <= kFasterVa
 // spend; choose_lean_kernels has what it leaves.
 constexpr double kFasterVariantsShare = 0.5;
 
-// Under Balanced (speed takes oneDNN's kernels untimed, so that its choice does not depend on the
-// machine's load while it compiles; memory, the leanest): times each main-graph kernel that
-// reorders both ways against its
-// first leaner variant, in kFasterVariantsShare of the tuning budget, and takes the variant where
-// faster_variant_wins; then plans again. c.plan lists the swaps (GraphPlan::leaner_kernels) as choose_lean_kernels
-// does, which keeps them. Returns the number of kernels swapped.
+// Under Balanced: times each main-graph kernel that reorders both ways against its first leaner
+// variant, in kFasterVariantsShare of the tuning budget, and takes the variant where
+// faster_variant_wins; then plans again. c.plan lists the swaps (GraphPlan::leaner_kernels) as
+// choose_lean_kernels does, which keeps them. (Speed times nothing, so that its kernels do not
+// depend on the machine's load while it compiles; memory takes the leanest.) Returns the number of
+// kernels swapped.
 int choose_faster_variants(Compilation& c, const PlanOptions& planning, KernelPreference prefer);
 
 // Swaps kernels as above, planning again after each swap (`planning` must plan with c's kernels;
