@@ -15,7 +15,7 @@
 #                          [--no-load] [--real | --transformers]
 #   --repeat N      timed inferences per model and thread count (default 20; 10 for the sections
 #                   at both instruction sets, which time memplan and ONNX Runtime in turn, 3
-#                   rounds, each cell the median of the rounds)
+#                   rounds, each cell the median of the rounds, memplan at --fixed-threads)
 #   --filter REGEX  only models whose folder name matches; the page then goes to
 #                   BUILD/bench/BENCHMARKS.md unless --out is given
 #   --out FILE      where the markdown goes (default docs/BENCHMARKS.md)
@@ -66,7 +66,8 @@ if [ "$setup" = 1 ]; then
 fi
 # Sections SECTION (with SETS, "TITLE=DIR" each) of the markdown, made again at the machine's
 # instruction set and with oneDNN capped to AVX2: oneDNN picks kernels, layouts and scratchpads by
-# instruction set, so a regression at either shows. 1 and 2 threads, no load columns.
+# instruction set, so a regression at either shows. 1 and 2 threads (memplan's fixed, as ONNX
+# Runtime's are), no load columns.
 sections_at_both_isas() {
   local base=$1 work=$2 isa section
   local -a isa_env
@@ -77,8 +78,8 @@ sections_at_both_isas() {
     [ "$isa" = native ] || { section="$section, oneDNN capped to $isa"; isa_env=("DNNL_MAX_CPU_ISA=$isa"); }
     env "${isa_env[@]}" /usr/bin/python3 "$here/tools/bench/bench.py" \
       --memplan "$build/tools/memplan" --node-modules "$build/bench/node_modules" --repeat "$both_isa_repeat" \
-      --rounds "$both_isa_rounds" --filter "$filter" --out "$out" --work "$build/bench/${work}_$isa" \
-      --command "$command_line" --no-load --section "$section" "$@"
+      --rounds "$both_isa_rounds" --fixed-threads --filter "$filter" --out "$out" \
+      --work "$build/bench/${work}_$isa" --command "$command_line" --no-load --section "$section" "$@"
   done
 }
 real_sets=("models/real: published models (expected outputs: ONNX Runtime 1.30)=$here/models/real"

@@ -11,6 +11,9 @@ reason. Options:
   --repeat N            timed inferences per model and thread count (default 10)
   --rounds R            rounds of memplan then ONNX Runtime, in turn, per thread count; a cell is
                         the median of the rounds' medians (default 1)
+  --fixed-threads       memplan's 1- and 2-thread cells at exactly that many threads, as ONNX
+                        Runtime's intra-op pool runs (`memplan run --fixed-threads`); the busy-core
+                        column keeps memplan's default adaptive threads
   --compile-repeat K    memplan compile runs, the fastest is kept (default 3)
   --filter REGEX        only models whose name matches
   --out FILE            the markdown (default docs/BENCHMARKS.md)
@@ -89,7 +92,8 @@ def time_in_turn(memplan, ort, case, bounds, work, args, r):
     timed (its note says why); the other goes on."""
     runners = {  # name: (whether it can run, one timed process at t threads, its failure's note)
         "memplan": (bounds is not None,
-                    lambda t: memplan.run(case, bounds, int(t), args.repeat, os.path.join(work, f"memplan_{t}")),
+                    lambda t: memplan.run(case, bounds, int(t), args.repeat, os.path.join(work, f"memplan_{t}"),
+                                          fixed_threads=args.fixed_threads),
                     lambda e: f"memplan run: {_without_path(e, case)}"),
         "ort": (True, lambda t: ort.run(case, int(t), args.repeat, os.path.join(work, "ort_1") if t == "1" else None),
                 lambda e: f"ONNX Runtime: {e}"),
@@ -177,6 +181,7 @@ def parse_args():
     p.add_argument("--node", default="node")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--fixed-threads", action="store_true")
     p.add_argument("--compile-repeat", type=int, default=3)
     p.add_argument("--filter", default="")
     p.add_argument("--out", default="docs/BENCHMARKS.md")
@@ -193,8 +198,8 @@ def parse_args():
     return a
 
 
-def write(args, info, groups, repeat, rounds):
-    timed = bench_report.timing(repeat, rounds)
+def write(args, info, groups, repeat, rounds, fixed_threads=False):
+    timed = bench_report.timing(repeat, rounds, fixed_threads)
     if args.section:
         bench_report.write_section(args.out, args.section, info, groups, timed, args.command)
     else:
@@ -209,7 +214,8 @@ def main():
     if args.from_results:
         with open(args.from_results) as f:
             saved = json.load(f)
-        write(args, saved["machine"], saved["groups"], saved["repeat"], saved.get("rounds", 1))
+        write(args, saved["machine"], saved["groups"], saved["repeat"], saved.get("rounds", 1),
+              saved.get("fixed_threads", False))
         return
     memplan, ort = Memplan(args.memplan), OnnxRuntime(args.node_modules, args.node)
     print(f"bench: load average {os.getloadavg()[0]:.2f} at the start (timings need an idle machine)", flush=True)
@@ -235,8 +241,8 @@ def main():
     results_path = args.results or os.path.join(args.work, "results.json")
     with open(results_path, "w") as f:
         json.dump({"machine": info, "groups": groups, "repeat": args.repeat, "rounds": args.rounds,
-                   "baselines_kib": bases}, f, indent=1)
-    write(args, info, groups, args.repeat, args.rounds)
+                   "fixed_threads": args.fixed_threads, "baselines_kib": bases}, f, indent=1)
+    write(args, info, groups, args.repeat, args.rounds, args.fixed_threads)
     print(f"bench: wrote {args.out} and {results_path}")
 
 

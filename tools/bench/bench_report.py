@@ -156,6 +156,10 @@ How each column is measured (MB = 10^6 bytes; ms = milliseconds of one inference
   Where a table's heading names rounds, the two took turns: per thread count, R rounds of one
   memplan process then one ONNX Runtime process, and each cell is the median of the R medians (the
   shared machine's drift hits both, and one slow round decides nothing).
+  Where it names `--fixed-threads`, memplan ran each inference at exactly T threads, as ONNX
+  Runtime's intra-op pool does; elsewhere at its default, which runs a 2-thread session's
+  inferences at one thread while other processes hold a core or one thread measures faster
+  (runtime/run_threads.h), so a 2T cell can be memplan's 1-thread time.
 - **2T busy ms**: the 2-thread median (as above) while a shell loop (`sh -c 'while :; do :; done'`)
   keeps one core busy, as another process would.
 - **2×1T /s**: inferences per second of two concurrent streams of 1-thread inferences on one
@@ -213,10 +217,14 @@ def replace_section(path, name, lines):
     _write_atomically(path, text)
 
 
-def timing(repeat, rounds=1):
+def timing(repeat, rounds=1, fixed_threads=False):
     """How a latency cell was taken, as a phrase."""
-    runs = f"{repeat} timed runs per model and thread count"
-    return runs if rounds <= 1 else f"{runs}; each cell the median of {rounds} rounds of memplan then ONNX Runtime, in turn"
+    out = f"{repeat} timed runs per model and thread count"
+    if rounds > 1:
+        out += f"; each cell the median of {rounds} rounds of memplan then ONNX Runtime, in turn"
+    if fixed_threads:
+        out += "; memplan at exactly 1 and 2 threads (`--fixed-threads`), as ONNX Runtime's intra-op pool runs"
+    return out
 
 
 def write_section(path, name, info, groups, timed, command):

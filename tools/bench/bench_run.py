@@ -93,17 +93,19 @@ class Memplan:
             cmd += ["--shape", f"{name}={dims_text(shape)}"]
         return run_json(cmd)
 
-    def run_cmd(self, case, bounds, threads, repeat, out_dir, sessions=1):
+    def run_cmd(self, case, bounds, threads, repeat, out_dir, sessions=1, fixed_threads=False):
         cmd = [self.binary, "run", case.model, "--threads", str(threads), "--warmup", "1", "--repeat", str(repeat),
                "--output-dir", out_dir, "--report", "json"] + _bound_args(bounds)
+        if fixed_threads:
+            cmd.append("--fixed-threads")
         if sessions > 1:
             cmd += ["--sessions", str(sessions)]
         for name, npy, _ in case.inputs:
             cmd += ["--input", f"{name}={npy}"]
         return cmd
 
-    def run(self, case, bounds, threads, repeat, out_dir, sessions=1):
-        return run_json(self.run_cmd(case, bounds, threads, repeat, out_dir, sessions))[0]
+    def run(self, case, bounds, threads, repeat, out_dir, sessions=1, fixed_threads=False):
+        return run_json(self.run_cmd(case, bounds, threads, repeat, out_dir, sessions, fixed_threads))[0]
 
     def baseline_cmd(self):
         return [self.binary, "--version"]
