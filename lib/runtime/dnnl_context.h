@@ -4,9 +4,9 @@
 #include <dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <deque>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "runtime/kernel.h"
 
@@ -33,9 +33,12 @@ struct DnnlContext {
   // constant_memory). torch shares a weight between layers through Identities: the BERT-like
   // encoder's six layers each reordered their own copy of its 6.5 MB of shared weights, 39 MB.
   // Emptied when the kernels are made: the kernels hold what they use, and kernels made later
-  // (at run time, for dynamic shapes) make their own.
+  // (at run time, for dynamic shapes) make their own. A deque: each entry holds two oneDNN
+  // descriptions (1.4 KB), and a vector's doubling kept up to twice the entries' bytes (270 KB for
+  // the Paddle classifier's 76 kernels, the tenth of its process's memory above the runtime's own)
+  // with a copy of all of them while it grew; clear() hands a deque's blocks back.
   bool share_constants = false;
-  std::vector<ReorderedConstant> reordered_constants;
+  std::deque<ReorderedConstant> reordered_constants;
 };
 
 // True when oneDNN runs at least `isa` on this CPU, as DNNL_MAX_CPU_ISA may limit it (the CPU's own
