@@ -22,8 +22,6 @@
 #include <vector>
 
 #include "memplan/memplan.h"
-#include "onnx/onnx_pb.h"
-#include "onnx/tensor_proto.h"
 #include "runtime/compiled_model_impl.h"
 #include "runtime/dnnl_context.h"
 #include "runtime/kernels/dnnl/banded_kernel.h"
@@ -32,6 +30,7 @@
 #include "support/naive_conv.h"
 #include "support/model_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_data_set.h"
 
 namespace {
 
@@ -705,39 +704,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-memplan::Tensor read_pb(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  onnx::TensorProto proto;
-  REQUIRE(proto.ParseFromIstream(&in));
-  return memplan::tensor_from_proto(proto, path.parent_path(), path.string());
-}
-
-std::string pb_name(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  onnx::TensorProto proto;
-  REQUIRE(proto.ParseFromIstream(&in));
-  return proto.name();
-}
-
-struct DataSet {
-  std::vector<std::pair<std::string, memplan::Tensor>> inputs;
-  std::vector<std::pair<std::string, memplan::Tensor>> outputs;
-};
-
 const fs::path kExample = fs::path(MEMPLAN_SOURCE_DIR) / "models" / "example";
 
-std::vector<DataSet> example_data() {
-  std::vector<DataSet> sets;
+std::vector<memplan::test::DataSet> example_data() {
+  std::vector<memplan::test::DataSet> sets;
   for (const char* name : {"test_data_set_0", "test_data_set_1"}) {
-    DataSet d;
-    for (int i = 0; fs::exists(kExample / name / ("input_" + std::to_string(i) + ".pb")); ++i) {
-      const fs::path p = kExample / name / ("input_" + std::to_string(i) + ".pb");
-      d.inputs.emplace_back(pb_name(p), read_pb(p));
-    }
-    const fs::path out = kExample / name / "output_0.pb";
-    d.outputs.emplace_back(pb_name(out), read_pb(out));
-    REQUIRE(d.inputs.size() == 3);
-    sets.push_back(std::move(d));
+    sets.push_back(memplan::test::read_data_set(kExample / name));
+    REQUIRE(sets.back().inputs.size() == 3);
+    REQUIRE(sets.back().outputs.size() == 1);
   }
   return sets;
 }
@@ -747,7 +721,7 @@ void require_expected_outputs(const std::shared_ptr<const memplan::CompiledModel
   memplan::SessionOptions guard;
   guard.check_memory = true;
   memplan::Session session(model, guard);
-  for (const DataSet& d : example_data()) {
+  for (const memplan::test::DataSet& d : example_data()) {
     for (int run = 0; run < runs; ++run) {
       for (const auto& [name, t] : d.inputs) {
         const auto bytes = t.materialize();

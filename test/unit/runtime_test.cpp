@@ -7,32 +7,19 @@
 #include <fstream>
 
 #include "memplan/memplan.h"
-#include "onnx/onnx_pb.h"
 #include "plan/plan.h"
 #include "plan/plan_file.h"
-#include "onnx/tensor_proto.h"
 #include "support/model_builder.h"
 #include "support/numeric.h"
+#include "support/test_data_set.h"
 
 namespace fs = std::filesystem;
 using namespace memplan;
 
 namespace {
 
-Tensor read_pb(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  onnx::TensorProto proto;
-  REQUIRE(proto.ParseFromIstream(&in));
-  Tensor t = tensor_from_proto(proto, path.parent_path(), path.string());
-  return t;
-}
-
-std::string pb_name(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  onnx::TensorProto proto;
-  REQUIRE(proto.ParseFromIstream(&in));
-  return proto.name();
-}
+using test::pb_name;
+using test::read_pb;
 
 std::vector<double> values_of(const Tensor& t) {
   std::vector<double> out;
