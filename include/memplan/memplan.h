@@ -39,7 +39,8 @@ struct CompileOptions {
   bool share_storage = true;
   // Kernels chosen for memory: "balanced" (a leaner kernel where its scratchpad would set the
   // arena's peak and it costs at most 1.25x the time, or more where the leaner kernels together
-  // add at most 2% of the model's time), "memory" (whatever the time) or "speed". It also sets
+  // add at most 2% of the model's time), "memory" (whatever the time; and oneDNN's blocked and
+  // channels-last layouts or plain tensors, whichever plans the smaller arena) or "speed". It also sets
   // which 3x3 convolutions run Winograd's kernels (AVX-512), whose transformed weights take more
   // bytes: under balanced those of 14x14 outputs or more while they add at most 5% of the model's
   // weights and no arena bytes, every one under speed, none under memory.

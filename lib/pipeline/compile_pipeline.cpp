@@ -145,11 +145,11 @@ void lean_for_budget(Compilation& c, const PlanOptions& planning) {
   if (planning.prefer != KernelPreference::Memory) choose_lean_kernels(c, planning, KernelPreference::Memory);
 }
 
-// One pass to a plan: the model prepared (with `patches`), its kernels, the plan, the leaner
-// kernels the preference (and the budget) take.
+// One pass to a plan: the model prepared (with `patches`, in plain layouts or not), its kernels,
+// the plan, the leaner kernels the preference (and the budget) take.
 Compilation plan_model(const std::string& path, const ShapeOptions& shapes, PlanOptions planning, OnUnsupported unsupported,
-                       const std::vector<PatchRegion>& patches) {
-  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes, patches), {}, {}, {}};
+                       const std::vector<PatchRegion>& patches, bool plain_layouts) {
+  Compilation c{std::make_unique<rt::DnnlContext>(), prepare_model(path, shapes, patches, plain_layouts), {}, {}, {}};
   std::vector<WinogradConv> winograd = choose_winograd_convs(c.model, planning.prefer, [&c](const Node& n) {
     const auto k = rt::dnnl_kernels::probe_winograd(n, rt::KernelEnv{c.dnnl.get(), c.model.path}, 0);
     return k ? std::optional<WinogradCandidate>({{n.name, k->tile, k->added_bytes, 0}, k->scratchpad_bytes, 0})
@@ -165,7 +165,45 @@ Compilation plan_model(const std::string& path, const ShapeOptions& shapes, Plan
   lean_for_budget(c, planning);
   c.plan.patch_regions = patch_region_costs(*c.model.main, patches, c.model.path);
   c.plan.winograd_convs = std::move(winograd);
+  c.plan.plain_layouts = plain_layouts;
   return c;
+}
+
+// Under --prefer memory the layouts are a choice too. oneDNN's blocked and channels-last kernels
+// are the fast ones, but where a tensor's layout is not the one its reader or writer takes, the
+// kernel copies it (a plain graph input copied blocked for the Conv that reads it, a channels-last
+// tensor copied plain for the GEMM that writes a plain output), and the copy is in the arena;
+// plain tensors run their convolutions on GEMM and copy nothing. Which arena is smaller depends on
+// the model (the Paddle hard-swish pattern: 491,520 bytes with the layouts, 344,064 plain;
+// ResNet-50: 5.2 MB with them, 6.4 MB plain), so the model is planned plain first, for its arena
+// only, then with the layouts, kept at a tie (they run faster); plain is planned again only where
+// it was smaller. One compilation lives at a time: the weights are held once. `with_layouts`
+// keeps the compilation with the layouts where it is the one to keep.
+struct LayoutChoice {
+  bool plain = false;
+  uint64_t other_arena = 0;  // the arena of the choice not taken
+};
+LayoutChoice choose_layouts(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning,
+                            OnUnsupported unsupported, std::optional<Compilation>& with_layouts) {
+  uint64_t plain_arena = 0;
+  try {
+    plain_arena = plan_model(path, shapes, planning, unsupported, planning.patch_regions, true).plan.arena_bytes;
+  } catch (const Error& e) {
+    spdlog::debug("{}: not planned in plain layouts ({})", path, e.what());
+  }
+  // The trial's kernels stay in oneDNN's primitive cache and its frees in the heap's holes: both
+  // would add to the next compilation's peak.
+  rt::release_cached_primitives();
+  return_free_heap_pages();
+  with_layouts.emplace(plan_model(path, shapes, planning, unsupported, planning.patch_regions, false));
+  const uint64_t layouts_arena = with_layouts->plan.arena_bytes;
+  if (plain_arena == 0) return {};
+  spdlog::debug("{}: the arena is {} bytes with oneDNN's layouts, {} plain", path, layouts_arena, plain_arena);
+  if (plain_arena >= layouts_arena) return {false, plain_arena};
+  with_layouts.reset();  // before the plain one is made again
+  rt::release_cached_primitives();
+  return_free_heap_pages();
+  return {true, layouts_arena};
 }
 
 // What runs each node, graph by graph in the plan's order, for the report.
@@ -212,7 +250,8 @@ ShapeHooks pipeline_shape_hooks(Model& model) {
   return {[&model](const Node& n) { return evaluate_with_kernel(n, model.path); }, pipeline_rewrites(model)};
 }
 
-void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches) {
+void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches,
+                   bool plain_layouts) {
   if (const int widened = compute_float16_in_float32(model))
     spdlog::debug("{} float16 values computed in float32", widened);
   infer_shapes(model, shapes, pipeline_shape_hooks(model));
@@ -226,7 +265,7 @@ void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<P
   spdlog::debug("channel shuffles took {} nodes", fold_channel_shuffles(model));
   spdlog::debug("{} Transposes read through by the MatMuls after them", fold_transposes_into_matmuls(model));
   for (const PatchRegion& r : patches) make_patch_region(*model.main, r, model.path);
-  const int blocked = assign_layouts(model, preferred_channel_block());
+  const int blocked = assign_layouts(model, plain_layouts ? 0 : preferred_channel_block());
   spdlog::debug("{} tensors channel-blocked", blocked);
   // Without VNNI the int8 convolutions run oneDNN's float32 kernels, which read channel-blocked.
   // (A oneDNN engine to ask them, made only for a model that has a QLinearConv.)
@@ -240,10 +279,11 @@ void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<P
   spdlog::debug("{} int8 tensors between QLinearConvs in their layout", int8);
 }
 
-Model prepare_model(const std::string& path, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches) {
+Model prepare_model(const std::string& path, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches,
+                    bool plain_layouts) {
   Model model = import_model(path);
   spdlog::debug("imported {}", path);
-  prepare_model(model, shapes, patches);
+  prepare_model(model, shapes, patches, plain_layouts);
   return model;
 }
 
@@ -253,11 +293,18 @@ Compilation compile_model(const std::string& path, const ShapeOptions& shapes, P
   if (!(planning.tuning_seconds >= 0))
     fail(path + ": the tuning budget (--tuning-seconds) must be 0 or more seconds, not " +
          std::to_string(planning.tuning_seconds));
-  Compilation c = plan_model(path, shapes, planning, unsupported, planning.patch_regions);
+  std::optional<Compilation> with_layouts;
+  LayoutChoice layouts;
+  if (planning.prefer == KernelPreference::Memory && preferred_channel_block() != 0)
+    layouts = choose_layouts(path, shapes, planning, unsupported, with_layouts);
+  Compilation c = with_layouts ? std::move(*with_layouts)
+                               : plan_model(path, shapes, planning, unsupported, planning.patch_regions, layouts.plain);
+  with_layouts.reset();
+  c.plan.other_layouts_arena_bytes = layouts.other_arena;
   // Over the budget with every leaner kernel: the first layers in patches.
   if (planning.max_arena != 0 && c.plan.arena_bytes > planning.max_arena && planning.patch_regions.empty())
     fit_with_patches(c, planning.max_arena, [&](const std::vector<PatchRegion>& patches) {
-      return plan_model(path, shapes, planning, unsupported, patches);
+      return plan_model(path, shapes, planning, unsupported, patches, layouts.plain);
     });
   settle_variants(c.kernels);
   c.plan.model_sha256 = c.model.sha256;
@@ -279,7 +326,7 @@ Compilation load_compilation(const std::string& model_path, MemoryPlan plan, con
   if (c.model.sha256 != c.plan.model_sha256)
     fail(model_path + ": the plan was made for another model (sha256 " + c.plan.model_sha256.substr(0, 12) +
          "..., this file " + c.model.sha256.substr(0, 12) + "...)");
-  prepare_model(c.model, c.plan.shapes, c.plan.patch_regions);
+  prepare_model(c.model, c.plan.shapes, c.plan.patch_regions, c.plan.plain_layouts);
   mark_winograd_convs(c.model, c.plan.winograd_convs);
   select(c, unsupported);
   verify_plan(c.model, c.plan);

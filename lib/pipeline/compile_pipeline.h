@@ -35,9 +35,12 @@ struct Compilation {
 enum class OnUnsupported { Fail, Warn };
 
 // import -> shapes -> passes: the IR every later stage sees; `patches` are made after the fusions
-// (passes/patch_regions), before layouts are assigned.
-Model prepare_model(const std::string& path, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches = {});
-void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches = {});
+// (passes/patch_regions), before layouts are assigned; `plain_layouts` leaves every float tensor
+// row-major (MemoryPlan::plain_layouts).
+Model prepare_model(const std::string& path, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches = {},
+                    bool plain_layouts = false);
+void prepare_model(Model& model, const ShapeOptions& shapes, const std::vector<PatchRegion>& patches = {},
+                   bool plain_layouts = false);
 
 // The hooks prepare_model lends shape inference: the runtime's kernels for folding, and the
 // rewrites (an If whose condition folds is inlined, a function op with no kernel expanded).

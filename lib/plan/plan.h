@@ -179,6 +179,12 @@ struct MemoryPlan {
   // when the plan is loaded. One whose kernel gave way for memory runs the direct kernel (`kernels`
   // says which runs).
   std::vector<WinogradConv> winograd_convs;
+  // Every float tensor row-major: under --prefer memory the model was planned with oneDNN's
+  // blocked and channels-last layouts and with none, and none made the smaller arena (the layouts'
+  // kernels copy what they read or write in another layout). Assigned again when the plan is
+  // loaded. `other_layouts_arena_bytes`: the arena the choice not taken had (0: one was planned).
+  bool plain_layouts = false;
+  uint64_t other_layouts_arena_bytes = 0;
   uint64_t alignment = 64;
   // Main-graph inputs are not planned: each run reads them from the caller's bytes (zero copy).
   bool external_inputs = false;

@@ -114,6 +114,8 @@ planfile::Plan to_proto(const MemoryPlan& p) {
   for (const auto& [name, value] : p.shapes.dims) (*out.mutable_dims())[name] = value;
   add_named(p.shapes.bounds, out.mutable_bounds());
   out.set_static_only(p.shapes.static_only);
+  out.set_plain_layouts(p.plain_layouts);
+  out.set_other_layouts_arena_bytes(p.other_layouts_arena_bytes);
   for (const WinogradConv& w : p.winograd_convs) {
     planfile::WinogradConv& pw = *out.add_winograd_convs();
     pw.set_node(w.node);
@@ -252,6 +254,8 @@ MemoryPlan from_proto(const planfile::Plan& in) {
                                r.tile_frame_bytes(), r.macs(), r.recomputed_macs()});
   for (const planfile::WinogradConv& w : in.winograd_convs())
     p.winograd_convs.push_back({w.node(), w.tile(), w.added_bytes(), w.output_pixels()});
+  p.plain_layouts = in.plain_layouts();  // false before format 9, when every plan had the layouts
+  p.other_layouts_arena_bytes = in.other_layouts_arena_bytes();
   p.alignment = in.alignment();
   p.external_inputs = version >= 6 && in.external_inputs();
   p.strategy = in.strategy();

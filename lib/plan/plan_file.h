@@ -20,7 +20,9 @@ namespace memplan {
 // 7: patch regions (MemoryPlan::patch_regions). Older plans have none and still load.
 // 8: convolutions in Winograd's form (MemoryPlan::winograd_convs). Older plans have none and
 //    still load, on the direct kernels they were made with.
-constexpr uint32_t kPlanFormatVersion = 8;
+// 9: plain layouts, chosen under --prefer memory (MemoryPlan::plain_layouts). Older plans had the
+//    layouts and still load with them.
+constexpr uint32_t kPlanFormatVersion = 9;
 constexpr uint32_t kOldestPlanFormatVersion = 2;
 
 // Writes atomically: a temporary file in the same folder, then rename.

@@ -132,6 +132,19 @@ bool runs_winograd(const MemoryPlan& p, const WinogradConv& w) {
   });
 }
 
+// Which layouts --prefer memory kept, and the arena the other choice had.
+std::string layouts_text(const MemoryPlan& p) {
+  if (p.other_layouts_arena_bytes == 0) return p.plain_layouts ? "layouts: plain\n" : "";
+  std::ostringstream o;
+  if (p.plain_layouts)
+    o << "layouts: plain, the smaller arena (" << p.other_layouts_arena_bytes
+      << " bytes with oneDNN's blocked and channels-last layouts)\n";
+  else
+    o << "layouts: oneDNN's blocked and channels-last, the smaller arena or a tie (" << p.other_layouts_arena_bytes
+      << " bytes plain)\n";
+  return o.str();
+}
+
 // Convolutions in Winograd's form: how many run it, the weight bytes they add, and how many gave way.
 std::string winograd_text(const MemoryPlan& p) {
   if (p.winograd_convs.empty()) return "";
@@ -236,7 +249,7 @@ std::string plan_report_text(const MemoryPlan& p) {
       if (shown++ < kRefusalsInText)
         o << "  refused: '" << r.value << "' over '" << r.source << "' at " << r.node << ": " << r.reason << "\n";
   if (refused > kRefusalsInText) o << "  ... " << refused - kRefusalsInText << " more (--report json lists them all)\n";
-  o << patch_regions_text(p) << winograd_text(p) << kernels_text(p) << tuning_text(p.tuning);
+  o << layouts_text(p) << patch_regions_text(p) << winograd_text(p) << kernels_text(p) << tuning_text(p.tuning);
   Peak peak = main_peak(p);
   o << "peak of the main graph: step " << peak.step << ", " << peak.bytes << " bytes live:\n";
   for (const auto& s : peak.live) {
@@ -285,6 +298,8 @@ std::string plan_report_json(const MemoryPlan& p, const std::string& extra) {
   o << "], \"isa\": " << json_string(p.isa) << ", \"kernel_tuning\": {\"budget_seconds\": " << t.budget_seconds
     << ", \"seconds\": " << t.seconds << ", \"nodes_timed\": " << t.nodes_timed << ", \"candidates_timed\": "
     << t.candidates_timed << ", \"candidates_skipped\": " << t.candidates_skipped << "}";
+  o << ", \"plain_layouts\": " << (p.plain_layouts ? "true" : "false")
+    << ", \"other_layouts_arena_bytes\": " << p.other_layouts_arena_bytes;
   o << ", \"patch_regions\": [";
   for (size_t i = 0; i < p.patch_regions.size(); ++i) {
     const PatchRegion& r = p.patch_regions[i];

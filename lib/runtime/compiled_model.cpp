@@ -2,10 +2,6 @@
 
 #include <map>
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include "ir/container_ops.h"
 #include "memplan/error.h"
 #include "onnx/importer.h"
@@ -19,6 +15,7 @@
 #include "runtime/run_threads.h"
 #include "runtime/kernel_selection.h"
 #include "shapes/shape_inference.h"
+#include "util/freed_memory.h"
 
 namespace memplan {
 namespace {
@@ -230,16 +227,6 @@ struct CompiledModelAccess {
 
 namespace {
 
-// Hands the heap's free pages back to the system. What compile or load freed (the model's
-// protobuf, oneDNN's descriptions of kernels not chosen, one-off reorders) lies in holes between
-// what stays; glibc returns only the heap's top by itself, so the holes would stay resident
-// through every run, and the first runs' own pages (oneDNN's code) would add to them.
-void return_free_heap() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-
 void check_threads(int threads) {
   if (threads < 0) fail("threads must be 0 (choose) or positive, not " + std::to_string(threads));
 }
@@ -255,7 +242,7 @@ std::shared_ptr<const CompiledModel> finish_compilation(Compilation c) {
   build_exec(*impl, c.kernels);
   bind_plan(*impl);
   rt::release_cached_primitives();
-  return_free_heap();
+  return_free_heap_pages();
   return CompiledModelAccess::make(std::move(impl));
 }
 

@@ -16,4 +16,10 @@ void return_large_blocks_when_freed() {
 #endif
 }
 
+void return_free_heap_pages() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 }  // namespace memplan

@@ -13,4 +13,11 @@ namespace memplan {
 // allocates nothing, so only compiling and loading pay a fault per large block.
 void return_large_blocks_when_freed();
 
+// Hands the heap's free pages back to the system. What a compile freed (the model's protobuf,
+// oneDNN's descriptions of kernels not chosen, one-off reorders, a whole trial compilation) lies
+// in holes between what stays; glibc returns only the heap's top by itself, so the holes would
+// stay resident through every run, and later allocations' own pages would add to them. A no-op
+// where the C library is not glibc.
+void return_free_heap_pages();
+
 }  // namespace memplan

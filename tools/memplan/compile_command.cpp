@@ -41,7 +41,7 @@ void register_compile(CLI::App& app) {
   sub->add_option("--prefer", args->prefer,
                   "balanced (default: a leaner kernel where its scratchpad sets the peak and costs at most 1.25x "
                   "the time, or more while the leaner kernels add at most 2% of the model's time), memory (leaner "
-                  "whatever the time) or speed")
+                  "whatever the time; oneDNN's layouts or plain tensors, whichever plans the smaller arena) or speed")
       ->check(CLI::IsMember({"balanced", "memory", "speed"}));
   sub->add_option("--tuning-seconds", args->tuning_seconds,
                   "Most wall-clock seconds balanced spends timing leaner kernels against the fastest (default 1.5; "
