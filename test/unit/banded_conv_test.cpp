@@ -723,22 +723,10 @@ void require_expected_outputs(const std::shared_ptr<const memplan::CompiledModel
   memplan::Session session(model, guard);
   for (const memplan::test::DataSet& d : example_data()) {
     for (int run = 0; run < runs; ++run) {
-      for (const auto& [name, t] : d.inputs) {
-        const auto bytes = t.materialize();
-        session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
-      }
+      memplan::test::set_inputs(session, d);
       session.run();
     }
-    for (const auto& [name, want] : d.outputs) {
-      INFO(name);
-      const memplan::TensorRef got = session.output(name);
-      REQUIRE(std::vector<int64_t>(got.shape.begin(), got.shape.end()) == want.dims);
-      REQUIRE(got.bytes == want.element_count() * sizeof(float));
-      Floats g(want.element_count()), w(want.element_count());
-      std::memcpy(g.data(), got.data, got.bytes);
-      for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(want.float_at(i));
-      require_close(g, w, abs_rel(1e-4, 1e-3));
-    }
+    memplan::test::require_outputs_close(session, d, abs_rel(1e-4, 1e-3));
   }
 }
 

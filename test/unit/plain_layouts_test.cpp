@@ -6,7 +6,6 @@
 // under DNNL_MAX_CPU_ISA=AVX2).
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -14,7 +13,6 @@
 
 #include "memplan/memplan.h"
 #include "plan/plan_file.h"
-#include "support/numeric.h"
 #include "support/temp_dir.h"
 #include "support/test_data_set.h"
 
@@ -39,20 +37,9 @@ void require_patterns_outputs(const std::shared_ptr<const CompiledModel>& m, con
   SessionOptions guard;
   guard.check_memory = true;
   Session session(m, guard);
-  for (const auto& [name, t] : d.inputs) {
-    const auto bytes = t.materialize();
-    session.set_input(name, static_cast<int32_t>(t.dtype), t.dims, bytes.data(), bytes.size());
-  }
+  set_inputs(session, d);
   session.run();
-  for (const auto& [name, want] : d.outputs) {
-    INFO(name);
-    const TensorRef got = session.output(name);
-    REQUIRE(got.bytes == want.element_count() * sizeof(float));
-    std::vector<float> g(want.element_count()), w(want.element_count());
-    std::memcpy(g.data(), got.data, got.bytes);
-    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(want.float_at(i));
-    require_close(g, w, abs_rel(1e-4, 1e-3));
-  }
+  require_outputs_close(session, d, abs_rel(1e-4, 1e-3));
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
