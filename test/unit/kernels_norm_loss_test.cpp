@@ -2,6 +2,7 @@
 // matrix_kernels.cpp, einsum_kernel.cpp), Hardmax and ReduceLogSum against hand-computed values.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -46,8 +47,8 @@ TEST_CASE("LayerNormalization normalizes the last axis, with scale, bias, Mean a
 TEST_CASE("LayerNormalization row by row gives the broadcast walk's numbers", "[norm-loss]") {
   // A transformer's [batch, seq, d] normalized over d (or over seq and d), scale and bias per
   // element of a row: a static input and a varying one take the vectorized row loop, one asked
-  // for its Mean output the general walk. All sum in double, in another order: the same floats
-  // but for the last bit or so.
+  // for its Mean output the general walk. Both sum the mean in double, in another order (the row
+  // loop its deviations in float): the same floats but for the last bit or so.
   const int64_t axis = GENERATE(int64_t{-1}, int64_t{1});
   const bool with_bias = GENERATE(true, false);
   Floats x(2 * 5 * 12), scale, bias;
@@ -85,6 +86,40 @@ TEST_CASE("LayerNormalization row by row gives the broadcast walk's numbers", "[
   for (int64_t j = 0; j < row; ++j) var += (x[static_cast<size_t>(j)] - mean) * (x[static_cast<size_t>(j)] - mean);
   var /= static_cast<double>(row);
   CHECK(std::abs(y0 - static_cast<float>((x[0] - mean) / std::sqrt(var + 1e-5))) < 1e-5f);
+}
+
+TEST_CASE("LayerNormalization row by row keeps its digits on rows far from zero, at transformer widths",
+          "[norm-loss]") {
+  // Rows of 96 and 768 values around 1000 with a spread of about 1 (activations after a large
+  // residual): a float row's mean is summed in double and its deviations taken from that mean,
+  // so nothing cancels. Variance as E[x^2] - mean^2 in float would lose it all (1e6 against 0.5
+  // in 24 bits); the answer is the double-precision one within what the floats of x carry
+  // (their spacing near 1000 is 6e-5).
+  const int64_t width = GENERATE(int64_t{96}, int64_t{768});
+  const int64_t rows = 6;
+  Floats x(static_cast<size_t>(rows * width));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = 1000.f + std::sin(static_cast<float>(i) * 0.61f) + 0.25f * static_cast<float>(i % 5);
+  KernelCase c("LayerNormalization", 17);
+  c.input<float>("x", F32, {rows, width}, x);
+  c.input<float>("scale", F32, {width}, Floats(static_cast<size_t>(width), 1.f));
+  c.output("y", F32, {rows, width});
+  REQUIRE(c.run());
+  CHECK(c.kernel()->implementation() == "memplan row loop");
+  const Floats y = c.result_as<float>(0);
+  double worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * width;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < width; ++j) mean += xr[j];
+    mean /= static_cast<double>(width);
+    for (int64_t j = 0; j < width; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= static_cast<double>(width);
+    for (int64_t j = 0; j < width; ++j)
+      worst = std::max(worst, std::abs(y[static_cast<size_t>(r * width + j)] - (xr[j] - mean) / std::sqrt(var + 1e-5)));
+  }
+  INFO("width " << width << ": largest difference from the double-precision answer " << worst);
+  CHECK(worst < 2e-4);
 }
 
 TEST_CASE("LayerNormalization over every axis adds epsilon and takes a full-shape scale", "[norm-loss]") {
