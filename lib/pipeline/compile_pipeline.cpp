@@ -194,7 +194,8 @@ LayoutChoice choose_layouts(const std::string& path, const ShapeOptions& shapes,
                             OnUnsupported unsupported, std::optional<Compilation>& with_layouts) {
   uint64_t plain_arena = 0;
   try {
-    plain_arena = plan_model(path, shapes, planning, unsupported, planning.patch_regions, true).plan.arena_bytes;
+    // A model memplan cannot run whole is not tried plain: the compilation that is kept warns.
+    plain_arena = plan_model(path, shapes, planning, OnUnsupported::Fail, planning.patch_regions, true).plan.arena_bytes;
   } catch (const Error& e) {
     spdlog::debug("{}: not planned in plain layouts ({})", path, e.what());
   }
