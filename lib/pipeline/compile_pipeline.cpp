@@ -192,7 +192,7 @@ struct LayoutChoice {
 };
 LayoutChoice choose_layouts(const std::string& path, const ShapeOptions& shapes, const PlanOptions& planning,
                             OnUnsupported unsupported, std::optional<Compilation>& with_layouts) {
-  uint64_t plain_arena = 0;
+  std::optional<uint64_t> plain_arena;
   try {
     // A model memplan cannot run whole is not tried plain: the compilation that is kept warns.
     plain_arena = plan_model(path, shapes, planning, OnUnsupported::Fail, planning.patch_regions, true).plan.arena_bytes;
@@ -205,9 +205,9 @@ LayoutChoice choose_layouts(const std::string& path, const ShapeOptions& shapes,
   return_free_heap_pages();
   with_layouts.emplace(plan_model(path, shapes, planning, unsupported, planning.patch_regions, false));
   const uint64_t layouts_arena = with_layouts->plan.arena_bytes;
-  if (plain_arena == 0) return {};
-  spdlog::debug("{}: the arena is {} bytes with oneDNN's layouts, {} plain", path, layouts_arena, plain_arena);
-  if (plain_arena >= layouts_arena) return {false, plain_arena};
+  if (!plain_arena) return {};
+  spdlog::debug("{}: the arena is {} bytes with oneDNN's layouts, {} plain", path, layouts_arena, *plain_arena);
+  if (*plain_arena >= layouts_arena) return {false, *plain_arena};
   with_layouts.reset();  // before the plain one is made again
   rt::release_cached_primitives();
   return_free_heap_pages();

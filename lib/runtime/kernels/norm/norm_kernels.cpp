@@ -33,65 +33,44 @@ namespace {
 
 enum class Kind { Layer, Instance, MeanVariance, Batch };
 
-// One row of LayerNormalization: its mean and variance accumulated in double (vector lanes each
-// summing a share of the row, then added), y = (x - mean) * inv * scale + bias in one pass.
-// Inlined into normalize_row's clones, one per instruction set (target_clones takes no templates).
+// A row's mean and 1 / sqrt(variance + epsilon). The mean is summed in double (vector lanes each
+// summing a share of the row, then added: exact enough whatever the row's offset from zero); the
+// squared deviations from it are summed in `Lane`, and since they are taken from the accurate
+// mean their sum loses no digits to cancellation. Lane = float runs twice the lanes of double per
+// instruction with no conversions (LayerNormalization's float rows: ConvNeXt-T's 23 layer norms
+// 2.45 -> 1.37 ms at 1 thread). Inlined into the clones below, one per instruction set
+// (target_clones takes no templates).
+template <typename Lane>
 struct RowMoments {
-  double mean, inv;  // inv = 1 / sqrt(variance + epsilon)
+  Lane mean, inv;
 };
 
-template <typename T>
-__attribute__((always_inline)) inline RowMoments row_moments(const T* x, uint64_t n, double epsilon) {
-  double mean = 0, var = 0;
-#pragma omp simd reduction(+ : mean)
-  for (uint64_t j = 0; j < n; ++j) mean += x[j];
-  mean /= static_cast<double>(n);
-#pragma omp simd reduction(+ : var)
-  for (uint64_t j = 0; j < n; ++j) {
-    const double d = x[j] - mean;
-    var += d * d;
-  }
-  var /= static_cast<double>(n);
-  return {mean, 1.0 / std::sqrt(var + epsilon)};
-}
-
-// A float row: the mean summed in double (exact enough whatever the row's offset from zero), then
-// the squared deviations from it and the row itself in float lanes, twice as many per instruction
-// as double's, with no conversions (ConvNeXt-T's 23 layer norms 2.45 -> 1.37 ms at 1 thread). The
-// deviations are taken from the accurate mean, so their sum loses no digits to cancellation.
-__attribute__((always_inline)) inline void normalize_row_of(const float* x, const float* scale, const float* bias,
-                                                            float* y, uint64_t n, double epsilon) {
+template <typename Lane, typename T>
+__attribute__((always_inline)) inline RowMoments<Lane> row_moments(const T* x, uint64_t n, double epsilon) {
   double sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (uint64_t j = 0; j < n; ++j) sum += x[j];
-  const float mean = static_cast<float>(sum / static_cast<double>(n));
-  float var = 0;
+  const auto mean = static_cast<Lane>(sum / static_cast<double>(n));
+  Lane var = 0;
 #pragma omp simd reduction(+ : var)
   for (uint64_t j = 0; j < n; ++j) {
-    const float d = x[j] - mean;
+    const Lane d = static_cast<Lane>(x[j]) - mean;
     var += d * d;
   }
-  const auto inv = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var) / static_cast<double>(n) + epsilon));
+  return {mean, static_cast<Lane>(1.0 / std::sqrt(static_cast<double>(var) / static_cast<double>(n) + epsilon))};
+}
+
+// One row of LayerNormalization, y = (x - mean) * inv * scale + bias, in T's own lanes.
+template <typename T>
+__attribute__((always_inline)) inline void normalize_row_of(const T* x, const T* scale, const T* bias, T* y, uint64_t n,
+                                                            double epsilon) {
+  const auto [mean, inv] = row_moments<T>(x, n, epsilon);
   if (scale && bias) {
 #pragma omp simd
     for (uint64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * (inv * scale[j]) + bias[j];
   } else {
 #pragma omp simd
-    for (uint64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * (inv * (scale ? scale[j] : 1.f)) + (bias ? bias[j] : 0.f);
-  }
-}
-
-template <typename T>
-__attribute__((always_inline)) inline void normalize_row_of(const T* x, const T* scale, const T* bias, T* y, uint64_t n,
-                                                            double epsilon) {
-  const auto [mean, inv] = row_moments(x, n, epsilon);
-  if (scale && bias) {
-#pragma omp simd
-    for (uint64_t j = 0; j < n; ++j) y[j] = static_cast<T>((x[j] - mean) * inv * scale[j] + bias[j]);
-  } else {
-#pragma omp simd
-    for (uint64_t j = 0; j < n; ++j)
-      y[j] = static_cast<T>((x[j] - mean) * inv * (scale ? scale[j] : T(1)) + (bias ? bias[j] : T(0)));
+    for (uint64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * (inv * (scale ? scale[j] : T(1))) + (bias ? bias[j] : T(0));
   }
 }
 
@@ -109,7 +88,7 @@ MEMPLAN_SIMD_CLONES void normalize_row(const double* x, const double* scale, con
 template <typename T>
 __attribute__((always_inline)) inline void normalize_channel_of(const T* x, T scale, T bias, T* y, uint64_t n,
                                                                 double epsilon) {
-  const auto [mean, inv] = row_moments(x, n, epsilon);
+  const auto [mean, inv] = row_moments<double>(x, n, epsilon);
   const double a = inv * scale, b = bias - mean * a;
 #pragma omp simd
   for (uint64_t j = 0; j < n; ++j) y[j] = static_cast<T>(x[j] * a + b);
